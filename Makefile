@@ -1,0 +1,166 @@
+# Redshift - build, test, install.
+#
+#   make              librs.a and every command into build/bin (CPU backend;
+#                     the CUDA backend too when nvcc is found, unless CUDA=0)
+#   make test         build and run every Check suite, lint the man pages
+#   make asan         the same tests under AddressSanitizer + UBSan
+#   make fuzz         libFuzzer targets, run FUZZ_SECONDS each on a seed corpus
+#   make install PREFIX=/usr/local
+#
+# Every lib/*.c goes into librs.a, every cmd/rs-*.c becomes a command and
+# every tests/check_<m>.c is a suite (exporting <m>_suite()), so adding a file
+# needs no edit here.
+
+BUILD	?= build
+PREFIX	?= /usr/local
+CC	?= cc
+NVCC	?= $(shell command -v nvcc 2>/dev/null)
+FUZZ_SECONDS ?= 60
+RS_FIXTURES ?= ../shared/fixtures
+export RS_FIXTURES
+
+ifeq ($(origin CUDA), undefined)
+CUDA := $(if $(NVCC),1,0)
+endif
+
+PKGS	:= jansson libpcre2-8 libutf8proc
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+VERSION	:= 0.1.0
+OPT	?= -O2
+CFLAGS	?= $(OPT) -g
+CFLAGS	+= -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -MMD -MP \
+	   -Ilib -Icmd $(PKG_CFLAGS) -DRS_VERSION='"$(VERSION)"' \
+	   $(EXTRA_CFLAGS)
+LDFLAGS	+= -pthread $(EXTRA_LDFLAGS)
+LDLIBS	:= $(PKG_LIBS) -lm
+
+LIB_SRC	:= $(sort $(wildcard lib/*.c))
+CMD_SRC	:= $(sort $(wildcard cmd/rs-*.c))
+CLI_SRC	:= $(sort $(wildcard cmd/cli*.c))
+TEST_SRC := $(sort $(filter-out tests/check_main.c tests/check_cuda.c, \
+	    $(wildcard tests/check_*.c)))
+TEST_HELP := $(sort $(wildcard tests/t_*.c))
+SUITES	:= $(patsubst tests/check_%.c,%,$(TEST_SRC))
+
+LIB_OBJ	:= $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ	:= $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+CMDS	:= $(patsubst cmd/%.c,$(BUILD)/bin/%,$(CMD_SRC))
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(TEST_HELP:%.c=$(BUILD)/obj/%.o) \
+	    $(BUILD)/obj/tests/check_main.o
+
+ifeq ($(CUDA),1)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCHS ?= 75 90
+NVCCFLAGS ?= -O3 -lineinfo
+NVCCFLAGS += -Ilib -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	     $(if $(filter 70,$(CUDA_ARCHS)),-gencode arch=compute_70$(comma)code=compute_70) \
+	     -Xcompiler -Wall,-Wextra
+CU_SRC	:= $(sort $(wildcard kernels/*.cu))
+CU_OBJ	:= $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+CFLAGS	+= -DRS_CUDA=1 -I$(CUDA_HOME)/include
+LDLIBS	+= -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -ldl -lrt
+endif
+comma	:= ,
+
+.PHONY: all lib cmds test test-unit test-man asan fuzz install clean config
+all: config lib cmds
+
+config:
+	@echo "redshift $(VERSION): CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC), archs $(CUDA_ARCHS)), (CPU backend only$(if $(NVCC),,: no nvcc found)))"
+
+lib: $(BUILD)/librs.a
+cmds: $(CMDS)
+
+$(BUILD)/librs.a: $(LIB_OBJ) $(CU_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CLI_OBJ) $(BUILD)/librs.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+# ---- tests ----
+
+$(BUILD)/gen/suites.h: Makefile $(TEST_SRC)
+	@mkdir -p $(@D)
+	@printf '%s\n' $(foreach s,$(SUITES),'RS_SUITE($(s))') > $@.tmp
+	@mv $@.tmp $@
+
+$(BUILD)/obj/tests/check_main.o: tests/check_main.c $(BUILD)/gen/suites.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
+
+$(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+
+test: all $(BUILD)/tests/check_all test-man
+	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
+
+test-unit: $(BUILD)/tests/check_all cmds
+	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
+
+test-man: cmds
+	RS_BIN=$(BUILD)/bin sh scripts/man-test.sh man/*.1 man/*.7
+
+asan:
+	$(MAKE) BUILD=build-asan CUDA=0 OPT=-O1 \
+	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	    EXTRA_LDFLAGS="-fsanitize=address,undefined" test
+
+# ---- fuzzing (clang's libFuzzer) ----
+
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) $< $(LIB_SRC) $(PKG_LIBS) -lm -o $@
+
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do \
+	    n=$${f##*/}; c=$(BUILD)/fuzz/corpus-$$n; mkdir -p $$c; \
+	    sh fuzz/seed.sh $$n $$c || exit 1; \
+	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	        -print_final_stats=1 $$c 2>&1 | tail -n 12 || exit 1; \
+	done
+
+# ---- install ----
+
+BASHCOMPDIR ?= $(or $(shell pkg-config --variable=completionsdir bash-completion 2>/dev/null),$(PREFIX)/share/bash-completion/completions)
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(BASHCOMPDIR) \
+	    $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(CMDS) $(DESTDIR)$(PREFIX)/bin
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 644 completions/bash/* $(DESTDIR)$(BASHCOMPDIR)
+	install -m 644 completions/zsh/* $(DESTDIR)$(ZSHCOMPDIR)
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,56 @@
+/*
+ * cli.h - what every rs-* command shares: its name in messages, strict
+ * number parsing, the usage/--version conventions and exit codes
+ * (style.md §2.8).  Not part of librs: commands may print and exit.
+ */
+#ifndef RS_CLI_H
+#define RS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rs_err.h"
+
+enum {
+	RS_EXIT_OK = 0,		/* everything succeeded */
+	RS_EXIT_FAIL = 1,	/* ran to the end, some records failed */
+	RS_EXIT_ERROR = 2	/* could not do its job (usage, model, I/O) */
+};
+
+/* Remember argv[0]'s base name for messages; call first in main(). */
+void		 rs_cli_init(const char *argv0);
+const char	*rs_cli_name(void);
+
+/* "rs-x: <message>\n" on stderr. */
+void		 rs_cli_warn(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2)));
+/* rs_cli_warn, then exit(RS_EXIT_ERROR). */
+void		 rs_cli_fatal(const char *fmt, ...)
+		    __attribute__((format(printf, 1, 2), noreturn));
+/* "rs-x: what: <err msg>" on stderr. */
+void		 rs_cli_warn_err(const char *what, const struct rs_err *err);
+
+/*
+ * A usage error: MSG, the short USAGE line and "Try 'rs-x --help'" on
+ * stderr, then exit(RS_EXIT_ERROR).
+ */
+void		 rs_cli_usage_error(const char *usage, const char *fmt, ...)
+		    __attribute__((format(printf, 2, 3), noreturn));
+
+/* "rs-x redshift <version>" plus the build line, on stdout. */
+void		 rs_cli_print_version(void);
+
+/*
+ * Parse S as a decimal integer in [MIN, MAX]: no junk, no empty string, no
+ * clamping.  0 on success, -1 otherwise (the caller names the option).
+ */
+int		 rs_cli_parse_i64(const char *s, int64_t min, int64_t max,
+		    int64_t *out);
+
+/*
+ * Flush and close stdout; report a write error (e.g. a full disk) and
+ * return RS_EXIT_ERROR, otherwise CODE.
+ */
+int		 rs_cli_finish(int code);
+
+#endif /* RS_CLI_H */

@@ -1,0 +1,242 @@
+/*
+ * rs_json.c - the JSON value API of rs_json.h on top of jansson.  A struct
+ * rs_json * is a json_t * (never dereferenced outside this file).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "rs_json.h"
+
+#define J(x)	((json_t *)(x))
+#define R(x)	((struct rs_json *)(x))
+
+enum rs_status
+rs_json_parse(const char *text, size_t n, struct rs_json **out,
+    struct rs_err *err)
+{
+	json_error_t	e;
+	json_t		*j;
+
+	j = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+	if (j == NULL) {
+		/* jansson reports integers past 64 bits as a range error */
+		if (json_error_code(&e) == json_error_numeric_overflow)
+			return (rs_errf(err, RS_ERR_LIMIT,
+			    "line %d column %d: number beyond 64-bit range",
+			    e.line, e.column));
+		return (rs_errf(err, RS_ERR_FORMAT, "line %d column %d: %s",
+		    e.line, e.column, e.text));
+	}
+	*out = R(j);
+	return (RS_OK);
+}
+
+void
+rs_json_free(struct rs_json *j)
+{
+	json_decref(J(j));
+}
+
+struct rs_json *rs_json_obj(void) { return (R(json_object())); }
+struct rs_json *rs_json_arr(void) { return (R(json_array())); }
+struct rs_json *rs_json_int(int64_t v) { return (R(json_integer(v))); }
+struct rs_json *rs_json_bool(int v) { return (R(json_boolean(v))); }
+struct rs_json *rs_json_null(void) { return (R(json_null())); }
+
+struct rs_json *
+rs_json_real(double v)
+{
+	return (R(isfinite(v) ? json_real(v) : json_null()));
+}
+
+/* Length of the valid UTF-8 sequence at S (N bytes left), 0 if invalid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t	len;
+	unsigned c = s[0], min;
+
+	if (c < 0x80)
+		return (1);
+	if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
+	else if ((c & 0xf0) == 0xe0) { len = 3; min = 0x800; }
+	else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
+	else
+		return (0);
+	if (len > n)
+		return (0);
+	unsigned cp = c & (0x3f >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return (0);
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return (0);
+	return (len);
+}
+
+struct rs_json *
+rs_json_strn(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	json_t	*j;
+	char	*buf;
+	size_t	 i, k, o = 0;
+
+	for (i = 0; i < n; i += k)
+		if ((k = utf8_seq(u + i, n - i)) == 0)
+			break;
+	if (i == n)
+		return (R(json_stringn(s, n)));
+	/* replace each invalid byte by U+FFFD (3 bytes) */
+	if ((buf = malloc(3 * n + 1)) == NULL)
+		return (NULL);
+	for (i = 0; i < n; i += k) {
+		if ((k = utf8_seq(u + i, n - i)) == 0) {
+			memcpy(buf + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			k = 1;
+		} else {
+			memcpy(buf + o, s + i, k);
+			o += k;
+		}
+	}
+	j = json_stringn(buf, o);
+	free(buf);
+	return (R(j));
+}
+
+struct rs_json *
+rs_json_str(const char *s)
+{
+	return (rs_json_strn(s, strlen(s)));
+}
+
+int
+rs_json_set(struct rs_json *obj, const char *key, struct rs_json *val)
+{
+	if (val == NULL)
+		return (-1);
+	return (json_object_set_new(J(obj), key, J(val)));
+}
+
+int
+rs_json_push(struct rs_json *arr, struct rs_json *val)
+{
+	if (val == NULL)
+		return (-1);
+	return (json_array_append_new(J(arr), J(val)));
+}
+
+#define DUMP_FLAGS	(JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9))
+
+char *
+rs_json_dumps(const struct rs_json *j)
+{
+	return (json_dumps(J(j), DUMP_FLAGS));
+}
+
+int
+rs_json_write_line(const struct rs_json *j, FILE *fp)
+{
+	if (json_dumpf(J(j), fp, DUMP_FLAGS) != 0 || fputc('\n', fp) == EOF ||
+	    fflush(fp) != 0)
+		return (-1);
+	return (0);
+}
+
+enum rs_json_kind
+rs_json_kind(const struct rs_json *j)
+{
+	switch (json_typeof(J(j))) {
+	case JSON_OBJECT: return (RS_JSON_OBJECT);
+	case JSON_ARRAY: return (RS_JSON_ARRAY);
+	case JSON_STRING: return (RS_JSON_STRING);
+	case JSON_INTEGER: return (RS_JSON_INT);
+	case JSON_REAL: return (RS_JSON_REAL);
+	case JSON_TRUE: case JSON_FALSE: return (RS_JSON_BOOL);
+	default: return (RS_JSON_NULL);
+	}
+}
+
+struct rs_json *
+rs_json_get(const struct rs_json *obj, const char *key)
+{
+	return (R(json_object_get(J(obj), key)));
+}
+
+size_t rs_json_arr_len(const struct rs_json *a) { return (json_array_size(J(a))); }
+size_t rs_json_obj_len(const struct rs_json *o) { return (json_object_size(J(o))); }
+
+struct rs_json *
+rs_json_arr_at(const struct rs_json *arr, size_t i)
+{
+	return (R(json_array_get(J(arr), i)));
+}
+
+int
+rs_json_as_int(const struct rs_json *j, int64_t *out)
+{
+	if (!json_is_integer(J(j)))
+		return (-1);
+	*out = json_integer_value(J(j));
+	return (0);
+}
+
+int
+rs_json_as_real(const struct rs_json *j, double *out)
+{
+	if (!json_is_number(J(j)))
+		return (-1);
+	*out = json_number_value(J(j));
+	return (0);
+}
+
+int
+rs_json_as_bool(const struct rs_json *j, int *out)
+{
+	if (!json_is_boolean(J(j)))
+		return (-1);
+	*out = json_is_true(J(j));
+	return (0);
+}
+
+int
+rs_json_as_str(const struct rs_json *j, const char **s, size_t *n)
+{
+	if (!json_is_string(J(j)))
+		return (-1);
+	*s = json_string_value(J(j));
+	*n = json_string_length(J(j));
+	return (0);
+}
+
+int
+rs_json_obj_at(const struct rs_json *obj, size_t i, const char **key,
+    struct rs_json **val)
+{
+	void	*it;
+	size_t	 k = 0;
+
+	if (!json_is_object(J(obj)))
+		return (-1);
+	for (it = json_object_iter(J(obj)); it != NULL;
+	    it = json_object_iter_next(J(obj), it), k++) {
+		if (k == i) {
+			*key = json_object_iter_key(it);
+			*val = R(json_object_iter_value(it));
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+const char *
+rs_json_lib_version(void)
+{
+	return ("jansson " JANSSON_VERSION);
+}

@@ -1,0 +1,55 @@
+/*
+ * t_util.h - helpers shared by the Check suites: fixture paths, whole-file
+ * reads, NumPy .npy loading and the fixtures' error metric.
+ */
+#ifndef T_UTIL_H
+#define T_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Full path of fixture REL ("tiny/model-f16.gguf") under $RS_FIXTURES
+ * (default ../shared/fixtures).  Fails the running test, naming the path,
+ * when the file does not exist.  Static buffer, rotating over 8 calls.
+ */
+const char	*t_fixture(const char *rel);
+
+/* The same without failing: NULL when absent (for optional fixtures). */
+const char	*t_fixture_opt(const char *rel);
+
+/* Whole file into a malloc'd buffer (*N bytes); fails the test on error. */
+void		*t_read_file(const char *path, size_t *n);
+
+/* Path of a built command ("rs-inspect") under $RS_BIN (default build/bin). */
+const char	*t_bin(const char *cmd);
+
+/* A fresh temporary directory for this test (removed by the OS later). */
+const char	*t_tmpdir(void);
+
+/* Write N bytes to PATH; fails the test on error. */
+void		 t_write_file(const char *path, const void *data, size_t n);
+
+/*
+ * A NumPy .npy array as float32 (f4 or f2 on disk), C order.  Fails the test
+ * on a malformed file.  Caller frees data.
+ */
+struct t_npy {
+	float	*data;
+	int	 ndim;
+	int64_t	 shape[4];
+	int64_t	 count;
+};
+void		 t_npy_load(const char *path, struct t_npy *out);
+
+/* ||a - ref||_2 / ||ref||_2 over N values (double accumulation). */
+double		 t_rel_err(const float *a, const float *ref, int64_t n);
+
+/*
+ * Run the shell command CMD, capturing stdout into *OUT (malloc'd,
+ * NUL-terminated; may be NULL to discard) and returning the exit status
+ * (-1 if it did not exit normally).
+ */
+int		 t_run(const char *cmd, char **out);
+
+#endif /* T_UTIL_H */
