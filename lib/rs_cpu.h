@@ -74,13 +74,13 @@ void		rs_cpu_matmul_ref(const struct rs_cpu_mm *mm, int64_t n_tok,
 size_t		rs_cpu_matmul_scratch(int64_t max_n_in, int nth);
 
 /*
- * The N_JOBS products of JOBS on POOL in one run.  Each thread takes a
- * share of every job's rows, decodes RS_CPU_MM_ROWS rows at a time into its
- * part of SCRATCH (rs_cpu_matmul_scratch) and uses them for all N_TOK
- * tokens, so a quantized matrix is decoded once per call.  y[t][o] does not
- * depend on N_TOK, the thread count or the row split (one fixed f32
- * summation order per dot product), which makes a batched forward pass equal
- * token-by-token decoding bit for bit.
+ * The N_JOBS (1..8) products of JOBS on POOL in one run.  Rows are cut into
+ * blocks that the threads claim; a thread decodes RS_CPU_MM_ROWS rows at a
+ * time into its part of SCRATCH (rs_cpu_matmul_scratch) and uses them for
+ * all N_TOK tokens, so a quantized matrix is decoded once per call.
+ * y[t][o] does not depend on N_TOK, the thread count or the row split (one
+ * fixed f32 summation order per dot product), which makes a batched
+ * forward pass equal token-by-token decoding bit for bit.
  */
 void		rs_cpu_matmul(struct rs_pool *pool, const struct rs_cpu_mm *jobs,
 		    int n_jobs, int64_t n_tok, float *scratch);

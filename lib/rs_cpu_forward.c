@@ -144,11 +144,11 @@ struct gdn_run {
 };
 
 /*
- * Value heads [lo, hi) over all tokens in order: gates, delta rule (state
- * in place, snapshots of recorded positions), gated RMSNorm into c->mix.
+ * Value head VH over all tokens in order: gates, delta rule (state in
+ * place, snapshots of recorded positions), gated RMSNorm into c->mix.
  */
 static void
-gdn_heads(void *arg, int ith, int nth)
+gdn_head(void *arg, int64_t vh, int ith)
 {
 	const struct gdn_run *r = arg;
 	const struct rs_hparams *hp = &r->e->model->hp;
@@ -159,32 +159,26 @@ gdn_heads(void *arg, int ith, int nth)
 	const int64_t	 di = hp->ssm_d_inner, nvh = hp->ssm_n_vh;
 	const float	 scale = 1.0f / sqrtf((float)ds);	/* §8.11 */
 	const float	*dt = f32(r->l->dt_bias), *a = f32(r->l->ssm_a);
-	float		*ssm = rs_state_ssm(r->st, r->slot);
-	int64_t		 lo, hi;
+	/* value head vh reads q/k head vh mod n_kh (tiled, §3.6) */
+	const int64_t	 qk = (vh % hp->ssm_n_kh) * ds;
+	float		*s = rs_state_ssm(r->st, r->slot) + vh * ds * ds;
 
-	rs_pool_range(nvh, 1, ith, nth, &lo, &hi);
-	for (int64_t vh = lo; vh < hi; vh++) {
-		/* value head vh reads q/k head vh mod n_kh (tiled, §3.6) */
-		int64_t	 qk = (vh % hp->ssm_n_kh) * ds;
-		float	*s = ssm + vh * ds * ds;
+	(void)ith;
+	for (int64_t t = 0; t < r->n; t++) {
+		const float *ut = c->u + t * ch;
+		float	*o = c->mix + t * di + vh * ds;
+		float	 beta = rs_cpu_sigmoid(c->bb[t * nvh + vh]);
+		float	 g = rs_cpu_softplus(c->aa[t * nvh + vh] + dt[vh]) *
+		    a[vh];
+		int32_t	 p = r->p0 + (int32_t)t;
 
-		for (int64_t t = 0; t < r->n; t++) {
-			const float *ut = c->u + t * ch;
-			float	*o = c->mix + t * di + vh * ds;
-			float	 beta = rs_cpu_sigmoid(c->bb[t * nvh + vh]);
-			float	 g = rs_cpu_softplus(c->aa[t * nvh + vh] +
-			    dt[vh]) * a[vh];
-			int32_t	 p = r->p0 + (int32_t)t;
-
-			rs_cpu_deltanet(s, ut + qk, ut + kdim + qk,
-			    ut + 2 * kdim + vh * ds, g, beta, ds, ds, scale, o);
-			if (p >= r->snap_from)
-				memcpy(rs_state_snap_ssm(r->st, p, r->slot) +
-				    vh * ds * ds, s,
-				    (size_t)ds * ds * sizeof(float));
-			rs_cpu_gated_rmsnorm_ref(o, c->z + t * di + vh * ds,
-			    f32(r->l->ssm_norm), ds, hp->rms_eps, o);
-		}
+		rs_cpu_deltanet(s, ut + qk, ut + kdim + qk,
+		    ut + 2 * kdim + vh * ds, g, beta, ds, ds, scale, o);
+		if (p >= r->snap_from)
+			memcpy(rs_state_snap_ssm(r->st, p, r->slot) +
+			    vh * ds * ds, s, (size_t)ds * ds * sizeof(float));
+		rs_cpu_gated_rmsnorm_ref(o, c->z + t * di + vh * ds,
+		    f32(r->l->ssm_norm), ds, hp->rms_eps, o);
 	}
 }
 
@@ -218,7 +212,7 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 			float *v = c->u + t * ch + m * ds;
 			rs_cpu_l2norm_ref(v, ds, hp->rms_eps, v);
 		}
-	rs_pool_run(c->pool, gdn_heads, &run);
+	rs_pool_run(c->pool, gdn_head, &run, hp->ssm_n_vh);
 	matmul1(c, l->ssm_out, c->mix, n, c->y);
 }
 
@@ -231,9 +225,9 @@ struct attn_run {
 	int64_t			 n;
 };
 
-/* (token, head) pairs [lo, hi): causal softmax attention, sigmoid gate. */
+/* Item = (token, head): causal softmax attention, sigmoid gate. */
 static void
-attn_heads(void *arg, int ith, int nth)
+attn_head(void *arg, int64_t idx, int ith)
 {
 	const struct attn_run *r = arg;
 	const struct rs_hparams *hp = &r->e->model->hp;
@@ -243,21 +237,17 @@ attn_heads(void *arg, int ith, int nth)
 	const int64_t	 ldk = (int64_t)hp->n_head_kv * hd;
 	const int64_t	 ldv = (int64_t)hp->n_head_kv * hdv;
 	const float	 scale = 1.0f / sqrtf((float)hd);
-	int64_t		 lo, hi;
+	const int64_t	 t = idx / nh, i = idx % nh;
+	const int64_t	 j = i / group;		/* grouped GQA, §8.6 */
+	const float	*q = c->qg + t * 2 * nh * hd + i * 2 * hd;
+	const float	*gate = q + hd;
+	float		*o = c->mix + t * nh * hdv + i * hdv;
 
-	rs_pool_range(r->n * nh, 1, ith, nth, &lo, &hi);
-	for (int64_t idx = lo; idx < hi; idx++) {
-		int64_t	 t = idx / nh, i = idx % nh;
-		int64_t	 j = i / group;		/* grouped GQA, §8.6 */
-		const float *q = c->qg + t * 2 * nh * hd + i * 2 * hd;
-		const float *gate = q + hd;
-		float	*o = c->mix + t * nh * hdv + i * hdv;
-
-		rs_cpu_attn(q, r->kc + j * hd, ldk, r->vc + j * hdv, ldv,
-		    r->p0 + t + 1, hd, hdv, scale, o);
-		for (int d = 0; d < hdv; d++)
-			o[d] *= rs_cpu_sigmoid(gate[d]);
-	}
+	(void)ith;
+	rs_cpu_attn(q, r->kc + j * hd, ldk, r->vc + j * hdv, ldv,
+	    r->p0 + t + 1, hd, hdv, scale, o);
+	for (int d = 0; d < hdv; d++)
+		o[d] *= rs_cpu_sigmoid(gate[d]);
 }
 
 /*
@@ -301,7 +291,7 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, float *kc,
 		memcpy(vc + (p0 + t) * ldv, c->vv + t * ldv,
 		    (size_t)ldv * sizeof(float));
 	}
-	rs_pool_run(c->pool, attn_heads, &run);
+	rs_pool_run(c->pool, attn_head, &run, n * nh);
 	matmul1(c, l->wo, c->mix, n, c->y);
 }
 

@@ -1,12 +1,17 @@
 /*
  * rs_pool.c - persistent worker threads for rs_pool_run() (see rs_pool.h).
  *
- * A run publishes (fn, ctx), sets `left` to the worker count and bumps the
- * generation counter `gen`.  A worker waits for gen to change (spinning
- * SPIN_ITERS loads, then on `wake` under `mu`), runs its share and
- * decrements `left`; the one that reaches zero signals `done`.  Both
- * condition waits re-check their predicate under `mu`, and the signalling
- * side changes the predicate under `mu`, so no wake-up is lost.
+ * A run publishes (fn, ctx, n_items), then bumps the generation in the
+ * 64-bit word `claim` = (gen << 32) | next item.  Every participant claims
+ * items with a compare-and-swap on `claim`; a CAS that succeeds proves the
+ * generation was still current, and a run cannot finish (and fn/ctx cannot
+ * change) before the item it claimed is done, so a worker never runs a
+ * stale item.  n_items is kept per generation parity, because a worker may
+ * read it just as the next run is being set up (its CAS then fails).
+ * `left` counts unfinished items; whoever finishes the last one signals
+ * `done`.  Sleeping workers wait on `wake` for the generation to change.
+ * Both condition waits re-check their predicate under `mu`, and the
+ * signalling side changes the predicate under `mu`, so no wake-up is lost.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,14 +36,15 @@ struct worker {
 struct rs_pool {
 	int		 n;		/* threads per run, caller included */
 	int		 started;	/* workers created */
-	struct worker	*workers;	/* n - 1 */
+	struct worker	*workers;	/* n − 1 */
 	pthread_mutex_t	 mu;
-	pthread_cond_t	 wake;		/* gen changed */
+	pthread_cond_t	 wake;		/* generation changed */
 	pthread_cond_t	 done;		/* left reached 0 */
-	atomic_uint	 gen;
-	atomic_int	 left;
+	_Atomic uint64_t claim;		/* (gen << 32) | next item */
+	_Atomic int64_t	 n_items[2];	/* per generation parity */
+	_Atomic int64_t	 left;		/* items not finished */
 	atomic_int	 stop;
-	rs_pool_fn	 fn;		/* written before gen is bumped */
+	rs_pool_fn	 fn;		/* of the current run */
 	void		*ctx;
 };
 
@@ -78,7 +84,9 @@ rs_pool_new(struct rs_pool **out, int n_threads, struct rs_err *err)
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done, NULL);
-	atomic_init(&p->gen, 0);
+	atomic_init(&p->claim, 0);
+	atomic_init(&p->n_items[0], 0);
+	atomic_init(&p->n_items[1], 0);
 	atomic_init(&p->left, 0);
 	atomic_init(&p->stop, 0);
 	if (n_threads > 1 &&
@@ -112,7 +120,7 @@ rs_pool_free(struct rs_pool *p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	atomic_store(&p->stop, 1);
-	atomic_fetch_add(&p->gen, 1);
+	atomic_fetch_add(&p->claim, (uint64_t)1 << 32);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i < p->started; i++)
@@ -130,37 +138,47 @@ rs_pool_size(const struct rs_pool *p)
 	return (p == NULL ? 1 : p->n);
 }
 
-/* Wait until gen differs from SEEN; returns the new value. */
-static unsigned
-wait_gen(struct rs_pool *p, unsigned seen)
+static uint32_t
+gen_of(uint64_t claim)
 {
-	unsigned g;
+	return ((uint32_t)(claim >> 32));
+}
+
+/* Wait until the generation differs from SEEN; returns the new one. */
+static uint32_t
+wait_gen(struct rs_pool *p, uint32_t seen)
+{
+	uint32_t g;
 
 	for (int i = 0; i < SPIN_ITERS; i++) {
-		if ((g = atomic_load_explicit(&p->gen,
-		    memory_order_acquire)) != seen)
+		if ((g = gen_of(atomic_load_explicit(&p->claim,
+		    memory_order_acquire))) != seen)
 			return (g);
 		cpu_relax();
 	}
 	pthread_mutex_lock(&p->mu);
-	while ((g = atomic_load(&p->gen)) == seen)
+	while ((g = gen_of(atomic_load(&p->claim))) == seen)
 		pthread_cond_wait(&p->wake, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 	return (g);
 }
 
-static void *
-worker_main(void *arg)
+/* Claim and run items of generation GEN until none are left. */
+static void
+work(struct rs_pool *p, int ith, uint32_t gen)
 {
-	struct worker	*w = arg;
-	struct rs_pool	*p = w->pool;
-	unsigned	 seen = 0;
-
 	for (;;) {
-		seen = wait_gen(p, seen);
-		if (atomic_load(&p->stop))
-			return (NULL);
-		p->fn(p->ctx, w->ith, p->n);
+		uint64_t c = atomic_load_explicit(&p->claim,
+		    memory_order_acquire);
+		int64_t	 item = (int64_t)(uint32_t)c;
+
+		if (gen_of(c) != gen || item >= atomic_load_explicit(
+		    &p->n_items[gen & 1], memory_order_relaxed))
+			return;
+		if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1,
+		    memory_order_acq_rel, memory_order_relaxed))
+			continue;
+		p->fn(p->ctx, item, ith);
 		if (atomic_fetch_sub_explicit(&p->left, 1,
 		    memory_order_acq_rel) == 1) {
 			pthread_mutex_lock(&p->mu);
@@ -170,24 +188,46 @@ worker_main(void *arg)
 	}
 }
 
-void
-rs_pool_run(struct rs_pool *p, rs_pool_fn fn, void *ctx)
+static void *
+worker_main(void *arg)
 {
-	int i;
+	struct worker	*w = arg;
+	struct rs_pool	*p = w->pool;
+	uint32_t	 seen = 0;
 
+	for (;;) {
+		seen = wait_gen(p, seen);
+		if (atomic_load(&p->stop))
+			return (NULL);
+		work(p, w->ith, seen);
+	}
+}
+
+void
+rs_pool_run(struct rs_pool *p, rs_pool_fn fn, void *ctx, int64_t n_items)
+{
+	uint32_t gen;
+
+	if (n_items <= 0)
+		return;
 	if (p == NULL || p->n == 1) {
-		fn(ctx, 0, 1);
+		for (int64_t i = 0; i < n_items; i++)
+			fn(ctx, i, 0);
 		return;
 	}
+	gen = gen_of(atomic_load(&p->claim)) + 1;
 	p->fn = fn;
 	p->ctx = ctx;
-	atomic_store(&p->left, p->n - 1);
+	atomic_store_explicit(&p->n_items[gen & 1], n_items,
+	    memory_order_relaxed);
+	atomic_store_explicit(&p->left, n_items, memory_order_relaxed);
 	pthread_mutex_lock(&p->mu);
-	atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+	atomic_store_explicit(&p->claim, (uint64_t)gen << 32,
+	    memory_order_release);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
-	fn(ctx, 0, p->n);
-	for (i = 0; i < SPIN_ITERS; i++) {
+	work(p, 0, gen);
+	for (int i = 0; i < SPIN_ITERS; i++) {
 		if (atomic_load_explicit(&p->left, memory_order_acquire) == 0)
 			return;
 		cpu_relax();
@@ -196,22 +236,4 @@ rs_pool_run(struct rs_pool *p, rs_pool_fn fn, void *ctx)
 	while (atomic_load(&p->left) != 0)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);
-}
-
-void
-rs_pool_range(int64_t n, int64_t align, int ith, int nth, int64_t *lo,
-    int64_t *hi)
-{
-	int64_t units, per, extra, a, b;
-
-	if (align < 1)
-		align = 1;
-	units = (n + align - 1) / align;
-	per = units / nth;
-	extra = units % nth;
-	/* the first EXTRA shares get one more unit */
-	a = ith * per + (ith < extra ? ith : extra);
-	b = a + per + (ith < extra ? 1 : 0);
-	*lo = a * align < n ? a * align : n;
-	*hi = b * align < n ? b * align : n;
 }
