@@ -1,0 +1,267 @@
+/*
+ * rs_engine.c - the backend-neutral half of the engine: options, argument
+ * checks (done before any state changes), splitting calls into chunks of
+ * max_batch tokens, exact truncation by replay.  The math lives in the
+ * backends (rs_cpu_forward.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rs_engine_impl.h"
+#include "rs_pool.h"
+
+#define DEFAULT_MAX_BATCH	64
+#define MAX_MAX_BATCH		65536
+
+static const char *const backend_names[] = {
+	[RS_BACKEND_AUTO] = "auto",
+	[RS_BACKEND_CPU] = "cpu",
+	[RS_BACKEND_CUDA] = "cuda",
+};
+
+const char *
+rs_backend_name(enum rs_backend b)
+{
+	if ((unsigned)b >= sizeof(backend_names) / sizeof(backend_names[0]))
+		return ("unknown");
+	return (backend_names[b]);
+}
+
+int
+rs_backend_from_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]);
+	    i++)
+		if (strcasecmp(name, backend_names[i]) == 0)
+			return ((int)i);
+	return (-1);
+}
+
+void
+rs_engine_free(struct rs_engine *e)
+{
+	if (e == NULL)
+		return;
+	if (e->ops != NULL)
+		e->ops->free(e);
+	free(e);
+}
+
+enum rs_status
+rs_engine_new(struct rs_engine **out, const struct rs_model *m,
+    const struct rs_engine_opts *opts, struct rs_err *err)
+{
+	struct rs_engine_opts o = { 0 };
+	struct rs_engine *e;
+	enum rs_status	 st;
+
+	if (opts != NULL)
+		o = *opts;
+	if (o.n_threads == 0)
+		o.n_threads = rs_pool_ncpu();
+	if (o.max_batch == 0)
+		o.max_batch = DEFAULT_MAX_BATCH;
+	if (o.n_threads < 1 || o.n_threads > RS_POOL_MAX_THREADS)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "thread count %d outside [1, %d]", o.n_threads,
+		    RS_POOL_MAX_THREADS));
+	if (o.max_batch < 1 || o.max_batch > MAX_MAX_BATCH)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "max batch %d outside [1, %d]", o.max_batch,
+		    MAX_MAX_BATCH));
+	if (o.backend == RS_BACKEND_CUDA)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "backend 'cuda' is not available in this build"));
+	if (o.backend != RS_BACKEND_AUTO && o.backend != RS_BACKEND_CPU)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "unknown backend %d",
+		    (int)o.backend));
+	if ((e = calloc(1, sizeof(*e))) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	e->model = m;
+	e->backend = RS_BACKEND_CPU;
+	e->ops = &rs_cpu_backend;
+	e->n_threads = o.n_threads;
+	e->max_batch = o.max_batch;
+	if ((st = e->ops->init(e, err)) != RS_OK) {
+		rs_engine_free(e);
+		return (st);
+	}
+	*out = e;
+	return (RS_OK);
+}
+
+const struct rs_model *
+rs_engine_model(const struct rs_engine *e)
+{
+	return (e->model);
+}
+
+enum rs_backend
+rs_engine_backend(const struct rs_engine *e)
+{
+	return (e->backend);
+}
+
+int
+rs_engine_n_threads(const struct rs_engine *e)
+{
+	return (e->n_threads);
+}
+
+int
+rs_engine_max_batch(const struct rs_engine *e)
+{
+	return (e->max_batch);
+}
+
+/* ---- argument checks ---- */
+
+static enum rs_status
+check_tokens(const struct rs_engine *e, const int32_t *tokens, int32_t n,
+    struct rs_err *err)
+{
+	uint32_t vocab = e->model->hp.n_vocab;
+
+	if (n < 1)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "no tokens to run (n = %d)", n));
+	if (tokens == NULL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "tokens is NULL"));
+	for (int32_t i = 0; i < n; i++)
+		if (tokens[i] < 0 || (uint32_t)tokens[i] >= vocab)
+			return (rs_errf(err, RS_ERR_INVALID_ARG,
+			    "token %d at index %d is outside the vocabulary "
+			    "[0, %u)", tokens[i], i, vocab));
+	return (RS_OK);
+}
+
+static enum rs_status
+check_state(const struct rs_engine *e, const struct rs_state *st,
+    int64_t pos, int32_t n, struct rs_err *err)
+{
+	if (st->model != e->model)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "state belongs to another model"));
+	if (pos + n > st->n_ctx)
+		return (rs_errf(err, RS_ERR_LIMIT,
+		    "%d tokens at position %lld exceed the context of %d",
+		    n, (long long)pos, st->n_ctx));
+	return (RS_OK);
+}
+
+/* ---- calls ---- */
+
+enum rs_status
+rs_engine_forward(struct rs_engine *e, struct rs_state *st,
+    const int32_t *tokens, int32_t n, float *logits, enum rs_logits_mode mode,
+    float *hidden, struct rs_err *err)
+{
+	const int64_t	 vocab = e->model->hp.n_vocab;
+	const int64_t	 embd = e->model->hp.n_embd;
+	enum rs_status	 s;
+	int32_t		 snap_from;
+
+	if ((s = check_tokens(e, tokens, n, err)) != RS_OK ||
+	    (s = check_state(e, st, st->pos, n, err)) != RS_OK)
+		return (s);
+	if (mode != RS_LOGITS_NONE && mode != RS_LOGITS_LAST &&
+	    mode != RS_LOGITS_ALL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "bad logits mode %d",
+		    (int)mode));
+	if (mode != RS_LOGITS_NONE && logits == NULL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "logits requested into a NULL buffer"));
+	snap_from = rs_state_snap_begin(st, st->pos + n);
+	for (int32_t i = 0; i < n; i += e->max_batch) {
+		int32_t	 c = n - i < e->max_batch ? n - i : e->max_batch;
+		float	*lg = NULL;
+		int32_t	 lfrom = 0;
+
+		if (mode == RS_LOGITS_ALL)
+			lg = logits + (int64_t)i * vocab;
+		else if (mode == RS_LOGITS_LAST && i + c == n) {
+			lg = logits;
+			lfrom = c - 1;
+		}
+		if ((s = e->ops->forward(e, st, tokens + i, c, snap_from, lg,
+		    lfrom, hidden != NULL ? hidden + (int64_t)i * embd : NULL,
+		    err)) != RS_OK)
+			return (s);
+	}
+	return (RS_OK);
+}
+
+enum rs_status
+rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
+    const int32_t *tokens, int32_t n, int32_t pos, const float *h_in,
+    float *logits, float *h_out, struct rs_err *err)
+{
+	const int64_t	 vocab = e->model->hp.n_vocab;
+	const int64_t	 embd = e->model->hp.n_embd;
+	enum rs_status	 s;
+
+	if (e->model->hp.n_nextn == 0)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "model has no MTP block"));
+	if ((s = check_tokens(e, tokens, n, err)) != RS_OK ||
+	    (s = check_state(e, st, pos, n, err)) != RS_OK)
+		return (s);
+	if (pos < 0 || pos > st->mtp_pos)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "MTP position %d outside [0, %d]: the MTP cache would "
+		    "have a gap", pos, st->mtp_pos));
+	if (h_in == NULL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "MTP input hidden state is NULL"));
+	for (int32_t i = 0; i < n; i += e->max_batch) {
+		int32_t c = n - i < e->max_batch ? n - i : e->max_batch;
+
+		if ((s = e->ops->mtp(e, st, tokens + i, c, pos + i,
+		    h_in + (int64_t)i * embd,
+		    logits != NULL ? logits + (int64_t)i * vocab : NULL,
+		    h_out != NULL ? h_out + (int64_t)i * embd : NULL,
+		    err)) != RS_OK)
+			return (s);
+	}
+	return (RS_OK);
+}
+
+enum rs_status
+rs_engine_mtp(struct rs_engine *e, struct rs_state *st, int32_t token,
+    int32_t pos, const float *h_in, float *logits, float *h_out,
+    struct rs_err *err)
+{
+	return (rs_engine_mtp_batch(e, st, &token, 1, pos, h_in, logits, h_out,
+	    err));
+}
+
+enum rs_status
+rs_engine_truncate(struct rs_engine *e, struct rs_state *st, int32_t pos,
+    struct rs_err *err)
+{
+	enum rs_status	s;
+	int32_t		from, mtp;
+
+	if (pos < 0 || pos > st->pos)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "cannot truncate to position %d: the sequence has %d",
+		    pos, st->pos));
+	if (rs_state_truncate(st, pos, NULL) == RS_OK)
+		return (RS_OK);
+	/* MTP entries below POS stay valid: they do not depend on the GDN
+	 * state, only on the hidden rows they were computed from */
+	mtp = st->mtp_pos < pos ? st->mtp_pos : pos;
+	if (st->ck_pos >= 0 && st->ck_pos <= pos) {
+		if ((s = rs_state_rollback(st, err)) != RS_OK)
+			return (s);
+	} else
+		rs_state_truncate(st, 0, NULL);
+	st->mtp_pos = mtp;
+	from = st->pos;
+	/* the history below pos is intact: replay reads it in place */
+	if (pos > from)
+		return (rs_engine_forward(e, st, st->tokens + from, pos - from,
+		    NULL, RS_LOGITS_NONE, NULL, err));
+	return (RS_OK);
+}

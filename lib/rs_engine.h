@@ -1,0 +1,133 @@
+/*
+ * rs_engine.h - the qwen35 forward pass (qwen35-model.md §4, §6) behind a
+ * backend-neutral interface.
+ *
+ * An engine binds a model (rs_model.h) to a backend and owns what a pass
+ * needs besides the sequence state: worker threads and scratch buffers
+ * sized once for opts.max_batch tokens.  Each call runs tokens of one
+ * sequence whose caches live in a struct rs_state (rs_state.h):
+ *
+ *   rs_engine_forward()    T tokens at the state's position: prefill,
+ *                          verification of drafts, or a decode step (T = 1);
+ *                          logits and/or the post-output_norm hidden state
+ *   rs_engine_mtp_batch()  the MTP block (§6.1) over N tokens with their
+ *                          input hidden states: the catch-up pass that
+ *                          fills the MTP KV cache, or (N = 1, rs_engine_mtp)
+ *                          a draft step
+ *   rs_engine_truncate()   undo tokens exactly (snapshot, or checkpoint +
+ *                          replay)
+ *
+ * Calls longer than max_batch are processed in chunks; the result does not
+ * depend on the chunking.  No call allocates.  Numerics of the CPU backend:
+ * activations, KV cache and recurrent state in f32 (llama.cpp keeps an f16
+ * KV cache, §4.10; we do not round it), weights of every type dequantized
+ * on the fly one row at a time, sums of squares in double.
+ *
+ * Lifecycle: rs_engine_new() / rs_engine_free().  The model must outlive
+ * the engine.  An engine runs one call at a time (not thread-safe); use one
+ * engine per thread, they can share the model.
+ */
+#ifndef RS_ENGINE_H
+#define RS_ENGINE_H
+
+#include <stdint.h>
+
+#include "rs_err.h"
+#include "rs_model.h"
+#include "rs_state.h"
+
+enum rs_backend {
+	RS_BACKEND_AUTO = 0,	/* the best available (today: cpu) */
+	RS_BACKEND_CPU,
+	RS_BACKEND_CUDA
+};
+
+/* "cpu" ... for a backend; RS_BACKEND_* for "auto"/"cpu"/"cuda", or −1. */
+const char	*rs_backend_name(enum rs_backend b);
+int		 rs_backend_from_name(const char *name);
+
+struct rs_engine_opts {
+	enum rs_backend	backend;
+	int		n_threads;	/* 0: online CPUs */
+	int		max_batch;	/* tokens per chunk; 0: 64 */
+};
+
+enum rs_logits_mode {
+	RS_LOGITS_NONE = 0,	/* no LM head */
+	RS_LOGITS_LAST,		/* the last token's row only */
+	RS_LOGITS_ALL		/* every token's row */
+};
+
+struct rs_engine;
+
+/*
+ * An engine for model M; OPTS may be NULL (defaults).  Fails with
+ * RS_ERR_INVALID_ARG (thread count outside [1, 256], max_batch outside
+ * [1, 65536]), RS_ERR_UNSUPPORTED (a backend this build lacks), RS_ERR_NOMEM,
+ * RS_ERR_IO (threads).
+ */
+enum rs_status	rs_engine_new(struct rs_engine **out, const struct rs_model *m,
+		    const struct rs_engine_opts *opts, struct rs_err *err);
+
+void		rs_engine_free(struct rs_engine *e);
+
+const struct rs_model *rs_engine_model(const struct rs_engine *e);
+enum rs_backend	rs_engine_backend(const struct rs_engine *e);
+int		rs_engine_n_threads(const struct rs_engine *e);
+int		rs_engine_max_batch(const struct rs_engine *e);
+
+/*
+ * Run the N tokens TOKENS at positions pos .. pos + N − 1 of ST (pos =
+ * rs_state_pos(ST)) and advance ST by N.
+ *
+ * LOGITS: NULL, or room for the rows MODE asks for, n_vocab floats each
+ * (RS_LOGITS_ALL: N rows, row t = distribution of the token after
+ * tokens[t]; RS_LOGITS_LAST: one row).  HIDDEN: NULL or (N, n_embd), the
+ * trunk output after output_norm (the MTP input, §6.2).
+ *
+ * Fails, leaving ST unchanged, with RS_ERR_INVALID_ARG (N < 1, a token
+ * outside [0, n_vocab), a state of another model, LOGITS NULL with a MODE
+ * other than NONE) or RS_ERR_LIMIT (pos + N beyond the state's n_ctx).
+ */
+enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
+		    const int32_t *tokens, int32_t n, float *logits,
+		    enum rs_logits_mode mode, float *hidden, struct rs_err *err);
+
+/*
+ * The MTP block (§6.1) on N tokens at positions POS .. POS + N − 1 of the
+ * MTP cache: row t combines TOKENS[t] with H_IN row t, the trunk hidden
+ * state (post-output_norm) of position POS + t − 1 — zeros at position 0 —
+ * or, when drafting, the previous step's H_OUT.  Writes the MTP K/V of those
+ * positions; entries from POS + N on are dropped (mtp_pos = POS + N), so a
+ * draft step's scratch entries are simply overwritten by the next catch-up.
+ *
+ * LOGITS: NULL or (N, n_vocab).  H_OUT: NULL or (N, n_embd), the MTP
+ * output after shared_head_norm.
+ *
+ * Fails, leaving ST unchanged, with RS_ERR_UNSUPPORTED (a model without an
+ * MTP block), RS_ERR_INVALID_ARG (N < 1, POS < 0, POS past mtp_pos (a gap in
+ * the MTP cache), a token outside the vocabulary, H_IN NULL) or RS_ERR_LIMIT
+ * (POS + N beyond n_ctx).
+ */
+enum rs_status	rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
+		    const int32_t *tokens, int32_t n, int32_t pos,
+		    const float *h_in, float *logits, float *h_out,
+		    struct rs_err *err);
+
+/* One MTP step: rs_engine_mtp_batch with N = 1. */
+enum rs_status	rs_engine_mtp(struct rs_engine *e, struct rs_state *st,
+		    int32_t token, int32_t pos, const float *h_in, float *logits,
+		    float *h_out, struct rs_err *err);
+
+/*
+ * Truncate ST to POS tokens exactly, whatever it takes: rs_state_truncate()
+ * when a snapshot, the checkpoint or a reset covers it; otherwise roll back
+ * to the checkpoint (if at or below POS) or reset, and replay the token
+ * history up to POS through rs_engine_forward (cost: a forward pass over
+ * the replayed tokens).  The MTP cache is cut to POS.
+ * Fails with RS_ERR_INVALID_ARG (POS outside [0, pos]).
+ */
+enum rs_status	rs_engine_truncate(struct rs_engine *e, struct rs_state *st,
+		    int32_t pos, struct rs_err *err);
+
+#endif /* RS_ENGINE_H */

@@ -1,0 +1,49 @@
+/*
+ * rs_engine_impl.h - what an engine backend implements (rs_engine.c checks
+ * the arguments, splits calls into chunks and dispatches here).
+ */
+#ifndef RS_ENGINE_IMPL_H
+#define RS_ENGINE_IMPL_H
+
+#include "rs_engine.h"
+#include "rs_state_impl.h"
+
+struct rs_engine;
+
+struct rs_backend_ops {
+	const char	*name;
+	/* Allocate the backend's threads and scratch into e->be. */
+	enum rs_status	(*init)(struct rs_engine *e, struct rs_err *err);
+	/* Release e->be (may be half built). */
+	void		(*free)(struct rs_engine *e);
+	/*
+	 * N <= max_batch validated tokens at positions st->pos ..; store them
+	 * in the history and the caches, record GDN snapshots for positions
+	 * >= SNAP_FROM, advance st->pos.  LOGITS (stride n_vocab) receives the
+	 * rows of tokens LOGITS_FROM .. N − 1, starting with LOGITS_FROM's
+	 * (none when NULL); HIDDEN, when not NULL, the (N, n_embd)
+	 * post-output_norm rows.
+	 */
+	enum rs_status	(*forward)(struct rs_engine *e, struct rs_state *st,
+			    const int32_t *tokens, int32_t n, int32_t snap_from,
+			    float *logits, int32_t logits_from, float *hidden,
+			    struct rs_err *err);
+	/* The MTP block on N <= max_batch validated tokens (rs_engine.h). */
+	enum rs_status	(*mtp)(struct rs_engine *e, struct rs_state *st,
+			    const int32_t *tokens, int32_t n, int32_t pos,
+			    const float *h_in, float *logits, float *h_out,
+			    struct rs_err *err);
+};
+
+struct rs_engine {
+	const struct rs_model	*model;		/* borrowed */
+	enum rs_backend		 backend;
+	const struct rs_backend_ops *ops;
+	int			 n_threads;
+	int			 max_batch;
+	void			*be;		/* backend private */
+};
+
+extern const struct rs_backend_ops rs_cpu_backend;
+
+#endif /* RS_ENGINE_IMPL_H */

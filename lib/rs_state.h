@@ -1,0 +1,139 @@
+/*
+ * rs_state.h - the mutable state of one sequence (qwen35-model.md §5, §6.3,
+ * §6.5): everything a forward pass reads besides the weights.
+ *
+ *   attention KV cache   per attention block: K and V, f32,
+ *                        (n_ctx, n_head_kv, head_dim) each, K after
+ *                        k-norm and RoPE
+ *   conv state           per GDN block: (channels, conv_kernel − 1), the
+ *                        last raw projection values
+ *   recurrent state      per GDN block: (n_v_heads, d_state, d_state), f32
+ *   MTP KV cache         the MTP block's own K/V, same layout, filled by
+ *                        rs_engine_mtp*() (mtp_pos positions valid)
+ *   position, token history, rollback snapshots and one checkpoint
+ *
+ * Lifecycle: rs_state_new() allocates everything once for N_CTX positions
+ * (the token loop never allocates); rs_state_free() releases it.  A state
+ * belongs to one model and one sequence; it is not thread-safe, and one
+ * forward pass at a time may use it.
+ *
+ * Undoing tokens (speculative verification, §6.5).  The KV caches need no
+ * copy to undo: entries past the position are simply ignored and later
+ * overwritten.  The GDN state cannot be un-applied, so there are two
+ * mechanisms:
+ *
+ * - Snapshots (rs_state_truncate): with opts.n_snap = S > 0, every forward
+ *   call copies the conv and recurrent state of every GDN block after each
+ *   of its last S tokens into a ring of S slots.  Truncating to any
+ *   position whose snapshot is still in the ring is then one state copy,
+ *   and exact.  Cost: memory S × gdn_bytes (27B: 149.6 MiB per slot;
+ *   tiny: 590 KiB), and a gdn_bytes memcpy per recorded token (only the
+ *   last S tokens of each call are recorded, so a long prefill pays S
+ *   copies, a decode step one).  For a verification batch of k drafts use
+ *   S >= k + 1.
+ * - A checkpoint (rs_state_checkpoint / rs_state_rollback): one copy of the
+ *   GDN state (gdn_bytes, allocated at rs_state_new when opts.checkpoint is
+ *   set) plus the position.  Rolling back to it is exact; reaching a later
+ *   position than the checkpoint then needs a replay of the tokens in
+ *   between (rs_engine_truncate() does this from the token history: the
+ *   cost of a forward pass over them).
+ *
+ * A state's numbers do not depend on how tokens were batched: the CPU
+ * engine computes every token with the same operation order, so a state
+ * that saw the same tokens holds the same bits.
+ */
+#ifndef RS_STATE_H
+#define RS_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rs_err.h"
+#include "rs_model.h"
+
+struct rs_state;
+
+struct rs_state_opts {
+	int32_t	n_ctx;		/* positions; 0: the model's context_length */
+	int32_t	n_snap;		/* GDN snapshot slots for rs_state_truncate */
+	int	checkpoint;	/* nonzero: room for one checkpoint */
+};
+
+/*
+ * A fresh state (position 0) for model M; OPTS may be NULL (defaults).
+ * Fails with RS_ERR_INVALID_ARG (negative counts, n_ctx above 2^24),
+ * RS_ERR_NOMEM.  The model must outlive the state.
+ */
+enum rs_status	rs_state_new(struct rs_state **out, const struct rs_model *m,
+		    const struct rs_state_opts *opts, struct rs_err *err);
+
+void		rs_state_free(struct rs_state *st);
+
+/* Back to an empty sequence: position 0, zero GDN state, no MTP entries,
+ * no snapshots, no checkpoint. */
+void		rs_state_reset(struct rs_state *st);
+
+/* Tokens in the trunk caches (the position of the next token). */
+int32_t		rs_state_pos(const struct rs_state *st);
+
+/* Positions 0 .. mtp_pos − 1 of the MTP KV cache are valid. */
+int32_t		rs_state_mtp_pos(const struct rs_state *st);
+
+int32_t		rs_state_n_ctx(const struct rs_state *st);
+
+const struct rs_model *rs_state_model(const struct rs_state *st);
+
+/* Token at position P < rs_state_pos() (the history kept for replay). */
+int32_t		rs_state_token(const struct rs_state *st, int32_t p);
+
+/*
+ * Bytes of one copy of all GDN state (conv + recurrent): what a snapshot
+ * or a checkpoint costs.
+ */
+size_t		rs_state_gdn_bytes(const struct rs_state *st);
+
+/*
+ * Forget every token from position POS on, exactly: the state becomes what
+ * it was after the first POS tokens.  Uses, in order: nothing (POS equal to
+ * the position), a reset (POS 0), a snapshot of position POS − 1, the
+ * checkpoint if it was taken at POS.  The MTP cache is cut to POS too.
+ * Fails with RS_ERR_INVALID_ARG (POS negative or past the position) or
+ * RS_ERR_LIMIT when none applies (the message gives the snapshot range);
+ * then the state is unchanged and rs_engine_truncate() can replay instead.
+ */
+enum rs_status	rs_state_truncate(struct rs_state *st, int32_t pos,
+		    struct rs_err *err);
+
+/*
+ * Lowest position P such that truncating to any position in [P, pos]
+ * succeeds through a snapshot (or POS itself when there are none).
+ */
+int32_t		rs_state_snap_floor(const struct rs_state *st);
+
+/*
+ * Remember the current GDN state and position (copies gdn_bytes).
+ * RS_ERR_UNSUPPORTED when the state was made without opts.checkpoint.
+ */
+enum rs_status	rs_state_checkpoint(struct rs_state *st, struct rs_err *err);
+
+/*
+ * Return exactly to the checkpoint: position, GDN state, MTP cache cut to
+ * that position.  The checkpoint stays usable.  RS_ERR_INVALID_ARG when
+ * there is none, or when the state was truncated below it since (its KV
+ * entries may have been overwritten), which discards it.
+ */
+enum rs_status	rs_state_rollback(struct rs_state *st, struct rs_err *err);
+
+/* Position of the checkpoint, or −1 when there is none. */
+int32_t		rs_state_checkpoint_pos(const struct rs_state *st);
+
+/*
+ * Make DST an exact copy of SRC's sequence (positions, KV entries below the
+ * positions, GDN state, token history; not the snapshots or the
+ * checkpoint).  Both must be for the same model and DST's n_ctx must hold
+ * SRC's positions; RS_ERR_INVALID_ARG otherwise.
+ */
+enum rs_status	rs_state_copy(struct rs_state *dst, const struct rs_state *src,
+		    struct rs_err *err);
+
+#endif /* RS_STATE_H */

@@ -1,0 +1,81 @@
+/*
+ * rs_state_impl.h - the layout of struct rs_state, for the engine backends
+ * only (callers use rs_state.h).
+ */
+#ifndef RS_STATE_IMPL_H
+#define RS_STATE_IMPL_H
+
+#include "rs_state.h"
+
+struct rs_state {
+	const struct rs_model *model;		/* borrowed */
+	int32_t	 n_ctx;
+	int32_t	 pos;			/* tokens in the trunk caches */
+	int32_t	 mtp_pos;		/* valid MTP cache positions */
+	int32_t	*tokens;		/* (n_ctx) history */
+
+	/* index of block il among the blocks of its kind, or −1 */
+	int32_t	*slot;			/* (n_layer_all) */
+	int32_t	 n_attn, n_gdn;
+
+	int64_t	 kv_row;		/* floats per position: n_head_kv·head_dim */
+	int64_t	 kv_row_v;		/* n_head_kv·head_dim_v */
+	float	*k;			/* (n_attn, n_ctx, kv_row) */
+	float	*v;			/* (n_attn, n_ctx, kv_row_v) */
+	float	*mtp_k;			/* (n_ctx, kv_row); NULL without MTP */
+	float	*mtp_v;			/* (n_ctx, kv_row_v) */
+
+	int64_t	 conv_len;		/* floats per block: channels·(K−1) */
+	int64_t	 ssm_len;		/* floats per block: n_vh·d²  */
+	float	*conv;			/* (n_gdn, conv_len) */
+	float	*ssm;			/* (n_gdn, ssm_len) */
+
+	/* snapshot ring: slot p mod n_snap holds the state after position p
+	 * for snap_lo <= p < pos */
+	int32_t	 n_snap;
+	int32_t	 snap_lo;
+	float	*snap_conv;		/* (n_snap, n_gdn, conv_len) */
+	float	*snap_ssm;		/* (n_snap, n_gdn, ssm_len) */
+
+	float	*ck_conv;		/* (n_gdn, conv_len); NULL: no room */
+	float	*ck_ssm;		/* (n_gdn, ssm_len) */
+	int32_t	 ck_pos;		/* −1: no checkpoint */
+};
+
+/* The slot-th GDN block's live conv / recurrent state. */
+static inline float *
+rs_state_conv(struct rs_state *st, int32_t slot)
+{
+	return (st->conv + (int64_t)slot * st->conv_len);
+}
+
+static inline float *
+rs_state_ssm(struct rs_state *st, int32_t slot)
+{
+	return (st->ssm + (int64_t)slot * st->ssm_len);
+}
+
+/* Snapshot ring entries of GDN block SLOT for position P. */
+static inline float *
+rs_state_snap_conv(struct rs_state *st, int32_t p, int32_t slot)
+{
+	return (st->snap_conv + ((int64_t)(p % st->n_snap) * st->n_gdn +
+	    slot) * st->conv_len);
+}
+
+static inline float *
+rs_state_snap_ssm(struct rs_state *st, int32_t p, int32_t slot)
+{
+	return (st->snap_ssm + ((int64_t)(p % st->n_snap) * st->n_gdn +
+	    slot) * st->ssm_len);
+}
+
+/*
+ * Called by a backend before a forward pass that will end at position END:
+ * it will record snapshots for positions >= the returned value (INT32_MAX:
+ * none), and the ring keeps only those from now on, because their slots
+ * overwrite older ones.
+ */
+int32_t		rs_state_snap_begin(struct rs_state *st, int32_t end);
+
+#endif /* RS_STATE_IMPL_H */
