@@ -57,18 +57,18 @@ ifeq ($(CUDA),1)
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCHS ?= 75 90
 NVCCFLAGS ?= -O3 -lineinfo
-NVCCFLAGS += -Ilib -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+NVCCFLAGS += -std=c++17 -DRS_CUDA=1 -Ilib -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 	     $(if $(filter 70,$(CUDA_ARCHS)),-gencode arch=compute_70$(comma)code=compute_70) \
 	     -Xcompiler -Wall,-Wextra
 CU_SRC	:= $(sort $(wildcard kernels/*.cu))
 CU_OBJ	:= $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-CFLAGS	+= -DRS_CUDA=1 -I$(CUDA_HOME)/include
-LDLIBS	+= -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -ldl -lrt
+CFLAGS	+= -DRS_CUDA=1 -I$(CUDA_HOME)/include -Ikernels
+CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
-.SECONDARY:
-.PHONY: all lib cmds test test-unit test-man asan fuzz install clean config
+.PHONY: all lib cmds test test-unit test-man test-cuda asan fuzz install clean config
 all: config lib cmds
 
 config:
@@ -82,13 +82,23 @@ $(BUILD)/librs.a: $(LIB_OBJ) $(CU_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/obj/%.o: %.c
+# objects are rebuilt when the configuration (CUDA on or off) changes
+STAMP	:= $(BUILD)/config-cuda$(CUDA)
+$(STAMP):
+	@mkdir -p $(@D)
+	@rm -f $(BUILD)/config-cuda*
+	@touch $@
+
+$(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# keep the command objects (make would delete them as intermediates)
+.SECONDARY: $(patsubst cmd/%.c,$(BUILD)/obj/cmd/%.o,$(CMD_SRC))
 
 $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CLI_OBJ) $(BUILD)/librs.a
 	@mkdir -p $(@D)
@@ -101,11 +111,11 @@ $(BUILD)/gen/suites.h: Makefile $(TEST_SRC)
 	@printf '%s\n' $(foreach s,$(SUITES),'RS_SUITE($(s))') > $@.tmp
 	@mv $@.tmp $@
 
-$(BUILD)/obj/tests/check_main.o: tests/check_main.c $(BUILD)/gen/suites.h
+$(BUILD)/obj/tests/check_main.o: tests/check_main.c $(BUILD)/gen/suites.h $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/gen -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c
+$(BUILD)/obj/tests/%.o: tests/%.c $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
 
@@ -115,6 +125,16 @@ $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 
 test: all $(BUILD)/tests/check_all test-man
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
+
+# GPU tests: kernels against their CPU oracles and the engine end to end.
+# Needs CUDA=1 and a GPU; run on the device machine.
+$(BUILD)/tests/check_cuda: $(BUILD)/obj/tests/check_cuda.o \
+	    $(TEST_HELP:%.c=$(BUILD)/obj/%.o) $(BUILD)/librs.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+
+test-cuda: all $(BUILD)/tests/check_cuda
+	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_cuda
 
 test-unit: $(BUILD)/tests/check_all cmds
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all

@@ -1,72 +1,245 @@
 /*
- * rs-bench - synthetic models for benchmarks and demos.
+ * rs-bench - benchmark the engine on a model, or write synthetic models.
  *
- * --synth PRESET --out FILE writes a qwen35 GGUF with the exact tensor
- * layout of the preset and random weights (lib/rs_synth.h).  Timed
- * benchmarks of a model (-m) arrive with the CUDA backend.
+ *   rs-bench -m MODEL [--backend B]   probe, decode, verify, prefill, long
+ *                                     decode, memory (lib/rs_bench.h)
+ *   rs-bench --synth PRESET --out F   a qwen35 GGUF with random weights
+ *                                     (lib/rs_synth.h)
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
+#include "rs_bench.h"
+#include "rs_engine.h"
+#include "rs_json.h"
+#include "rs_model.h"
 #include "rs_synth.h"
 
-#define USAGE	"rs-bench --synth tiny|27b --out FILE [--mix q4_k_m|q8_0|f16] [-s SEED]"
+#define USAGE	"rs-bench -m MODEL [--backend B] [-t N] [--max-batch N] [--json] [--quick]\n" \
+	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED]"
+
+struct opts {
+	const char	*model, *preset, *out, *mix;
+	int		 backend, json, quick;
+	int64_t		 threads, max_batch, seed, vocab;
+};
 
 static void
 usage_full(void)
 {
 	printf("usage: %s\n\n"
-	    "Write a synthetic qwen35 model with random weights.\n\n"
-	    "      --synth PRESET   tiny (256 hidden, 3 deltanet + 1 attention + mtp)\n"
-	    "                       or 27b (Qwen3.8-27B shapes, Q4_K_M, random blocks)\n"
-	    "  -o, --out FILE       where to write the GGUF (replaced atomically)\n"
-	    "      --mix MIX        matrix types: q4_k_m, q8_0 or f16 (default: the preset's)\n"
-	    "      --vocab N        vocabulary rows (default: the preset's)\n"
+	    "Benchmark the engine on a model, or write a synthetic model.\n\n"
+	    "  -m, --model FILE     model to benchmark\n"
+	    "  -b, --backend B      cpu, cuda or auto (default auto)\n"
+	    "  -t, --threads N      CPU threads (default: all)\n"
+	    "      --max-batch N    tokens per engine call (default 64)\n"
+	    "  -j, --json           JSON lines instead of a table\n"
+	    "      --quick          small sizes (decode 16, groups 1 2 4, prefill 64,\n"
+	    "                       depth 256) for a fast check\n"
+	    "      --synth PRESET   write a model: tiny (256 hidden, 3 deltanet +\n"
+	    "                       1 attention + mtp) or 27b (Qwen3.8-27B shapes,\n"
+	    "                       Q4_K_M, random blocks)\n"
+	    "  -o, --out FILE       where --synth writes (replaced atomically)\n"
+	    "      --mix MIX        --synth matrix types: q4_k_m, q8_0 or f16\n"
+	    "      --vocab N        --synth vocabulary rows\n"
 	    "  -s, --seed N         random seed (default 1)\n"
 	    "  -h, --help           show this help and exit\n"
 	    "      --version        show version and build configuration\n\n"
 	    "Exit status: 0 success, 2 error.\n", USAGE);
 }
 
+/* ---- --synth ---- */
+
+static int
+synth(const struct opts *o)
+{
+	struct rs_synth_cfg cfg;
+	struct rs_err	 err = { 0 };
+	struct timespec	 t0, t1;
+
+	if (o->out == NULL)
+		rs_cli_usage_error(USAGE, "--synth needs --out");
+	if (rs_synth_preset(o->preset, &cfg, &err) != RS_OK)
+		rs_cli_usage_error(USAGE, "--synth: %s", err.msg);
+	if (o->mix != NULL) {
+		if (strcmp(o->mix, "q4_k_m") == 0)
+			cfg.mix = RS_SYNTH_Q4_K_M;
+		else if (strcmp(o->mix, "q8_0") == 0)
+			cfg.mix = RS_SYNTH_Q8_0;
+		else if (strcmp(o->mix, "f16") == 0)
+			cfg.mix = RS_SYNTH_F16;
+		else
+			rs_cli_usage_error(USAGE, "--mix: unknown mix '%s'",
+			    o->mix);
+	}
+	if (o->vocab > 0)
+		cfg.n_vocab = (uint32_t)o->vocab;
+	cfg.seed = (uint64_t)o->seed;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (rs_synth_write(&cfg, o->out, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->out, err.msg);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	fprintf(stderr, "%s: wrote %s (%s) in %.1f s\n", rs_cli_name(), o->out,
+	    o->preset, (double)(t1.tv_sec - t0.tv_sec) +
+	    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	return (RS_EXIT_OK);
+}
+
+/* ---- -m: benchmark ---- */
+
+static int
+print_row(const struct rs_bench_row *r, void *ctx)
+{
+	const struct opts *o = ctx;
+
+	if (o->json) {
+		struct rs_json *j = rs_json_obj();
+		rs_json_set(j, "test", rs_json_str(r->test));
+		if (strcmp(r->test, "memory") == 0) {
+			rs_json_set(j, "weights_bytes", rs_json_int((int64_t)r->mem_weights));
+			rs_json_set(j, "state_bytes", rs_json_int((int64_t)r->mem_state));
+			rs_json_set(j, "scratch_bytes", rs_json_int((int64_t)r->mem_scratch));
+		} else if (strcmp(r->test, "probe") == 0) {
+			rs_json_set(j, "gb_s", rs_json_real(r->gb_s));
+		} else {
+			rs_json_set(j, "tokens", rs_json_int(r->n));
+			rs_json_set(j, "depth", rs_json_int(r->depth));
+			rs_json_set(j, "ms", rs_json_real(r->ms));
+			rs_json_set(j, "tok_s", rs_json_real(r->tok_s));
+			if (r->bytes_per_tok > 0.0) {
+				rs_json_set(j, "bytes_per_tok", rs_json_real(r->bytes_per_tok));
+				rs_json_set(j, "gb_s", rs_json_real(r->gb_s));
+				rs_json_set(j, "bw_eff", rs_json_real(r->eff));
+			}
+			if (r->rel_cost > 0.0)
+				rs_json_set(j, "rel_cost", rs_json_real(r->rel_cost));
+		}
+		int rc = rs_json_write_line(j, stdout);
+		rs_json_free(j);
+		return (rc);
+	}
+	if (strcmp(r->test, "probe") == 0) {
+		printf("%-8s %6s %6s %10s %10s %10s %7s %6s\n", "test", "tokens",
+		    "depth", "ms", "tok/s", "GB/s", "eff", "cost");
+		printf("%-8s %6s %6s %10s %10s %10.1f %6.0f%% %6s\n", "probe", "",
+		    "", "", "", r->gb_s, 100.0, "");
+	} else if (strcmp(r->test, "memory") == 0) {
+		printf("memory: weights %.2f GiB, state %.2f GiB, scratch %.2f "
+		    "GiB, total %.2f GiB\n", r->mem_weights / 1073741824.0,
+		    r->mem_state / 1073741824.0, r->mem_scratch / 1073741824.0,
+		    (r->mem_weights + r->mem_state + r->mem_scratch) /
+		    1073741824.0);
+	} else {
+		printf("%-8s %6" PRId64 " %6" PRId64 " %10.3f %10.1f ", r->test,
+		    r->n, r->depth, r->ms, r->tok_s);
+		if (r->bytes_per_tok > 0.0)
+			printf("%10.1f %6.1f%% ", r->gb_s, 100.0 * r->eff);
+		else
+			printf("%10s %7s ", "-", "-");
+		if (r->rel_cost > 0.0)
+			printf("%5.2fx", r->rel_cost);
+		printf("\n");
+	}
+	return (fflush(stdout) == 0 ? 0 : -1);
+}
+
+static int
+bench(const struct opts *o)
+{
+	struct rs_engine_opts eo = { .backend = o->backend,
+	    .n_threads = (int)o->threads, .max_batch = (int)o->max_batch };
+	struct rs_bench_opts bo;
+	struct rs_engine *e;
+	struct rs_model	*m;
+	struct rs_err	 err = { 0 };
+
+	rs_bench_defaults(&bo);
+	if (o->quick) {
+		static const struct rs_bench_opts q = {
+			.decode_tokens = 16, .decode_depth = 16,
+			.groups = { 1, 2, 4 }, .n_groups = 3, .verify_reps = 2,
+			.prefills = { 64 }, .n_prefills = 1,
+			.depths = { 256 }, .n_depths = 1, .depth_tokens = 8,
+		};
+		bo = q;
+	}
+	bo.seed = (uint64_t)o->seed;
+	if (rs_model_open(&m, o->model, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	fprintf(stderr, "%s: %s on %s, %d threads, max batch %d\n",
+	    rs_cli_name(), o->model, rs_backend_name(rs_engine_backend(e)),
+	    rs_engine_n_threads(e), rs_engine_max_batch(e));
+	if (rs_bench_run(e, &bo, print_row, (void *)o, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	rs_engine_free(e);
+	rs_model_close(m);
+	return (RS_EXIT_OK);
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "backend", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "max-batch", required_argument, NULL, 'B' },
 		{ "mix", required_argument, NULL, 'x' },
+		{ "model", required_argument, NULL, 'm' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "quick", no_argument, NULL, 'Q' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "synth", required_argument, NULL, 'S' },
+		{ "threads", required_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "vocab", required_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct rs_synth_cfg cfg;
-	struct rs_err	 err = { 0 };
-	const char	*preset = NULL, *out = NULL, *mix = NULL;
-	int64_t		 seed = 1, vocab = 0;
-	struct timespec	 t0, t1;
+	struct opts	 o = { .seed = 1 };
 	int		 ch;
 
 	rs_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "ho:s:", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "b:hjm:o:s:t:", longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'h': usage_full(); return (rs_cli_finish(RS_EXIT_OK));
 		case 'V': rs_cli_print_version(); return (rs_cli_finish(0));
-		case 'S': preset = optarg; break;
-		case 'o': out = optarg; break;
-		case 'x': mix = optarg; break;
+		case 'b':
+			if ((o.backend = rs_backend_from_name(optarg)) < 0)
+				rs_cli_usage_error(USAGE,
+				    "--backend: '%s' is not cpu, cuda or auto",
+				    optarg);
+			break;
+		case 'j': o.json = 1; break;
+		case 'm': o.model = optarg; break;
+		case 'o': o.out = optarg; break;
+		case 'Q': o.quick = 1; break;
+		case 'S': o.preset = optarg; break;
+		case 'x': o.mix = optarg; break;
+		case 'B':
+			if (rs_cli_parse_i64(optarg, 1, 65536, &o.max_batch))
+				rs_cli_usage_error(USAGE,
+				    "--max-batch: '%s' is not in [1, 65536]", optarg);
+			break;
 		case 's':
-			if (rs_cli_parse_i64(optarg, 0, INT64_MAX, &seed))
+			if (rs_cli_parse_i64(optarg, 0, INT64_MAX, &o.seed))
 				rs_cli_usage_error(USAGE,
 				    "--seed: '%s' is not a non-negative integer",
 				    optarg);
 			break;
+		case 't':
+			if (rs_cli_parse_i64(optarg, 1, 256, &o.threads))
+				rs_cli_usage_error(USAGE,
+				    "--threads: '%s' is not in [1, 256]", optarg);
+			break;
 		case 'v':
-			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &vocab))
+			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.vocab))
 				rs_cli_usage_error(USAGE,
 				    "--vocab: '%s' is not in [1, 16777216]", optarg);
 			break;
@@ -76,29 +249,7 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		rs_cli_usage_error(USAGE, "unexpected operand '%s'", argv[optind]);
-	if (preset == NULL || out == NULL)
-		rs_cli_usage_error(USAGE, "--synth and --out are required");
-	if (rs_synth_preset(preset, &cfg, &err) != RS_OK)
-		rs_cli_usage_error(USAGE, "--synth: %s", err.msg);
-	if (mix != NULL) {
-		if (strcmp(mix, "q4_k_m") == 0)
-			cfg.mix = RS_SYNTH_Q4_K_M;
-		else if (strcmp(mix, "q8_0") == 0)
-			cfg.mix = RS_SYNTH_Q8_0;
-		else if (strcmp(mix, "f16") == 0)
-			cfg.mix = RS_SYNTH_F16;
-		else
-			rs_cli_usage_error(USAGE, "--mix: unknown mix '%s'", mix);
-	}
-	if (vocab > 0)
-		cfg.n_vocab = (uint32_t)vocab;
-	cfg.seed = (uint64_t)seed;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (rs_synth_write(&cfg, out, &err) != RS_OK)
-		rs_cli_fatal("%s: %s", out, err.msg);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	fprintf(stderr, "%s: wrote %s (%s) in %.1f s\n", rs_cli_name(), out,
-	    preset, (double)(t1.tv_sec - t0.tv_sec) +
-	    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-	return (rs_cli_finish(RS_EXIT_OK));
+	if ((o.model == NULL) == (o.preset == NULL))
+		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
+	return (rs_cli_finish(o.preset != NULL ? synth(&o) : bench(&o)));
 }

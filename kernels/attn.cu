@@ -43,14 +43,14 @@ kv_store_kernel(const float *__restrict__ k, int64_t ldk,
 
 extern "C" enum rs_status
 rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v, int64_t ldv,
-    int64_t kv_row, int64_t kv_row_v, int n_tok, const int32_t *d_pos0,
+    int64_t kv_row, int64_t kv_row_v, int n_tok, const int32_t *d_params,
     uint16_t *d_kc, uint16_t *d_vc, cudaStream_t stream, struct rs_err *err)
 {
 	if (n_tok < 1 || kv_row < 1 || kv_row_v < 1)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "kv store: %d tokens",
 		    n_tok));
 	kv_store_kernel<<<n_tok, 256, 0, stream>>>(d_k, ldk, d_v, ldv, kv_row,
-	    kv_row_v, d_pos0, d_kc, d_vc);
+	    kv_row_v, d_params, d_kc, d_vc);
 	RS_LAUNCH_CHECK(err, "kv store");
 	return (RS_OK);
 }
@@ -171,7 +171,7 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 extern "C" enum rs_status
 rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
     const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
-    int d, int dv, int n_tok, const int32_t *d_pos0, float scale, float *d_o,
+    int d, int dv, int n_tok, const int32_t *d_params, float scale, float *d_o,
     float *d_scratch, cudaStream_t stream, struct rs_err *err)
 {
 	dim3	grid((unsigned)n_head, (unsigned)n_tok, RS_K_ATTN_SPLITS);
@@ -186,16 +186,16 @@ rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 		    "or 256)", n_head, n_head_kv, d, dv));
 	switch (vpl) {
 	case 1: attn_split_kernel<1><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_pos0, scale,
+	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
 	    d_scratch); break;
 	case 2: attn_split_kernel<2><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_pos0, scale,
+	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
 	    d_scratch); break;
 	case 4: attn_split_kernel<4><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_pos0, scale,
+	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
 	    d_scratch); break;
 	case 8: attn_split_kernel<8><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_pos0, scale,
+	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
 	    d_scratch); break;
 	}
 	RS_LAUNCH_CHECK(err, "attn split");

@@ -15,7 +15,7 @@
  * column would need 128 live floats and spill on sm_90).  S is read and written
  * once per call: 27B, 48 heads × 64 KB per layer, 151 MB per token for 48
  * layers, read + written (about 2% of the weight bytes).  Snapshots copy S
- * after tokens t ≥ snap_from.  Oracle: rs_cpu_deltanet_ref; test:
+ * after the token at position p ≥ snap_from to ring slot p mod n_snap.  Oracle: rs_cpu_deltanet_ref; test:
  * tests/check_cuda.c "deltanet".
  */
 #include <math.h>
@@ -32,7 +32,7 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
     const float *__restrict__ bb, const float *__restrict__ aa, int64_t ldba,
     const float *__restrict__ dt, const float *__restrict__ ssm_a, int n_kh,
     int n_vh, int n_tok, float eps, float *__restrict__ o, float *snap,
-    int64_t snap_stride, int snap_from)
+    int64_t snap_stride, int n_snap, const int32_t *__restrict__ params)
 {
 	const int R = DK / SPLIT;	/* rows of S per thread */
 	__shared__ float sq[DK], sk[DK], scratch[32];
@@ -84,8 +84,9 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 		if (i0 == 0)
 			o[(int64_t)t * n_vh * DK + (int64_t)n * DK + j] =
 			    acc * scale;
-		if (snap != NULL && t >= snap_from) {
-			float *dst = snap + (t - snap_from) * snap_stride +
+		int p = params[0] + t;
+		if (snap != NULL && p >= params[1]) {
+			float *dst = snap + (int64_t)(p % n_snap) * snap_stride +
 			    (int64_t)n * DK * DK;
 #pragma unroll
 			for (int i = 0; i < R; i++)
@@ -102,8 +103,8 @@ extern "C" enum rs_status
 rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
     const float *d_a, int64_t ldba, const float *d_dt, const float *d_ssm_a,
     int n_kh, int n_vh, int dk, int n_tok, float eps, float *d_o,
-    float *d_snap, int64_t snap_stride, int snap_from, cudaStream_t stream,
-    struct rs_err *err)
+    float *d_snap, int64_t snap_stride, int n_snap, const int32_t *d_params,
+    cudaStream_t stream, struct rs_err *err)
 {
 	if (n_tok < 1 || n_kh < 1 || n_vh < 1 || n_vh % n_kh != 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
@@ -112,12 +113,12 @@ rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
 	case 64:
 		deltanet_kernel<64><<<n_vh, 64 * SPLIT, 0, stream>>>(d_s, d_u, ldu, d_b,
 		    d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o,
-		    d_snap, snap_stride, snap_from);
+		    d_snap, snap_stride, n_snap, d_params);
 		break;
 	case 128:
 		deltanet_kernel<128><<<n_vh, 128 * SPLIT, 0, stream>>>(d_s, d_u, ldu,
 		    d_b, d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o,
-		    d_snap, snap_stride, snap_from);
+		    d_snap, snap_stride, n_snap, d_params);
 		break;
 	default:
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,

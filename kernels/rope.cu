@@ -45,7 +45,7 @@ rope_kernel(float *x, int64_t ldx, int64_t head_stride, int n_rot,
 extern "C" enum rs_status
 rs_k_rope(float *d_x, int64_t ldx, int64_t head_stride, int n_heads,
     int n_tok, int n_rot, const uint32_t sections[4], float base,
-    const int32_t *d_pos0, cudaStream_t stream, struct rs_err *err)
+    const int32_t *d_params, cudaStream_t stream, struct rs_err *err)
 {
 	rope_sections sec = { { sections[0], sections[1], sections[2],
 	    sections[3] } };
@@ -58,7 +58,7 @@ rs_k_rope(float *d_x, int64_t ldx, int64_t head_stride, int n_heads,
 	dim3 grid((unsigned)n_heads, (unsigned)n_tok);
 	int threads = (n_rot / 2 + 31) / 32 * 32;
 	rope_kernel<<<grid, threads, 0, stream>>>(d_x, ldx, head_stride, n_rot,
-	    sec, base, d_pos0);
+	    sec, base, d_params);
 	RS_LAUNCH_CHECK(err, "rope");
 	return (RS_OK);
 }

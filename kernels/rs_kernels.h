@@ -23,6 +23,15 @@ extern "C" {
 #define RS_K_MATVEC_MAX_COLS	16
 
 /*
+ * Per-call parameters in device memory, so that a captured CUDA graph can
+ * be replayed at any position: [0] the position of the first token,
+ * [1] the first position whose GDN state is snapshotted (INT32_MAX: none).
+ */
+#define RS_K_PARAM_POS0		0
+#define RS_K_PARAM_SNAP_FROM	1
+#define RS_K_N_PARAMS		2
+
+/*
  * y[t][o] (+)= Σ_i W[o][i]·x[t][i] for t < N_TOK <= 16, o < N_OUT.  W is a
  * GGUF weight of TYPE in device memory, rows of N_IN values (ROW_BYTES
  * apart); X is (n_tok, ldx), Y (n_tok, ldy).  ACCUMULATE adds to Y (the
@@ -63,25 +72,25 @@ enum rs_status	rs_k_gated_rmsnorm(const float *d_x, const float *d_z,
  * IMRoPE (§4.5) in place on N_HEADS heads per token: X is (n_tok, ldx) and
  * head h of token t starts at t·LDX + h·HEAD_STRIDE; its first N_ROT dims
  * rotate in NeoX pairs (i, i + n_rot/2) by the angle of token t, whose text
- * position is POS0 + t (components (p, p, p, 0)).  rope.cu.
+ * position is params[0] + t (components (p, p, p, 0)).  rope.cu.
  */
 enum rs_status	rs_k_rope(float *d_x, int64_t ldx, int64_t head_stride,
 		    int n_heads, int n_tok, int n_rot, const uint32_t sections[4],
-		    float base, const int32_t *d_pos0, cudaStream_t stream,
+		    float base, const int32_t *d_params, cudaStream_t stream,
 		    struct rs_err *err);
 
 /*
- * Store K and V rows of N_TOK tokens as f16 at positions *D_POS0 + t of the
+ * Store K and V rows of N_TOK tokens as f16 at positions params[0] + t of the
  * caches (n_ctx, kv_row) and (n_ctx, kv_row_v).  attn.cu.
  */
 enum rs_status	rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v,
 		    int64_t ldv, int64_t kv_row, int64_t kv_row_v, int n_tok,
-		    const int32_t *d_pos0, uint16_t *d_kc, uint16_t *d_vc,
+		    const int32_t *d_params, uint16_t *d_kc, uint16_t *d_vc,
 		    cudaStream_t stream, struct rs_err *err);
 
 /*
  * Causal gated attention (§4.4) of N_TOK query tokens at positions
- * *D_POS0 + t over the f16 caches, with GQA (query head h reads kv head
+ * params[0] + t over the f16 caches, with GQA (query head h reads kv head
  * h / (n_head / n_head_kv)).  Q head h of token t starts at t·LDQ + h·QS and
  * its gate at + GATE_OFF (the interleaved attn_q layout); the output
  * O (n_tok, n_head·dv) is softmax(q·Kᵀ·scale)·V ⊙ sigmoid(gate).
@@ -94,7 +103,7 @@ size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);
 enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
 		    int64_t gate_off, const uint16_t *d_kc,
 		    const uint16_t *d_vc, int n_head, int n_head_kv, int d,
-		    int dv, int n_tok, const int32_t *d_pos0, float scale,
+		    int dv, int n_tok, const int32_t *d_params, float scale,
 		    float *d_o, float *d_scratch, cudaStream_t stream,
 		    struct rs_err *err);
 
@@ -102,13 +111,14 @@ enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
  * Causal depthwise conv + SiLU (§4.6 step 2) over N_TOK tokens for N_CH
  * channels: X, U are (n_tok, ldx) / (n_tok, n_ch); W (n_ch, K); STATE
  * (n_ch, K−1) raw inputs, updated.  When D_SNAP is not NULL, the state
- * after token t (t >= SNAP_FROM) is also written to D_SNAP + (t −
- * snap_from)·SNAP_STRIDE.  conv.cu.
+ * after the token at position p >= params[1] is also written to ring entry
+ * D_SNAP + (p mod N_SNAP)·SNAP_STRIDE.  conv.cu.
  */
 enum rs_status	rs_k_conv(float *d_state, const float *d_w, const float *d_x,
 		    int64_t ldx, int64_t n_ch, int k, int n_tok, float *d_u,
-		    float *d_snap, int64_t snap_stride, int snap_from,
-		    cudaStream_t stream, struct rs_err *err);
+		    float *d_snap, int64_t snap_stride, int n_snap,
+		    const int32_t *d_params, cudaStream_t stream,
+		    struct rs_err *err);
 
 /*
  * The gated delta rule (§4.6 steps 3-6) of one GDN block over N_TOK tokens.
@@ -116,15 +126,15 @@ enum rs_status	rs_k_conv(float *d_state, const float *d_w, const float *d_x,
  * (n_vh·dv)]; B and A (n_tok, ldba) the beta and alpha projections; DT and
  * SSM_A (n_vh).  Value head n reads q/k head n mod n_kh (tiled order).  S
  * is (n_vh, dk, dv), S[i][j] with i the key index, updated.  O (n_tok,
- * n_vh·dv).  Snapshots of S after tokens t >= SNAP_FROM as in rs_k_conv.
- * DK = DV in {64, 128}.  deltanet.cu.
+ * n_vh·dv).  Snapshots of S as in rs_k_conv.  DK = DV in {64, 128}.
+ * deltanet.cu.
  */
 enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
 		    const float *d_b, const float *d_a, int64_t ldba,
 		    const float *d_dt, const float *d_ssm_a, int n_kh, int n_vh,
 		    int dk, int n_tok, float eps, float *d_o, float *d_snap,
-		    int64_t snap_stride, int snap_from, cudaStream_t stream,
-		    struct rs_err *err);
+		    int64_t snap_stride, int n_snap, const int32_t *d_params,
+		    cudaStream_t stream, struct rs_err *err);
 
 /* h[t][i] = silu(g[t][i])·u[t][i]; G, U, H are (n_tok, n).  elementwise.cu */
 enum rs_status	rs_k_swiglu(const float *d_g, const float *d_u, float *d_h,
@@ -137,6 +147,13 @@ enum rs_status	rs_k_swiglu(const float *d_g, const float *d_u, float *d_h,
  */
 enum rs_status	rs_k_argmax(const float *d_x, int64_t ldx, int64_t n,
 		    int n_rows, int32_t *d_out, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * Streaming-read bandwidth of the current device: REPS timed reads of a
+ * BYTES buffer after one warm-up, in GB/s (10^9 bytes).  probe.cu.
+ */
+enum rs_status	rs_k_probe_read(size_t bytes, int reps, double *gb_s,
 		    struct rs_err *err);
 
 #ifdef __cplusplus

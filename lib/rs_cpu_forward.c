@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rs_cpu.h"
 #include "rs_engine_impl.h"
@@ -43,6 +44,7 @@ struct cpu {
 	float	*cat;		/* MTP [enorm(e); hnorm(h)], 2·n_embd */
 	float	*rcos, *rsin;	/* RoPE angles, (batch, n_rot/2) */
 	float	*mm;		/* rs_cpu_matmul scratch */
+	uint64_t scratch_bytes;	/* all of the above */
 };
 
 /* ---- small helpers ---- */
@@ -404,13 +406,14 @@ cpu_free(struct rs_engine *e)
 }
 
 static float *
-rows(int64_t batch, int64_t width, int *fail)
+rows(struct cpu *c, int64_t batch, int64_t width, int *fail)
 {
-	float *p = calloc((size_t)(batch * (width > 0 ? width : 1)),
-	    sizeof(float));
+	size_t	 n = (size_t)(batch * (width > 0 ? width : 1));
+	float	*p = calloc(n, sizeof(float));
 
 	if (p == NULL)
 		*fail = 1;
+	c->scratch_bytes += n * sizeof(float);
 	return (p);
 }
 
@@ -443,27 +446,27 @@ cpu_init(struct rs_engine *e, struct rs_err *err)
 	c->batch = b;
 	if ((s = rs_pool_new(&c->pool, e->n_threads, err)) != RS_OK)
 		return (s);
-	c->x = rows(b, hp->n_embd, &fail);
-	c->h = rows(b, hp->n_embd, &fail);
-	c->y = rows(b, hp->n_embd, &fail);
-	c->mixed = rows(b, ch, &fail);
-	c->u = rows(b, ch, &fail);
-	c->z = rows(b, hp->ssm_d_inner, &fail);
-	c->bb = rows(b, hp->ssm_n_vh, &fail);
-	c->aa = rows(b, hp->ssm_n_vh, &fail);
-	c->mix = rows(b, max64(hp->ssm_d_inner,
+	c->x = rows(c, b, hp->n_embd, &fail);
+	c->h = rows(c, b, hp->n_embd, &fail);
+	c->y = rows(c, b, hp->n_embd, &fail);
+	c->mixed = rows(c, b, ch, &fail);
+	c->u = rows(c, b, ch, &fail);
+	c->z = rows(c, b, hp->ssm_d_inner, &fail);
+	c->bb = rows(c, b, hp->ssm_n_vh, &fail);
+	c->aa = rows(c, b, hp->ssm_n_vh, &fail);
+	c->mix = rows(c, b, max64(hp->ssm_d_inner,
 	    (int64_t)hp->n_head * hp->head_dim_v), &fail);
-	c->qg = rows(b, 2 * (int64_t)hp->n_head * hp->head_dim, &fail);
-	c->kk = rows(b, (int64_t)hp->n_head_kv * hp->head_dim, &fail);
-	c->vv = rows(b, (int64_t)hp->n_head_kv * hp->head_dim_v, &fail);
-	c->fg = rows(b, hp->n_ff, &fail);
-	c->fu = rows(b, hp->n_ff, &fail);
-	c->cat = rows(b, 2 * (int64_t)hp->n_embd, &fail);
-	c->rcos = rows(b, hp->n_rot / 2, &fail);
-	c->rsin = rows(b, hp->n_rot / 2, &fail);
+	c->qg = rows(c, b, 2 * (int64_t)hp->n_head * hp->head_dim, &fail);
+	c->kk = rows(c, b, (int64_t)hp->n_head_kv * hp->head_dim, &fail);
+	c->vv = rows(c, b, (int64_t)hp->n_head_kv * hp->head_dim_v, &fail);
+	c->fg = rows(c, b, hp->n_ff, &fail);
+	c->fu = rows(c, b, hp->n_ff, &fail);
+	c->cat = rows(c, b, 2 * (int64_t)hp->n_embd, &fail);
+	c->rcos = rows(c, b, hp->n_rot / 2, &fail);
+	c->rsin = rows(c, b, hp->n_rot / 2, &fail);
 	max_in = max64(max64(2 * (int64_t)hp->n_embd, hp->n_ff),
 	    max64(hp->ssm_d_inner, (int64_t)hp->n_head * hp->head_dim_v));
-	c->mm = rows(1, (int64_t)rs_cpu_matmul_scratch(max_in, e->n_threads),
+	c->mm = rows(c, 1, (int64_t)rs_cpu_matmul_scratch(max_in, e->n_threads),
 	    &fail);
 	if (fail)
 		return (rs_errf(err, RS_ERR_NOMEM,
@@ -471,10 +474,85 @@ cpu_init(struct rs_engine *e, struct rs_err *err)
 	return (RS_OK);
 }
 
+/* ---- bandwidth probe and memory plan ---- */
+
+#define PROBE_BYTES	((size_t)1 << 30)
+
+struct probe_run {
+	const float	*buf;
+	int64_t		 chunk;		/* floats per item */
+	double		*sums;		/* per item, so the reads are not dead */
+};
+
+static void
+probe_item(void *arg, int64_t i, int ith)
+{
+	const struct probe_run *r = arg;
+	const float *p = r->buf + i * r->chunk;
+	float	acc[8] = { 0 };
+
+	(void)ith;
+	for (int64_t k = 0; k < r->chunk; k += 8)
+		for (int j = 0; j < 8; j++)
+			acc[j] += p[k + j];
+	r->sums[i] = acc[0] + acc[1] + acc[2] + acc[3] + acc[4] + acc[5] +
+	    acc[6] + acc[7];
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+}
+
+/* Threaded sum over a 1 GiB buffer: host memory's read bandwidth. */
+static enum rs_status
+cpu_probe(struct rs_engine *e, double *gb_s, struct rs_err *err)
+{
+	struct cpu	*c = e->be;
+	const int64_t	 items = 256;
+	struct probe_run r = { NULL, (int64_t)(PROBE_BYTES / sizeof(float)) /
+	    items, NULL };
+	float		*buf = malloc(PROBE_BYTES);
+	double		 sums[256], t0;
+
+	if (buf == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM,
+		    "out of memory for the bandwidth probe"));
+	memset(buf, 0, PROBE_BYTES);
+	r.buf = buf;
+	r.sums = sums;
+	rs_pool_run(c->pool, probe_item, &r, items);	/* warm-up */
+	t0 = now_s();
+	for (int rep = 0; rep < 3; rep++)
+		rs_pool_run(c->pool, probe_item, &r, items);
+	*gb_s = 3.0 * (double)PROBE_BYTES / (now_s() - t0) / 1e9;
+	free(buf);
+	return (RS_OK);
+}
+
+static void
+cpu_memory(const struct rs_engine *e, uint64_t *weights, uint64_t *scratch)
+{
+	const struct rs_gguf *g = e->model->gguf;
+	const struct cpu *c = e->be;
+
+	*weights = 0;
+	for (int64_t i = 0; i < rs_gguf_n_tensors(g); i++)
+		*weights += rs_gguf_tensor(g, i)->nbytes;
+	*scratch = c->scratch_bytes;
+}
+
 const struct rs_backend_ops rs_cpu_backend = {
 	.name = "cpu",
+	.mem = &rs_state_host_mem,
 	.init = cpu_init,
 	.free = cpu_free,
 	.forward = cpu_forward,
+	.probe = cpu_probe,
+	.memory = cpu_memory,
 	.mtp = cpu_mtp,
 };

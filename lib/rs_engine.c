@@ -38,6 +38,48 @@ rs_backend_from_name(const char *name)
 	return (-1);
 }
 
+#ifdef RS_CUDA
+static const struct rs_backend_ops *
+cuda_ops(void)
+{
+	return (&rs_cuda_backend);
+}
+#else
+static const struct rs_backend_ops *
+cuda_ops(void)
+{
+	return (NULL);
+}
+#endif
+
+/* Resolve AUTO and check that the backend asked for exists here. */
+static enum rs_status
+pick_backend(enum rs_backend *b, struct rs_err *err)
+{
+	int gpus = 0;
+
+#ifdef RS_CUDA
+	gpus = rs_cuda_device_count();
+#endif
+	switch (*b) {
+	case RS_BACKEND_AUTO:
+		*b = gpus > 0 ? RS_BACKEND_CUDA : RS_BACKEND_CPU;
+		return (RS_OK);
+	case RS_BACKEND_CPU:
+		return (RS_OK);
+	case RS_BACKEND_CUDA:
+		if (cuda_ops() == NULL)
+			return (rs_errf(err, RS_ERR_UNSUPPORTED,
+			    "backend 'cuda' is not available in this build"));
+		if (gpus == 0)
+			return (rs_errf(err, RS_ERR_UNSUPPORTED,
+			    "backend 'cuda': no CUDA device found"));
+		return (RS_OK);
+	}
+	return (rs_errf(err, RS_ERR_INVALID_ARG, "unknown backend %d",
+	    (int)*b));
+}
+
 void
 rs_engine_free(struct rs_engine *e)
 {
@@ -70,17 +112,13 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "max batch %d outside [1, %d]", o.max_batch,
 		    MAX_MAX_BATCH));
-	if (o.backend == RS_BACKEND_CUDA)
-		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "backend 'cuda' is not available in this build"));
-	if (o.backend != RS_BACKEND_AUTO && o.backend != RS_BACKEND_CPU)
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "unknown backend %d",
-		    (int)o.backend));
+	if ((st = pick_backend(&o.backend, err)) != RS_OK)
+		return (st);
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	e->model = m;
-	e->backend = RS_BACKEND_CPU;
-	e->ops = &rs_cpu_backend;
+	e->backend = o.backend;
+	e->ops = o.backend == RS_BACKEND_CPU ? &rs_cpu_backend : cuda_ops();
 	e->n_threads = o.n_threads;
 	e->max_batch = o.max_batch;
 	if ((st = e->ops->init(e, err)) != RS_OK) {
@@ -89,6 +127,28 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 	}
 	*out = e;
 	return (RS_OK);
+}
+
+enum rs_status
+rs_engine_state_new(const struct rs_engine *e,
+    const struct rs_state_opts *opts, struct rs_state **out,
+    struct rs_err *err)
+{
+	return (rs_state_new_in(out, e->model, opts, e->ops->mem, err));
+}
+
+enum rs_status
+rs_engine_probe_bandwidth(struct rs_engine *e, double *gb_s,
+    struct rs_err *err)
+{
+	return (e->ops->probe(e, gb_s, err));
+}
+
+void
+rs_engine_memory(const struct rs_engine *e, uint64_t *weights,
+    uint64_t *scratch)
+{
+	e->ops->memory(e, weights, scratch);
 }
 
 const struct rs_model *
@@ -143,6 +203,11 @@ check_state(const struct rs_engine *e, const struct rs_state *st,
 	if (st->model != e->model)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "state belongs to another model"));
+	if (st->mem != e->ops->mem)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "state lives in %s memory, the %s backend needs %s "
+		    "(make it with rs_engine_state_new)", st->mem->name,
+		    e->ops->name, e->ops->mem->name));
 	if (pos + n > st->n_ctx)
 		return (rs_errf(err, RS_ERR_LIMIT,
 		    "%d tokens at position %lld exceed the context of %d",

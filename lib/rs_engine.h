@@ -37,7 +37,7 @@
 #include "rs_state.h"
 
 enum rs_backend {
-	RS_BACKEND_AUTO = 0,	/* the best available (today: cpu) */
+	RS_BACKEND_AUTO = 0,	/* cuda when built with it and a GPU is present */
 	RS_BACKEND_CPU,
 	RS_BACKEND_CUDA
 };
@@ -70,6 +70,33 @@ enum rs_status	rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 		    const struct rs_engine_opts *opts, struct rs_err *err);
 
 void		rs_engine_free(struct rs_engine *e);
+
+/*
+ * A fresh sequence state for E's model, in the memory E's backend computes
+ * in (host for cpu, the GPU for cuda: f16 KV cache there, §4.10); OPTS as
+ * for rs_state_new(), which makes host states for the CPU backend only.
+ * Free with rs_state_free().  The state works with every engine of the
+ * same model and backend.
+ */
+enum rs_status	rs_engine_state_new(const struct rs_engine *e,
+		    const struct rs_state_opts *opts, struct rs_state **out,
+		    struct rs_err *err);
+
+/*
+ * Measure the streaming-read bandwidth of the memory E computes from (the
+ * GPU's for cuda, host memory for cpu) in GB/s: the ceiling that rs-bench
+ * divides achieved bandwidth by.  Takes a second or so.
+ */
+enum rs_status	rs_engine_probe_bandwidth(struct rs_engine *e, double *gb_s,
+		    struct rs_err *err);
+
+/*
+ * Memory plan of E: bytes of weights as E holds them and of its scratch
+ * (activations for max_batch tokens); a state's bytes come from
+ * rs_state_bytes().
+ */
+void		rs_engine_memory(const struct rs_engine *e, uint64_t *weights,
+		    uint64_t *scratch);
 
 const struct rs_model *rs_engine_model(const struct rs_engine *e);
 enum rs_backend	rs_engine_backend(const struct rs_engine *e);

@@ -12,6 +12,8 @@ struct rs_engine;
 
 struct rs_backend_ops {
 	const char	*name;
+	/* Where this backend keeps sequence states (rs_state_impl.h). */
+	const struct rs_state_mem *mem;
 	/* Allocate the backend's threads and scratch into e->be. */
 	enum rs_status	(*init)(struct rs_engine *e, struct rs_err *err);
 	/* Release e->be (may be half built). */
@@ -28,6 +30,12 @@ struct rs_backend_ops {
 			    const int32_t *tokens, int32_t n, int32_t snap_from,
 			    float *logits, int32_t logits_from, float *hidden,
 			    struct rs_err *err);
+	/* Streaming-read bandwidth of the memory the weights live in, GB/s. */
+	enum rs_status	(*probe)(struct rs_engine *e, double *gb_s,
+			    struct rs_err *err);
+	/* Bytes of weights and scratch this engine holds in its memory. */
+	void		(*memory)(const struct rs_engine *e, uint64_t *weights,
+			    uint64_t *scratch);
 	/* The MTP block on N <= max_batch validated tokens (rs_engine.h). */
 	enum rs_status	(*mtp)(struct rs_engine *e, struct rs_state *st,
 			    const int32_t *tokens, int32_t n, int32_t pos,
@@ -45,5 +53,10 @@ struct rs_engine {
 };
 
 extern const struct rs_backend_ops rs_cpu_backend;
+#ifdef RS_CUDA
+/* kernels/backend.cu; rs_cuda_device_count() > 0 before using it. */
+extern const struct rs_backend_ops rs_cuda_backend;
+int		rs_cuda_device_count(void);
+#endif
 
 #endif /* RS_ENGINE_IMPL_H */

@@ -87,7 +87,7 @@ static enum rs_status
 take_str(struct cursor *c, struct rs_gguf_str *s, const char *what,
     struct rs_err *err)
 {
-	uint64_t	at = c->pos, len;
+	uint64_t	at = c->pos, len = 0;
 	enum rs_status	st;
 
 	if ((st = take(c, &len, 8, what, err)) != RS_OK)
@@ -200,7 +200,7 @@ static enum rs_status
 parse_value(struct cursor *c, struct rs_gguf_kv *kv, struct rs_err *err)
 {
 	enum rs_status	st;
-	int32_t		et;
+	int32_t		et = 0;
 
 	kv->file_off = c->pos;
 	if (kv->type == RS_GGUF_STRING) {
@@ -272,7 +272,7 @@ parse_kvs(struct rs_gguf *g, struct cursor *c, struct rs_err *err)
 		struct rs_gguf_kv *kv = &g->kv[i];
 		struct rs_gguf_str key;
 		uint64_t at = c->pos;
-		int32_t	 t;
+		int32_t	 t = 0;
 
 		if ((st = take_str(c, &key, "key", err)) != RS_OK)
 			return (st);
@@ -310,8 +310,8 @@ parse_tensor_info(struct rs_gguf *g, struct cursor *c,
 {
 	struct rs_gguf_str name;
 	uint64_t	at = c->pos;
-	uint32_t	nd;
-	int32_t		type;
+	uint32_t	nd = 0;
+	int32_t		type = 0;
 	enum rs_status	st;
 
 	if ((st = take_str(c, &name, "tensor name", err)) != RS_OK)

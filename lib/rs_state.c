@@ -6,8 +6,9 @@
  *   KV       n_attn · n_ctx · n_head_kv · (head_dim + head_dim_v)
  *   conv     n_gdn · (2·n_kh·d_state + d_inner) · (K − 1)
  *   ssm      n_gdn · n_vh · d_state²
- * Every buffer is allocated once here with calloc (so untouched KV pages
- * of a long context are never faulted in).
+ * Every buffer is allocated once here, through the state's memory
+ * (rs_state_impl.h): calloc on the host (so untouched KV pages of a long
+ * context are never faulted in), cudaMalloc for the CUDA backend.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +18,49 @@
 #define MAX_CTX		(1 << 24)
 
 static void *
-alloc_floats(int64_t n, int *fail)
+host_alloc(size_t bytes)
+{
+	return (calloc(1, bytes));
+}
+
+static void
+host_copy(void *dst, const void *src, size_t bytes)
+{
+	memcpy(dst, src, bytes);
+}
+
+static void
+host_zero(void *p, size_t bytes)
+{
+	memset(p, 0, bytes);
+}
+
+const struct rs_state_mem rs_state_host_mem = {
+	.name = "host",
+	.alloc = host_alloc,
+	.free = free,
+	.copy = host_copy,
+	.zero = host_zero,
+	.kv_elem = sizeof(float),
+};
+
+/* N elements of ELEM bytes from ST's memory; NULL for none. */
+static void *
+alloc_elems(struct rs_state *st, int64_t n, size_t elem, int *fail)
 {
 	void	*p;
 
 	if (n == 0 || *fail)
 		return (NULL);
-	if ((p = calloc((size_t)n, sizeof(float))) == NULL)
+	if ((p = st->mem->alloc((size_t)n * elem)) == NULL)
 		*fail = 1;
 	return (p);
+}
+
+static void *
+alloc_floats(struct rs_state *st, int64_t n, int *fail)
+{
+	return (alloc_elems(st, n, sizeof(float), fail));
 }
 
 void
@@ -35,16 +70,14 @@ rs_state_free(struct rs_state *st)
 		return;
 	free(st->tokens);
 	free(st->slot);
-	free(st->k);
-	free(st->v);
-	free(st->mtp_k);
-	free(st->mtp_v);
-	free(st->conv);
-	free(st->ssm);
-	free(st->snap_conv);
-	free(st->snap_ssm);
-	free(st->ck_conv);
-	free(st->ck_ssm);
+	if (st->mem != NULL) {
+		void *bufs[] = { st->k, st->v, st->mtp_k, st->mtp_v, st->conv,
+		    st->ssm, st->snap_conv, st->snap_ssm, st->ck_conv,
+		    st->ck_ssm };
+		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+			if (bufs[i] != NULL)
+				st->mem->free(bufs[i]);
+	}
 	free(st);
 }
 
@@ -74,6 +107,14 @@ enum rs_status
 rs_state_new(struct rs_state **out, const struct rs_model *m,
     const struct rs_state_opts *opts, struct rs_err *err)
 {
+	return (rs_state_new_in(out, m, opts, &rs_state_host_mem, err));
+}
+
+enum rs_status
+rs_state_new_in(struct rs_state **out, const struct rs_model *m,
+    const struct rs_state_opts *opts, const struct rs_state_mem *mem,
+    struct rs_err *err)
+{
 	const struct rs_hparams *hp = &m->hp;
 	struct rs_state_opts o = { 0 };
 	struct rs_state	*st;
@@ -93,6 +134,7 @@ rs_state_new(struct rs_state **out, const struct rs_model *m,
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	st->model = m;
+	st->mem = mem;
 	st->n_ctx = (int32_t)ctx;
 	st->n_snap = o.n_snap;
 	st->ck_pos = -1;
@@ -106,27 +148,31 @@ rs_state_new(struct rs_state **out, const struct rs_model *m,
 	if (number_layers(st, m) != 0 ||
 	    (st->tokens = calloc((size_t)ctx, sizeof(int32_t))) == NULL)
 		fail = 1;
-	st->k = alloc_floats(st->n_attn * ctx * st->kv_row, &fail);
-	st->v = alloc_floats(st->n_attn * ctx * st->kv_row_v, &fail);
+	st->k = alloc_elems(st, st->n_attn * ctx * st->kv_row, mem->kv_elem,
+	    &fail);
+	st->v = alloc_elems(st, st->n_attn * ctx * st->kv_row_v, mem->kv_elem,
+	    &fail);
 	if (hp->n_nextn > 0) {
-		st->mtp_k = alloc_floats(ctx * st->kv_row, &fail);
-		st->mtp_v = alloc_floats(ctx * st->kv_row_v, &fail);
+		st->mtp_k = alloc_elems(st, ctx * st->kv_row, mem->kv_elem,
+		    &fail);
+		st->mtp_v = alloc_elems(st, ctx * st->kv_row_v, mem->kv_elem,
+		    &fail);
 	}
-	st->conv = alloc_floats(st->n_gdn * st->conv_len, &fail);
-	st->ssm = alloc_floats(st->n_gdn * st->ssm_len, &fail);
-	st->snap_conv = alloc_floats((int64_t)o.n_snap * st->n_gdn *
+	st->conv = alloc_floats(st, st->n_gdn * st->conv_len, &fail);
+	st->ssm = alloc_floats(st, st->n_gdn * st->ssm_len, &fail);
+	st->snap_conv = alloc_floats(st, (int64_t)o.n_snap * st->n_gdn *
 	    st->conv_len, &fail);
-	st->snap_ssm = alloc_floats((int64_t)o.n_snap * st->n_gdn *
+	st->snap_ssm = alloc_floats(st, (int64_t)o.n_snap * st->n_gdn *
 	    st->ssm_len, &fail);
 	if (o.checkpoint) {
-		st->ck_conv = alloc_floats(st->n_gdn * st->conv_len, &fail);
-		st->ck_ssm = alloc_floats(st->n_gdn * st->ssm_len, &fail);
+		st->ck_conv = alloc_floats(st, st->n_gdn * st->conv_len, &fail);
+		st->ck_ssm = alloc_floats(st, st->n_gdn * st->ssm_len, &fail);
 	}
 	if (fail) {
 		rs_state_free(st);
 		return (rs_errf(err, RS_ERR_NOMEM,
-		    "out of memory for a state of %lld positions",
-		    (long long)ctx));
+		    "out of %s memory for a state of %lld positions",
+		    mem->name, (long long)ctx));
 	}
 	*out = st;
 	return (RS_OK);
@@ -135,9 +181,12 @@ rs_state_new(struct rs_state **out, const struct rs_model *m,
 static void
 zero_gdn(struct rs_state *st)
 {
-	memset(st->conv, 0, (size_t)(st->n_gdn * st->conv_len) *
+	if (st->n_gdn == 0)
+		return;
+	st->mem->zero(st->conv, (size_t)(st->n_gdn * st->conv_len) *
 	    sizeof(float));
-	memset(st->ssm, 0, (size_t)(st->n_gdn * st->ssm_len) * sizeof(float));
+	st->mem->zero(st->ssm, (size_t)(st->n_gdn * st->ssm_len) *
+	    sizeof(float));
 }
 
 void
@@ -202,6 +251,18 @@ rs_state_snap_begin(struct rs_state *st, int32_t end)
 	return (from);
 }
 
+uint64_t
+rs_state_bytes(const struct rs_state *st)
+{
+	uint64_t kv = (uint64_t)(st->kv_row + st->kv_row_v) *
+	    (uint64_t)st->n_ctx * st->mem->kv_elem;
+	uint64_t gdn = (uint64_t)st->n_gdn * (uint64_t)(st->conv_len +
+	    st->ssm_len) * sizeof(float);
+
+	return (kv * (uint64_t)(st->n_attn + (st->mtp_k != NULL)) +
+	    gdn * (uint64_t)(1 + st->n_snap + (st->ck_conv != NULL)));
+}
+
 int32_t
 rs_state_snap_floor(const struct rs_state *st)
 {
@@ -213,9 +274,11 @@ static void
 restore_snapshot(struct rs_state *st, int32_t p)
 {
 	for (int32_t s = 0; s < st->n_gdn; s++) {
-		memcpy(rs_state_conv(st, s), rs_state_snap_conv(st, p - 1, s),
+		st->mem->copy(rs_state_conv(st, s),
+		    rs_state_snap_conv(st, p - 1, s),
 		    (size_t)st->conv_len * sizeof(float));
-		memcpy(rs_state_ssm(st, s), rs_state_snap_ssm(st, p - 1, s),
+		st->mem->copy(rs_state_ssm(st, s),
+		    rs_state_snap_ssm(st, p - 1, s),
 		    (size_t)st->ssm_len * sizeof(float));
 	}
 }
@@ -223,10 +286,10 @@ restore_snapshot(struct rs_state *st, int32_t p)
 static void
 restore_checkpoint(struct rs_state *st)
 {
-	memcpy(st->conv, st->ck_conv, (size_t)(st->n_gdn * st->conv_len) *
-	    sizeof(float));
-	memcpy(st->ssm, st->ck_ssm, (size_t)(st->n_gdn * st->ssm_len) *
-	    sizeof(float));
+	st->mem->copy(st->conv, st->ck_conv, (size_t)(st->n_gdn *
+	    st->conv_len) * sizeof(float));
+	st->mem->copy(st->ssm, st->ck_ssm, (size_t)(st->n_gdn *
+	    st->ssm_len) * sizeof(float));
 }
 
 /* The trunk is at POS now; cut the MTP cache and drop a stale checkpoint. */
@@ -276,10 +339,10 @@ rs_state_checkpoint(struct rs_state *st, struct rs_err *err)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
 		    "state was created without room for a checkpoint"));
 	if (st->n_gdn > 0) {
-		memcpy(st->ck_conv, st->conv, (size_t)(st->n_gdn *
+		st->mem->copy(st->ck_conv, st->conv, (size_t)(st->n_gdn *
 		    st->conv_len) * sizeof(float));
-		memcpy(st->ck_ssm, st->ssm, (size_t)(st->n_gdn * st->ssm_len) *
-		    sizeof(float));
+		st->mem->copy(st->ck_ssm, st->ssm, (size_t)(st->n_gdn *
+		    st->ssm_len) * sizeof(float));
 	}
 	st->ck_pos = st->pos;
 	return (RS_OK);
@@ -311,31 +374,42 @@ rs_state_copy(struct rs_state *dst, const struct rs_state *src,
 {
 	int64_t	n = src->pos > src->mtp_pos ? src->pos : src->mtp_pos;
 
+	const size_t ke = src->mem->kv_elem;
+
 	if (dst->model != src->model)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "cannot copy a state between models"));
+	if (dst->mem != src->mem)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "cannot copy a state from %s to %s memory", src->mem->name,
+		    dst->mem->name));
 	if (n > dst->n_ctx)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "state of %lld positions does not fit a context of %d",
 		    (long long)n, dst->n_ctx));
+	/* KV buffers hold KE-byte values: offsets in bytes */
 	for (int32_t l = 0; l < src->n_attn; l++) {
-		memcpy(dst->k + l * dst->n_ctx * dst->kv_row,
-		    src->k + l * src->n_ctx * src->kv_row,
-		    (size_t)(src->pos * src->kv_row) * sizeof(float));
-		memcpy(dst->v + l * dst->n_ctx * dst->kv_row_v,
-		    src->v + l * src->n_ctx * src->kv_row_v,
-		    (size_t)(src->pos * src->kv_row_v) * sizeof(float));
+		src->mem->copy((char *)dst->k + (size_t)(l * dst->n_ctx *
+		    dst->kv_row) * ke, (const char *)src->k + (size_t)(l *
+		    src->n_ctx * src->kv_row) * ke,
+		    (size_t)(src->pos * src->kv_row) * ke);
+		src->mem->copy((char *)dst->v + (size_t)(l * dst->n_ctx *
+		    dst->kv_row_v) * ke, (const char *)src->v + (size_t)(l *
+		    src->n_ctx * src->kv_row_v) * ke,
+		    (size_t)(src->pos * src->kv_row_v) * ke);
 	}
-	if (src->mtp_k != NULL) {
-		memcpy(dst->mtp_k, src->mtp_k, (size_t)(src->mtp_pos *
-		    src->kv_row) * sizeof(float));
-		memcpy(dst->mtp_v, src->mtp_v, (size_t)(src->mtp_pos *
-		    src->kv_row_v) * sizeof(float));
+	if (src->mtp_k != NULL && src->mtp_pos > 0) {
+		src->mem->copy(dst->mtp_k, src->mtp_k, (size_t)(src->mtp_pos *
+		    src->kv_row) * ke);
+		src->mem->copy(dst->mtp_v, src->mtp_v, (size_t)(src->mtp_pos *
+		    src->kv_row_v) * ke);
 	}
-	memcpy(dst->conv, src->conv, (size_t)(src->n_gdn * src->conv_len) *
-	    sizeof(float));
-	memcpy(dst->ssm, src->ssm, (size_t)(src->n_gdn * src->ssm_len) *
-	    sizeof(float));
+	if (src->n_gdn > 0) {
+		src->mem->copy(dst->conv, src->conv, (size_t)(src->n_gdn *
+		    src->conv_len) * sizeof(float));
+		src->mem->copy(dst->ssm, src->ssm, (size_t)(src->n_gdn *
+		    src->ssm_len) * sizeof(float));
+	}
 	memcpy(dst->tokens, src->tokens, (size_t)src->pos * sizeof(int32_t));
 	dst->pos = src->pos;
 	dst->mtp_pos = src->mtp_pos;

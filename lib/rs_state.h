@@ -86,6 +86,9 @@ const struct rs_model *rs_state_model(const struct rs_state *st);
 /* Token at position P < rs_state_pos() (the history kept for replay). */
 int32_t		rs_state_token(const struct rs_state *st, int32_t p);
 
+/* Bytes of every buffer of ST: KV caches, GDN state, snapshots, checkpoint. */
+uint64_t	rs_state_bytes(const struct rs_state *st);
+
 /*
  * Bytes of one copy of all GDN state (conv + recurrent): what a snapshot
  * or a checkpoint costs.

@@ -7,8 +7,34 @@
 
 #include "rs_state.h"
 
+/*
+ * Where a state's large buffers (KV caches, GDN state, snapshots,
+ * checkpoint) live: host memory for the CPU backend, a GPU's for the CUDA
+ * backend.  alloc returns zeroed memory or NULL; copy and zero complete
+ * before they return (for a device: ordered after all earlier work on the
+ * backend's stream, which is a blocking stream).  KV values take KV_ELEM
+ * bytes: 4 (f32) on the host, 2 (f16) on the device, where st->k and
+ * friends then point to binary16 values despite their float type.
+ */
+struct rs_state_mem {
+	const char	*name;
+	void		*(*alloc)(size_t bytes);
+	void		 (*free)(void *p);
+	void		 (*copy)(void *dst, const void *src, size_t bytes);
+	void		 (*zero)(void *p, size_t bytes);
+	size_t		 kv_elem;
+};
+
+extern const struct rs_state_mem rs_state_host_mem;
+
+/* rs_state_new() with the buffers in MEM. */
+enum rs_status	rs_state_new_in(struct rs_state **out, const struct rs_model *m,
+		    const struct rs_state_opts *opts,
+		    const struct rs_state_mem *mem, struct rs_err *err);
+
 struct rs_state {
 	const struct rs_model *model;		/* borrowed */
+	const struct rs_state_mem *mem;		/* where the buffers live */
 	int32_t	 n_ctx;
 	int32_t	 pos;			/* tokens in the trunk caches */
 	int32_t	 mtp_pos;		/* valid MTP cache positions */

@@ -1,0 +1,599 @@
+/*
+ * backend.cu - the CUDA backend of the engine: the qwen35 trunk (§4) and the
+ * MTP block (§6) on the GPU, with the same structure and operation order as
+ * the CPU backend (lib/rs_cpu_forward.c), which is its oracle.
+ *
+ * Memory plan, allocated once (rs_cuda_plan below reports it):
+ *   weights   every tensor of the GGUF in one device arena, as stored
+ *             (quantized blocks are decoded inside the kernels);
+ *   state     per sequence (rs_engine_state_new): f16 KV caches, f32 conv
+ *             and recurrent state, snapshot ring, checkpoint (rs_state.c
+ *             through cuda_mem below);
+ *   scratch   activations for max_batch tokens, attention partials, logits.
+ * The token loop never allocates.  A call copies its tokens and its two
+ * parameters (first position, first snapshotted position) to the device,
+ * runs every kernel on one stream and copies logits / hidden rows back.
+ * Single-token calls run as one CUDA graph launch, re-captured only when the
+ * state or the outputs asked for change: no host synchronisation inside a
+ * token, one at its end.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "rs_engine_impl.h"
+#include "rs_gguf.h"
+#include "rs_model.h"
+#include "rs_state_impl.h"
+#include "rs_types.h"
+}
+#include "common.cuh"
+#include "rs_kernels.h"
+
+struct dev_w {
+	const void	*d;
+	int		 type;
+	int64_t		 n_in, n_out, row_bytes;
+};
+
+struct cuda {
+	cudaStream_t	 s;
+	uint8_t		*arena;		/* weights */
+	size_t		 arena_bytes;
+	struct dev_w	*w;		/* per GGUF tensor index */
+	int64_t		 batch;
+	/* activations (batch, width), as in the CPU backend */
+	float	*x, *h, *y, *mixed, *u, *z, *bb, *aa, *mix, *qg, *kk, *vv;
+	float	*fg, *fu, *cat, *attn, *logits;
+	size_t	 scratch_bytes;
+	int32_t	*d_tokens, *d_params;
+	/* pinned host staging */
+	int32_t	*h_tokens, *h_params;
+	float	*h_logits, *h_hidden;
+	/* the decode graph and what it was captured for */
+	cudaGraphExec_t	 graph;
+	const struct rs_state *g_st;
+	int		 g_logits, g_hidden;
+};
+
+/* ---- state memory on the device ---- */
+
+static void *
+dev_alloc(size_t bytes)
+{
+	void	*p = NULL;
+
+	if (cudaMalloc(&p, bytes) != cudaSuccess)
+		return (NULL);
+	if (cudaMemset(p, 0, bytes) != cudaSuccess) {
+		cudaFree(p);
+		return (NULL);
+	}
+	return (p);
+}
+
+static void
+dev_free(void *p)
+{
+	cudaFree(p);
+}
+
+/* Errors stay sticky in the runtime and fail the next call's checks. */
+static void
+dev_copy(void *dst, const void *src, size_t bytes)
+{
+	(void)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice);
+}
+
+static void
+dev_zero(void *p, size_t bytes)
+{
+	(void)cudaMemset(p, 0, bytes);
+}
+
+static const struct rs_state_mem cuda_mem = {
+	"cuda", dev_alloc, dev_free, dev_copy, dev_zero, sizeof(uint16_t)
+};
+
+extern "C" int
+rs_cuda_device_count(void)
+{
+	int	n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+		(void)cudaGetLastError();	/* no driver: not sticky */
+		return (0);
+	}
+	return (n);
+}
+
+/* ---- helpers ---- */
+
+static const struct dev_w *
+dw(const struct rs_engine *e, const struct rs_gguf_tensor *t)
+{
+	const struct cuda *c = (const struct cuda *)e->be;
+
+	return (&c->w[t - rs_gguf_tensor(e->model->gguf, 0)]);
+}
+
+static const float *
+dvec(const struct rs_engine *e, const struct rs_gguf_tensor *t)
+{
+	return ((const float *)dw(e, t)->d);
+}
+
+/* Y (+)= W·X for N tokens, in launches of up to 16 columns. */
+static enum rs_status
+mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
+    int64_t ldx, float *y, int64_t ldy, int64_t n, int acc, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const struct dev_w *w = dw(e, t);
+	enum rs_status st;
+
+	for (int64_t i = 0; i < n; i += RS_K_MATVEC_MAX_COLS) {
+		int k = (int)(n - i < RS_K_MATVEC_MAX_COLS ? n - i :
+		    RS_K_MATVEC_MAX_COLS);
+		if ((st = rs_k_matvec(w->d, w->type, w->n_in, w->n_out,
+		    w->row_bytes, x + i * ldx, ldx, y + i * ldy, ldy, k, acc,
+		    c->s, err)) != RS_OK)
+			return (st);
+	}
+	return (RS_OK);
+}
+
+static enum rs_status
+norm_rows(struct rs_engine *e, const float *x, const struct rs_gguf_tensor *w,
+    float *y, int64_t ldy, int64_t n, struct rs_err *err)
+{
+	const int64_t d = e->model->hp.n_embd;
+
+	return (rs_k_rmsnorm(x, d, dvec(e, w), y, ldy, d, n,
+	    e->model->hp.rms_eps, ((struct cuda *)e->be)->s, err));
+}
+
+#define TRY(x)	do { if ((s = (x)) != RS_OK) return (s); } while (0)
+
+/* ---- blocks ---- */
+
+static enum rs_status
+ffn_block(struct rs_engine *e, const struct rs_layer *l, int64_t n,
+    struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = e->model->hp.n_embd, ff = e->model->hp.n_ff;
+	enum rs_status s;
+
+	TRY(norm_rows(e, c->x, l->post_norm, c->h, d, n, err));
+	TRY(mv(e, l->ffn_gate, c->h, d, c->fg, ff, n, 0, err));
+	TRY(mv(e, l->ffn_up, c->h, d, c->fu, ff, n, 0, err));
+	TRY(rs_k_swiglu(c->fg, c->fu, c->fg, ff, (int)n, c->s, err));
+	return (mv(e, l->ffn_down, c->fg, ff, c->x, d, n, 1, err));
+}
+
+static enum rs_status
+gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
+    int32_t slot, int64_t n, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const struct rs_hparams *hp = &e->model->hp;
+	const int	 ds = (int)hp->ssm_d_state;
+	const int64_t	 d = hp->n_embd, di = hp->ssm_d_inner, nvh = hp->ssm_n_vh;
+	const int64_t	 ch = 2 * (int64_t)hp->ssm_n_kh * ds + di;
+	float		*snap_c = NULL, *snap_s = NULL;
+	enum rs_status	 s;
+
+	if (st->n_snap > 0) {
+		snap_c = st->snap_conv + (int64_t)slot * st->conv_len;
+		snap_s = st->snap_ssm + (int64_t)slot * st->ssm_len;
+	}
+	TRY(mv(e, l->qkv, c->h, d, c->mixed, ch, n, 0, err));
+	TRY(mv(e, l->gate, c->h, d, c->z, di, n, 0, err));
+	TRY(mv(e, l->beta, c->h, d, c->bb, nvh, n, 0, err));
+	TRY(mv(e, l->alpha, c->h, d, c->aa, nvh, n, 0, err));
+	TRY(rs_k_conv(rs_state_conv(st, slot), dvec(e, l->conv1d), c->mixed, ch,
+	    ch, (int)hp->ssm_conv_kernel, (int)n, c->u, snap_c,
+	    (int64_t)st->n_gdn * st->conv_len, st->n_snap, c->d_params, c->s,
+	    err));
+	TRY(rs_k_deltanet(rs_state_ssm(st, slot), c->u, ch, c->bb, c->aa, nvh,
+	    dvec(e, l->dt_bias), dvec(e, l->ssm_a), (int)hp->ssm_n_kh,
+	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix, snap_s,
+	    (int64_t)st->n_gdn * st->ssm_len, st->n_snap, c->d_params, c->s,
+	    err));
+	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,
+	    n * nvh, hp->rms_eps, c->s, err));
+	return (mv(e, l->ssm_out, c->mix, di, c->x, d, n, 1, err));
+}
+
+/* h (n, n_embd) → x += ATTN(h), K/V to the f16 caches KC/VC at params[0]. */
+static enum rs_status
+attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
+    uint16_t *vc, int64_t n, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const struct rs_hparams *hp = &e->model->hp;
+	const int	 hd = (int)hp->head_dim, hdv = (int)hp->head_dim_v;
+	const int	 nh = (int)hp->n_head, nkv = (int)hp->n_head_kv;
+	const int64_t	 d = hp->n_embd, qdim = 2 * (int64_t)nh * hd;
+	const int64_t	 ldk = (int64_t)nkv * hd, ldv = (int64_t)nkv * hdv;
+	enum rs_status	 s;
+
+	TRY(mv(e, l->wq, c->h, d, c->qg, qdim, n, 0, err));
+	TRY(mv(e, l->wk, c->h, d, c->kk, ldk, n, 0, err));
+	TRY(mv(e, l->wv, c->h, d, c->vv, ldv, n, 0, err));
+	/* per head [q | gate] interleaved (§3.3): norm and rotate q only */
+	TRY(rs_k_rmsnorm(c->qg, 2 * hd, dvec(e, l->q_norm), c->qg, 2 * hd, hd,
+	    n * nh, hp->rms_eps, c->s, err));
+	TRY(rs_k_rmsnorm(c->kk, hd, dvec(e, l->k_norm), c->kk, hd, hd, n * nkv,
+	    hp->rms_eps, c->s, err));
+	TRY(rs_k_rope(c->qg, qdim, 2 * hd, nh, (int)n, (int)hp->n_rot,
+	    hp->rope_sections, hp->rope_base, c->d_params, c->s, err));
+	TRY(rs_k_rope(c->kk, ldk, hd, nkv, (int)n, (int)hp->n_rot,
+	    hp->rope_sections, hp->rope_base, c->d_params, c->s, err));
+	TRY(rs_k_kv_store(c->kk, ldk, c->vv, ldv, ldk, ldv, (int)n,
+	    c->d_params, kc, vc, c->s, err));
+	TRY(rs_k_attn(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd, hdv,
+	    (int)n, c->d_params, 1.0f / sqrtf((float)hd), c->mix, c->attn,
+	    c->s, err));
+	return (mv(e, l->wo, c->mix, (int64_t)nh * hdv, c->x, d, n, 1, err));
+}
+
+/* Layer SLOT's K (or V) cache inside a state's f16 buffer. */
+static uint16_t *
+kv_layer(float *buf, const struct rs_state *st, int32_t slot, int64_t row)
+{
+	return ((uint16_t *)buf + (int64_t)slot * st->n_ctx * row);
+}
+
+/* ---- the trunk ---- */
+
+/* Everything of a forward call after the inputs are on the device. */
+static enum rs_status
+trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int32_t logits_from,
+    int want_logits, struct rs_err *err)
+{
+	const struct rs_model *m = e->model;
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = m->hp.n_embd;
+	const struct dev_w *te = dw(e, m->tok_embd);
+	enum rs_status s;
+
+	TRY(rs_k_embed(te->d, te->type, d, te->row_bytes, te->n_out,
+	    c->d_tokens, (int)n, c->x, c->s, err));
+	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+		const struct rs_layer *l = &m->layers[il];
+		int32_t slot = st->slot[il];
+
+		TRY(norm_rows(e, c->x, l->attn_norm, c->h, d, n, err));
+		if (l->kind == RS_LAYER_GDN)
+			TRY(gdn_block(e, st, l, slot, n, err));
+		else
+			TRY(attn_block(e, l, kv_layer(st->k, st, slot,
+			    st->kv_row), kv_layer(st->v, st, slot, st->kv_row_v),
+			    n, err));
+		TRY(ffn_block(e, l, n, err));
+	}
+	TRY(norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
+	if (want_logits)
+		TRY(mv(e, m->output, c->h + logits_from * d, d, c->logits,
+		    m->hp.n_vocab, n - logits_from, 0, err));
+	return (RS_OK);
+}
+
+/* Copy results to the caller (through pinned staging for graphs). */
+static enum rs_status
+fetch(struct rs_engine *e, int64_t n, int32_t logits_from, float *logits,
+    float *hidden, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
+
+	if (logits != NULL)
+		RS_CUDA_TRY(err, cudaMemcpyAsync(logits, c->logits,
+		    (size_t)((n - logits_from) * v) * sizeof(float),
+		    cudaMemcpyDeviceToHost, c->s));
+	if (hidden != NULL)
+		RS_CUDA_TRY(err, cudaMemcpyAsync(hidden, c->h,
+		    (size_t)(n * d) * sizeof(float), cudaMemcpyDeviceToHost,
+		    c->s));
+	RS_CUDA_TRY(err, cudaStreamSynchronize(c->s));
+	return (RS_OK);
+}
+
+static enum rs_status
+upload_inputs(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
+    int32_t snap_from, struct rs_err *err)
+{
+	memcpy(c->h_tokens, tokens, (size_t)n * sizeof(int32_t));
+	c->h_params[RS_K_PARAM_POS0] = pos0;
+	c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_tokens, c->h_tokens,
+	    (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_params, c->h_params,
+	    RS_K_N_PARAMS * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
+	return (RS_OK);
+}
+
+/*
+ * One-token decode as a graph: inputs from pinned memory, the trunk,
+ * outputs to pinned memory.  Captured for (state, logits?, hidden?).
+ */
+static enum rs_status
+decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
+    int want_hidden, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
+	cudaGraph_t g;
+	enum rs_status s;
+
+	if (c->graph != NULL && c->g_st == st && c->g_logits == want_logits &&
+	    c->g_hidden == want_hidden)
+		return (RS_OK);
+	if (c->graph != NULL) {
+		cudaGraphExecDestroy(c->graph);
+		c->graph = NULL;
+	}
+	RS_CUDA_TRY(err, cudaStreamBeginCapture(c->s,
+	    cudaStreamCaptureModeThreadLocal));
+	s = RS_OK;
+	if (cudaMemcpyAsync(c->d_tokens, c->h_tokens, sizeof(int32_t),
+	    cudaMemcpyHostToDevice, c->s) != cudaSuccess ||
+	    cudaMemcpyAsync(c->d_params, c->h_params, RS_K_N_PARAMS *
+	    sizeof(int32_t), cudaMemcpyHostToDevice, c->s) != cudaSuccess)
+		s = rs_errf(err, RS_ERR_CUDA, "graph capture: input copy");
+	if (s == RS_OK)
+		s = trunk(e, st, 1, 0, want_logits, err);
+	if (s == RS_OK && want_logits &&
+	    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)v * sizeof(float),
+	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
+		s = rs_errf(err, RS_ERR_CUDA, "graph capture: logits copy");
+	if (s == RS_OK && want_hidden &&
+	    cudaMemcpyAsync(c->h_hidden, c->h, (size_t)d * sizeof(float),
+	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
+		s = rs_errf(err, RS_ERR_CUDA, "graph capture: hidden copy");
+	cudaError_t ce = cudaStreamEndCapture(c->s, &g);
+	if (s != RS_OK) {
+		if (ce == cudaSuccess)
+			cudaGraphDestroy(g);
+		return (s);
+	}
+	if (ce != cudaSuccess)
+		return (rs_errf(err, RS_ERR_CUDA, "graph capture: %s",
+		    cudaGetErrorString(ce)));
+	ce = cudaGraphInstantiate(&c->graph, g, 0);
+	cudaGraphDestroy(g);
+	if (ce != cudaSuccess) {
+		c->graph = NULL;
+		return (rs_errf(err, RS_ERR_CUDA, "graph instantiate: %s",
+		    cudaGetErrorString(ce)));
+	}
+	c->g_st = st;
+	c->g_logits = want_logits;
+	c->g_hidden = want_hidden;
+	return (RS_OK);
+}
+
+static enum rs_status
+cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t snap_from, float *logits, int32_t logits_from,
+    float *hidden, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
+	const int32_t p0 = st->pos;
+	enum rs_status s;
+
+	memmove(st->tokens + p0, tokens, (size_t)n * sizeof(*tokens));
+	if (n == 1 && logits_from == 0) {
+		c->h_tokens[0] = tokens[0];
+		c->h_params[RS_K_PARAM_POS0] = p0;
+		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
+		TRY(decode_graph(e, st, logits != NULL, hidden != NULL, err));
+		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph, c->s));
+		RS_CUDA_TRY(err, cudaStreamSynchronize(c->s));
+		if (logits != NULL)
+			memcpy(logits, c->h_logits, (size_t)v * sizeof(float));
+		if (hidden != NULL)
+			memcpy(hidden, c->h_hidden, (size_t)d * sizeof(float));
+	} else {
+		TRY(upload_inputs(c, tokens, n, p0, snap_from, err));
+		TRY(trunk(e, st, n, logits_from, logits != NULL, err));
+		TRY(fetch(e, n, logits_from, logits, hidden, err));
+	}
+	st->pos = p0 + n;
+	return (RS_OK);
+}
+
+/* ---- the MTP block (§6.1) ---- */
+
+static enum rs_status
+cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, float *logits, float *h_out,
+    struct rs_err *err)
+{
+	const struct rs_model *m = e->model;
+	const struct rs_layer *l = &m->layers[m->hp.n_layer];
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = m->hp.n_embd;
+	const struct dev_w *te = dw(e, l->mtp_embd);
+	enum rs_status s;
+
+	TRY(upload_inputs(c, tokens, n, pos, INT32_MAX, err));
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->y, h_in, (size_t)(n * d) *
+	    sizeof(float), cudaMemcpyHostToDevice, c->s));
+	/* cat = [enorm(embed(x)); hnorm(h_in)], embedding half first */
+	TRY(rs_k_embed(te->d, te->type, d, te->row_bytes, te->n_out,
+	    c->d_tokens, n, c->h, c->s, err));
+	TRY(norm_rows(e, c->h, l->enorm, c->cat, 2 * d, n, err));
+	TRY(norm_rows(e, c->y, l->hnorm, c->cat + d, 2 * d, n, err));
+	TRY(mv(e, l->eh_proj, c->cat, 2 * d, c->x, d, n, 0, err));
+	TRY(norm_rows(e, c->x, l->attn_norm, c->h, d, n, err));
+	TRY(attn_block(e, l, (uint16_t *)st->mtp_k, (uint16_t *)st->mtp_v, n,
+	    err));
+	TRY(ffn_block(e, l, n, err));
+	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
+	if (logits != NULL)
+		TRY(mv(e, l->mtp_head, c->h, d, c->logits, m->hp.n_vocab, n, 0,
+		    err));
+	TRY(fetch(e, n, 0, logits, h_out, err));
+	st->mtp_pos = pos + n;
+	return (RS_OK);
+}
+
+/* ---- lifecycle ---- */
+
+static void
+cuda_free(struct rs_engine *e)
+{
+	struct cuda *c = (struct cuda *)e->be;
+
+	if (c == NULL)
+		return;
+	if (c->graph != NULL)
+		cudaGraphExecDestroy(c->graph);
+	float *bufs[] = { c->x, c->h, c->y, c->mixed, c->u, c->z, c->bb, c->aa,
+	    c->mix, c->qg, c->kk, c->vv, c->fg, c->fu, c->cat, c->attn,
+	    c->logits };
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		cudaFree(bufs[i]);
+	cudaFree(c->d_tokens);
+	cudaFree(c->d_params);
+	cudaFree(c->arena);
+	cudaFreeHost(c->h_tokens);
+	cudaFreeHost(c->h_params);
+	cudaFreeHost(c->h_logits);
+	cudaFreeHost(c->h_hidden);
+	if (c->s != NULL)
+		cudaStreamDestroy(c->s);
+	free(c->w);
+	free(c);
+	e->be = NULL;
+}
+
+/* Every tensor into one arena, 256-byte aligned. */
+static enum rs_status
+upload_weights(struct rs_engine *e, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const struct rs_gguf *g = e->model->gguf;
+	int64_t	 nt = rs_gguf_n_tensors(g);
+	size_t	 off = 0;
+
+	if ((c->w = (struct dev_w *)calloc((size_t)nt + 1, sizeof(*c->w))) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	for (int64_t i = 0; i < nt; i++)
+		off += (rs_gguf_tensor(g, i)->nbytes + 255) / 256 * 256;
+	c->arena_bytes = off;
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->arena, off ? off : 256));
+	off = 0;
+	for (int64_t i = 0; i < nt; i++) {
+		const struct rs_gguf_tensor *t = rs_gguf_tensor(g, i);
+		const struct rs_type_traits *tt = rs_type_traits(t->type);
+		struct dev_w *w = &c->w[i];
+		RS_CUDA_TRY(err, cudaMemcpy(c->arena + off, t->data, t->nbytes,
+		    cudaMemcpyHostToDevice));
+		w->d = c->arena + off;
+		w->type = t->type;
+		w->n_in = t->ne[0];
+		w->n_out = t->nbytes == 0 ? 0 : (int64_t)(t->nbytes /
+		    ((uint64_t)t->ne[0] / tt->block_elems * tt->block_bytes));
+		w->row_bytes = t->ne[0] / tt->block_elems * tt->block_bytes;
+		off += (t->nbytes + 255) / 256 * 256;
+	}
+	return (RS_OK);
+}
+
+static enum rs_status
+alloc_scratch(struct rs_engine *e, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const struct rs_hparams *hp = &e->model->hp;
+	const int64_t b = e->max_batch;
+	const int64_t ch = 2 * (int64_t)hp->ssm_n_kh * hp->ssm_d_state +
+	    hp->ssm_d_inner;
+	const int64_t mix = hp->ssm_d_inner > (int64_t)hp->n_head *
+	    hp->head_dim_v ? hp->ssm_d_inner : (int64_t)hp->n_head *
+	    hp->head_dim_v;
+	struct { float **p; int64_t n; } bufs[] = {
+		{ &c->x, b * hp->n_embd }, { &c->h, b * hp->n_embd },
+		{ &c->y, b * hp->n_embd }, { &c->mixed, b * ch },
+		{ &c->u, b * ch }, { &c->z, b * hp->ssm_d_inner },
+		{ &c->bb, b * hp->ssm_n_vh }, { &c->aa, b * hp->ssm_n_vh },
+		{ &c->mix, b * mix },
+		{ &c->qg, b * 2 * (int64_t)hp->n_head * hp->head_dim },
+		{ &c->kk, b * hp->n_head_kv * hp->head_dim },
+		{ &c->vv, b * hp->n_head_kv * hp->head_dim_v },
+		{ &c->fg, b * hp->n_ff }, { &c->fu, b * hp->n_ff },
+		{ &c->cat, b * 2 * (int64_t)hp->n_embd },
+		{ &c->attn, (int64_t)rs_k_attn_scratch((int)hp->n_head, (int)b,
+		    (int)hp->head_dim_v) },
+		{ &c->logits, b * hp->n_vocab },
+	};
+
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+		size_t bytes = (size_t)bufs[i].n * sizeof(float);
+		RS_CUDA_TRY(err, cudaMalloc((void **)bufs[i].p, bytes));
+		c->scratch_bytes += bytes;
+	}
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_tokens, (size_t)b *
+	    sizeof(int32_t)));
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_params, RS_K_N_PARAMS *
+	    sizeof(int32_t)));
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_tokens, (size_t)b *
+	    sizeof(int32_t)));
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_params, RS_K_N_PARAMS *
+	    sizeof(int32_t)));
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_logits,
+	    (size_t)hp->n_vocab * sizeof(float)));
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_hidden,
+	    (size_t)hp->n_embd * sizeof(float)));
+	return (RS_OK);
+}
+
+static enum rs_status
+cuda_init(struct rs_engine *e, struct rs_err *err)
+{
+	const struct rs_hparams *hp = &e->model->hp;
+	struct cuda *c;
+	enum rs_status s;
+
+	if (hp->head_dim != hp->head_dim_v)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "key_length %u != value_length %u is not supported",
+		    hp->head_dim, hp->head_dim_v));
+	if ((c = (struct cuda *)calloc(1, sizeof(*c))) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	e->be = c;
+	c->batch = e->max_batch;
+	/* a blocking stream: the state's synchronous copies order after it */
+	RS_CUDA_TRY(err, cudaStreamCreate(&c->s));
+	TRY(upload_weights(e, err));
+	return (alloc_scratch(e, err));
+}
+
+/* 4 GiB, far beyond any L2, read 5 times. */
+static enum rs_status
+cuda_probe(struct rs_engine *e, double *gb_s, struct rs_err *err)
+{
+	(void)e;
+	return (rs_k_probe_read((size_t)4 << 30, 5, gb_s, err));
+}
+
+static void
+cuda_memory(const struct rs_engine *e, uint64_t *weights, uint64_t *scratch)
+{
+	const struct cuda *c = (const struct cuda *)e->be;
+
+	*weights = c->arena_bytes;
+	*scratch = c->scratch_bytes;
+}
+
+extern "C" const struct rs_backend_ops rs_cuda_backend = {
+	"cuda", &cuda_mem, cuda_init, cuda_free, cuda_forward, cuda_probe,
+	cuda_memory, cuda_mtp
+};

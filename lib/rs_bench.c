@@ -1,0 +1,239 @@
+/*
+ * rs_bench.c - engine benchmarks (see rs_bench.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rs_bench.h"
+#include "rs_state_impl.h"
+
+struct bench {
+	struct rs_engine	*e;
+	struct rs_state		*st;
+	const struct rs_bench_opts *o;
+	rs_bench_cb		 cb;
+	void			*ctx;
+	int32_t			*tokens;	/* random, n_ctx of them */
+	float			*logits;	/* max group rows */
+	double			 probe;		/* GB/s */
+	double			 group1_ms;
+};
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
+}
+
+void
+rs_bench_defaults(struct rs_bench_opts *o)
+{
+	static const struct rs_bench_opts d = {
+		.decode_tokens = 128, .decode_depth = 16,
+		.groups = { 1, 2, 4, 8, 16 }, .n_groups = 5, .verify_reps = 8,
+		.prefills = { 512, 4096 }, .n_prefills = 2,
+		.depths = { 4096, 32768 }, .n_depths = 2, .depth_tokens = 32,
+		.seed = 1,
+	};
+
+	*o = d;
+}
+
+/* Weight plus KV bytes one token reads at context DEPTH. */
+static double
+bytes_per_token(const struct bench *b, int64_t depth)
+{
+	const struct rs_state *st = b->st;
+	double kv = (double)depth * (double)st->n_attn *
+	    (double)(st->kv_row + st->kv_row_v) * (double)st->mem->kv_elem;
+
+	return ((double)rs_model_decode_bytes(rs_engine_model(b->e)) + kv);
+}
+
+static int
+emit(struct bench *b, struct rs_bench_row *r)
+{
+	if (r->ms > 0.0 && r->bytes_per_tok > 0.0) {
+		r->gb_s = r->bytes_per_tok * r->tok_s / 1e9;
+		r->eff = b->probe > 0.0 ? r->gb_s / b->probe : 0.0;
+	}
+	return (b->cb(r, b->ctx));
+}
+
+/* Reset and run the first N tokens untimed (in max_batch chunks). */
+static enum rs_status
+fill(struct bench *b, int64_t n, struct rs_err *err)
+{
+	rs_state_reset(b->st);
+	if (n == 0)
+		return (RS_OK);
+	return (rs_engine_forward(b->e, b->st, b->tokens, (int32_t)n, NULL,
+	    RS_LOGITS_NONE, NULL, err));
+}
+
+/* N single-token steps after DEPTH tokens of context. */
+static enum rs_status
+decode(struct bench *b, int64_t depth, int n, struct rs_err *err)
+{
+	struct rs_bench_row r = { .test = "decode", .n = 1, .depth = depth };
+	enum rs_status s;
+	double	t0;
+
+	if ((s = fill(b, depth, err)) != RS_OK)
+		return (s);
+	t0 = now_ms();
+	for (int i = 0; i < n; i++)
+		if ((s = rs_engine_forward(b->e, b->st, b->tokens + depth + i,
+		    1, b->logits, RS_LOGITS_LAST, NULL, err)) != RS_OK)
+			return (s);
+	r.ms = (now_ms() - t0) / n;
+	r.tok_s = 1e3 / r.ms;
+	r.bytes_per_tok = bytes_per_token(b, depth);
+	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
+}
+
+/* Groups of G drafts verified at the decode depth, rolled back each time. */
+static enum rs_status
+verify(struct bench *b, int g, struct rs_err *err)
+{
+	const int64_t depth = b->o->decode_depth;
+	struct rs_bench_row r = { .test = "verify", .n = g, .depth = depth };
+	enum rs_status s;
+	double	t0, total = 0.0;
+
+	if ((s = fill(b, depth, err)) != RS_OK)
+		return (s);
+	for (int rep = 0; rep < b->o->verify_reps; rep++) {
+		t0 = now_ms();
+		if ((s = rs_engine_forward(b->e, b->st, b->tokens + depth, g,
+		    b->logits, RS_LOGITS_ALL, NULL, err)) != RS_OK)
+			return (s);
+		total += now_ms() - t0;
+		if ((s = rs_engine_truncate(b->e, b->st, (int32_t)depth,
+		    err)) != RS_OK)
+			return (s);
+	}
+	r.ms = total / b->o->verify_reps;
+	r.tok_s = g * 1e3 / r.ms;
+	/* the weights are read once for the whole group */
+	r.bytes_per_tok = bytes_per_token(b, depth) / g;
+	if (g == 1)
+		b->group1_ms = r.ms;
+	r.rel_cost = b->group1_ms > 0.0 ? r.ms / b->group1_ms : 0.0;
+	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
+}
+
+static enum rs_status
+prefill(struct bench *b, int64_t n, struct rs_err *err)
+{
+	struct rs_bench_row r = { .test = "prefill", .n = n, .depth = 0 };
+	enum rs_status s;
+	double	t0;
+
+	rs_state_reset(b->st);
+	t0 = now_ms();
+	if ((s = rs_engine_forward(b->e, b->st, b->tokens, (int32_t)n,
+	    b->logits, RS_LOGITS_LAST, NULL, err)) != RS_OK)
+		return (s);
+	r.ms = now_ms() - t0;
+	r.tok_s = (double)n * 1e3 / r.ms;
+	/* compute-bound: no bytes-per-token model, no efficiency */
+	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
+}
+
+/* Positions the run needs; RS_ERR_LIMIT past the model's context. */
+static enum rs_status
+plan(const struct rs_engine *e, const struct rs_bench_opts *o, int32_t *ctx,
+    int *max_group, struct rs_err *err)
+{
+	int64_t need = o->decode_depth + o->decode_tokens;
+
+	*max_group = 1;
+	for (int i = 0; i < o->n_groups; i++) {
+		if (o->groups[i] > *max_group)
+			*max_group = o->groups[i];
+		if (o->decode_depth + o->groups[i] > need)
+			need = o->decode_depth + o->groups[i];
+	}
+	for (int i = 0; i < o->n_prefills; i++)
+		if (o->prefills[i] > need)
+			need = o->prefills[i];
+	for (int i = 0; i < o->n_depths; i++)
+		if ((int64_t)o->depths[i] + o->depth_tokens > need)
+			need = (int64_t)o->depths[i] + o->depth_tokens;
+	if (need > rs_engine_model(e)->hp.n_ctx_train)
+		return (rs_errf(err, RS_ERR_LIMIT,
+		    "the benchmark needs %lld positions, the model has %u",
+		    (long long)need, rs_engine_model(e)->hp.n_ctx_train));
+	*ctx = (int32_t)need;
+	return (RS_OK);
+}
+
+static enum rs_status
+run_all(struct bench *b, struct rs_err *err)
+{
+	const struct rs_bench_opts *o = b->o;
+	struct rs_bench_row r = { .test = "probe" };
+	enum rs_status s;
+
+	if ((s = rs_engine_probe_bandwidth(b->e, &b->probe, err)) != RS_OK)
+		return (s);
+	r.gb_s = b->probe;
+	r.eff = 1.0;
+	if (b->cb(&r, b->ctx))
+		return (RS_ERR_LIMIT);
+	if ((s = decode(b, o->decode_depth, o->decode_tokens, err)) != RS_OK)
+		return (s);
+	for (int i = 0; i < o->n_groups; i++)
+		if ((s = verify(b, o->groups[i], err)) != RS_OK)
+			return (s);
+	for (int i = 0; i < o->n_prefills; i++)
+		if ((s = prefill(b, o->prefills[i], err)) != RS_OK)
+			return (s);
+	for (int i = 0; i < o->n_depths; i++)
+		if ((s = decode(b, o->depths[i], o->depth_tokens, err)) != RS_OK)
+			return (s);
+	memset(&r, 0, sizeof(r));
+	r.test = "memory";
+	rs_engine_memory(b->e, &r.mem_weights, &r.mem_scratch);
+	r.mem_state = rs_state_bytes(b->st);
+	return (b->cb(&r, b->ctx) ? RS_ERR_LIMIT : RS_OK);
+}
+
+enum rs_status
+rs_bench_run(struct rs_engine *e, const struct rs_bench_opts *o,
+    rs_bench_cb cb, void *ctx, struct rs_err *err)
+{
+	const struct rs_model *m = rs_engine_model(e);
+	struct bench	 b = { .e = e, .o = o, .cb = cb, .ctx = ctx };
+	struct rs_state_opts so = { 0 };
+	uint64_t	 rng = o->seed;
+	enum rs_status	 s;
+	int		 max_group;
+
+	if ((s = plan(e, o, &so.n_ctx, &max_group, err)) != RS_OK)
+		return (s);
+	so.n_snap = max_group + 1;
+	b.tokens = malloc((size_t)so.n_ctx * sizeof(int32_t));
+	b.logits = malloc((size_t)max_group * m->hp.n_vocab * sizeof(float));
+	if (b.tokens == NULL || b.logits == NULL) {
+		s = rs_errf(err, RS_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (int32_t i = 0; i < so.n_ctx; i++) {
+		rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+		b.tokens[i] = (int32_t)((rng >> 33) % m->hp.n_vocab);
+	}
+	if ((s = rs_engine_state_new(e, &so, &b.st, err)) != RS_OK)
+		goto out;
+	s = run_all(&b, err);
+out:
+	rs_state_free(b.st);
+	free(b.tokens);
+	free(b.logits);
+	return (s);
+}

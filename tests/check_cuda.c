@@ -1,0 +1,787 @@
+/*
+ * check_cuda.c - every CUDA kernel against its CPU oracle (lib/rs_cpu.h,
+ * lib/rs_types.c), then the CUDA engine against the CPU engine on the tiny
+ * fixture models.  Built only with CUDA=1 and run by `make test-cuda` on a
+ * machine with a GPU.  CUDA does not survive fork(), so each test
+ * initialises it itself (Check forks before each test).
+ *
+ * Tolerances: kernels use f32 with another summation order than the
+ * oracles (double in the _ref functions): relative L2 error of a few 1e-7,
+ * bound 1e-5.  Attention reads an f16 KV cache: its oracle gets the same
+ * f16-rounded K and V, so the bound stays 1e-5.  End to end, the GPU keeps
+ * K and V in f16 (llama.cpp's default, §4.10) and the CPU in f32; the
+ * issue's bounds are 1e-3 (f16 file) and 2e-3 (quantized files).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <cuda_runtime_api.h>
+
+#include "rs_cpu.h"
+#include "rs_engine.h"
+#include "rs_half.h"
+#include "rs_json.h"
+#include "rs_kernels.h"
+#include "rs_model.h"
+#include "rs_quant_impl.h"
+#include "rs_state.h"
+#include "rs_types.h"
+#include "t_util.h"
+
+#define CK(x)	ck_assert_int_eq((x), cudaSuccess)
+
+/* ---- helpers ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dULL;
+
+static float
+frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return ((float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f);
+}
+
+/* A device copy of BYTES at H, or zeroed device memory when H is NULL. */
+static void *
+dup_dev(const void *h, size_t bytes)
+{
+	void *d = NULL;
+
+	CK(cudaMalloc(&d, bytes ? bytes : 4));
+	if (h == NULL)
+		CK(cudaMemset(d, 0, bytes ? bytes : 4));
+	else if (bytes)
+		CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+	return (d);
+}
+
+static void
+to_host(void *h, const void *d, size_t bytes)
+{
+	CK(cudaDeviceSynchronize());
+	CK(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
+}
+
+static void
+expect_close(const char *what, const float *got, const float *ref, int64_t n,
+    double tol)
+{
+	double e = t_rel_err(got, ref, n);
+
+	ck_assert_msg(e <= tol, "%s: relative error %.3g > %.3g", what, e, tol);
+	for (int64_t i = 0; i < n; i++)
+		ck_assert_msg(isfinite(got[i]), "%s: value %lld not finite",
+		    what, (long long)i);
+}
+
+static int32_t *
+params_dev(int32_t pos0, int32_t snap_from)
+{
+	int32_t p[RS_K_N_PARAMS] = { pos0, snap_from };
+
+	return (dup_dev(p, sizeof(p)));
+}
+
+/* ---- matvec ---- */
+
+/*
+ * Random but valid blocks of TYPE: random bytes with every f16 scale field
+ * set to a finite value (decoded identically by host and device).
+ */
+static void
+random_rows(int type, void *buf, size_t bytes)
+{
+	const struct rs_type_traits *tt = rs_type_traits(type);
+	unsigned char *b = buf;
+	uint16_t d = rs_f32_to_f16(0.01f);
+
+	for (size_t i = 0; i < bytes; i++)
+		b[i] = (unsigned char)(frand() * 127.0f + 128.0f);
+	for (size_t off = 0; off < bytes; off += (size_t)tt->block_bytes) {
+		unsigned char *k = b + off;
+		switch (type) {
+		case RS_TYPE_Q4_0: case RS_TYPE_Q5_0: case RS_TYPE_Q8_0:
+		case RS_TYPE_IQ4_NL: case RS_TYPE_IQ4_XS:
+			memcpy(k, &d, 2);
+			break;
+		case RS_TYPE_Q4_1: case RS_TYPE_Q5_1: case RS_TYPE_Q4_K:
+		case RS_TYPE_Q5_K:
+			memcpy(k, &d, 2);
+			memcpy(k + 2, &d, 2);
+			break;
+		case RS_TYPE_Q2_K:
+			memcpy(k + 80, &d, 2);
+			memcpy(k + 82, &d, 2);
+			break;
+		case RS_TYPE_Q3_K:
+			memcpy(k + 108, &d, 2);
+			break;
+		case RS_TYPE_Q6_K:
+			memcpy(k + 208, &d, 2);
+			break;
+		case RS_TYPE_F16: case RS_TYPE_BF16:
+			for (size_t i = 0; i < (size_t)tt->block_bytes; i += 2) {
+				uint16_t h = type == RS_TYPE_F16 ?
+				    rs_f32_to_f16(frand()) : rs_f32_to_bf16(frand());
+				memcpy(k + i, &h, 2);
+			}
+			break;
+		case RS_TYPE_F32: {
+			float f = frand();
+			memcpy(k, &f, 4);
+			break;
+		}
+		}
+	}
+}
+
+/* One weight through rs_k_matvec against rs_cpu_matmul_ref. */
+static void
+check_matvec(const struct rs_gguf_tensor *w, int n_tok, int accumulate)
+{
+	int64_t	 n_in = w->ne[0], n_out = w->ne[1];
+	float	*x = malloc((size_t)(n_tok * n_in) * 4);
+	float	*y = malloc((size_t)(n_tok * n_out) * 4);
+	float	*ref = malloc((size_t)(n_tok * n_out) * 4);
+	float	*row = malloc((size_t)n_in * 4);
+	struct rs_err err;
+	char	 what[128];
+
+	for (int64_t i = 0; i < n_tok * n_in; i++)
+		x[i] = frand();
+	for (int64_t i = 0; i < n_tok * n_out; i++)
+		ref[i] = y[i] = accumulate ? frand() : 0.0f;
+	struct rs_cpu_mm mm = { w, x, ref, n_out };
+	if (accumulate) {
+		float *tmp = malloc((size_t)(n_tok * n_out) * 4);
+		mm.y = tmp;
+		rs_cpu_matmul_ref(&mm, n_tok, row);
+		for (int64_t i = 0; i < n_tok * n_out; i++)
+			ref[i] += tmp[i];
+		free(tmp);
+	} else
+		rs_cpu_matmul_ref(&mm, n_tok, row);
+	void *dw = dup_dev(w->data, w->nbytes);
+	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
+	float *dy = dup_dev(y, (size_t)(n_tok * n_out) * 4);
+	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out,
+	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, n_in, dy, n_out, n_tok,
+	    accumulate, 0, &err), RS_OK);
+	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
+	snprintf(what, sizeof(what), "matvec %s %s %lldx%lld, %d cols%s",
+	    w->name, rs_type_name(w->type), (long long)n_in, (long long)n_out,
+	    n_tok, accumulate ? " +=" : "");
+	expect_close(what, y, ref, n_tok * n_out, 1e-5);
+	cudaFree(dw);
+	cudaFree(dx);
+	cudaFree(dy);
+	free(x);
+	free(y);
+	free(ref);
+	free(row);
+}
+
+START_TEST(matvec_fixtures)
+{
+	static const char *const files[] = { "tiny/model-f16.gguf",
+	    "tiny/model-q8_0.gguf", "tiny/model-q4_k_m.gguf",
+	    "tiny/model-q5_k_m.gguf", "tiny/model-q4_0.gguf",
+	    "tiny/model-q6_k.gguf" };
+	static const int cols[] = { 1, 2, 5, 16 };
+	int	seen[RS_TYPE_COUNT] = { 0 };
+
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct rs_model *m;
+		struct rs_err err;
+		ck_assert_int_eq(rs_model_open(&m, t_fixture(files[f]), &err),
+		    RS_OK);
+		/* every distinct type, on a GDN projection and the LM head */
+		for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++) {
+			const struct rs_gguf_tensor *t = rs_gguf_tensor(m->gguf, i);
+			if (t->n_dims != 2 || strstr(t->name, "conv1d") != NULL ||
+			    (seen[t->type] >= 2 && strcmp(t->name,
+			    "output.weight") != 0))
+				continue;
+			seen[t->type]++;
+			for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
+				check_matvec(t, cols[c], c == 1);
+		}
+		rs_model_close(m);
+	}
+	ck_assert(seen[RS_TYPE_F16] && seen[RS_TYPE_Q8_0] && seen[RS_TYPE_Q4_K] &&
+	    seen[RS_TYPE_Q5_K] && seen[RS_TYPE_Q6_K] && seen[RS_TYPE_Q4_0] &&
+	    seen[RS_TYPE_F32] == 0);
+}
+END_TEST
+
+/* The block formats no fixture file holds: random valid blocks. */
+START_TEST(matvec_all_types)
+{
+	static const int types[] = { RS_TYPE_F32, RS_TYPE_BF16, RS_TYPE_Q4_1,
+	    RS_TYPE_Q5_0, RS_TYPE_Q5_1, RS_TYPE_IQ4_NL, RS_TYPE_Q2_K,
+	    RS_TYPE_Q3_K, RS_TYPE_IQ4_XS, RS_TYPE_Q4_K, RS_TYPE_Q6_K };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct rs_gguf_tensor t = { .name = "random", .n_dims = 2,
+		    .type = types[i] };
+		size_t rb;
+		t.ne[0] = 512;
+		t.ne[1] = 37;		/* not a multiple of the 4 rows a block */
+		t.ne[2] = t.ne[3] = 1;
+		ck_assert_int_eq(rs_type_row_bytes(t.type, t.ne[0], &rb, NULL),
+		    RS_OK);
+		t.nbytes = rb * 37;
+		void *buf = malloc(t.nbytes);
+		random_rows(t.type, buf, t.nbytes);
+		t.data = buf;
+		check_matvec(&t, 1, 0);
+		check_matvec(&t, 7, 1);
+		free(buf);
+	}
+}
+END_TEST
+
+START_TEST(embed_rows)
+{
+	struct rs_model	*m;
+	struct rs_err	 err;
+	int32_t		 tok[3] = { 0, 2175, 77 };
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	const struct rs_gguf_tensor *w = m->tok_embd;
+	int64_t d = w->ne[0], rb = (int64_t)(w->nbytes / (uint64_t)w->ne[1]);
+	float ref[3 * 256], got[3 * 256];
+	for (int t = 0; t < 3; t++)
+		rs_dequant_row(w->type, (const char *)w->data + tok[t] * rb,
+		    ref + t * d, d, NULL);
+	void *dw = dup_dev(w->data, w->nbytes);
+	int32_t *dt = dup_dev(tok, sizeof(tok));
+	float *dy = dup_dev(got, sizeof(got));
+	ck_assert_int_eq(rs_k_embed(dw, w->type, d, rb, w->ne[1], dt, 3, dy, 0,
+	    &err), RS_OK);
+	to_host(got, dy, sizeof(got));
+	for (int i = 0; i < 3 * 256; i++)
+		ck_assert(got[i] == ref[i]);	/* same formulas, exact */
+	cudaFree(dw);
+	cudaFree(dt);
+	cudaFree(dy);
+	rs_model_close(m);
+}
+END_TEST
+
+/* ---- norms, rope, elementwise ---- */
+
+START_TEST(norms)
+{
+	enum { N = 300, ROWS = 7 };
+	float	x[ROWS * N], z[ROWS * N], w[N], ref[ROWS * N], got[ROWS * N];
+	struct rs_err err;
+
+	for (int i = 0; i < ROWS * N; i++) {
+		x[i] = frand() * 3.0f;
+		z[i] = frand() * 4.0f;
+	}
+	for (int i = 0; i < N; i++)
+		w[i] = 1.0f + frand() * 0.2f;
+	float *dx = dup_dev(x, sizeof(x)), *dz = dup_dev(z, sizeof(z));
+	float *dw = dup_dev(w, sizeof(w)), *dy = dup_dev(x, sizeof(x));
+	for (int r = 0; r < ROWS; r++)
+		rs_cpu_rmsnorm_ref(x + r * N, w, N, 1e-6f, ref + r * N);
+	ck_assert_int_eq(rs_k_rmsnorm(dx, N, dw, dy, N, N, ROWS, 1e-6f, 0,
+	    &err), RS_OK);
+	to_host(got, dy, sizeof(got));
+	expect_close("rmsnorm", got, ref, ROWS * N, 1e-6);
+	for (int r = 0; r < ROWS; r++)
+		rs_cpu_gated_rmsnorm_ref(x + r * N, z + r * N, w, N, 1e-6f,
+		    ref + r * N);
+	ck_assert_int_eq(rs_k_gated_rmsnorm(dx, dz, dw, dy, N, ROWS, 1e-6f, 0,
+	    &err), RS_OK);
+	to_host(got, dy, sizeof(got));
+	expect_close("gated rmsnorm", got, ref, ROWS * N, 1e-6);
+	cudaFree(dx);
+	cudaFree(dz);
+	cudaFree(dw);
+	cudaFree(dy);
+}
+END_TEST
+
+START_TEST(rope)
+{
+	enum { T = 5, H = 3, HD = 64, NROT = 16, LD = 2 * H * HD };
+	static const uint32_t secs[2][4] = { { 3, 3, 2, 0 }, { 2, 2, 2, 2 } };
+	float	x[T * LD], ref[T * LD], got[T * LD], c[NROT / 2], s[NROT / 2];
+	struct rs_err err;
+
+	for (int v = 0; v < 2; v++) {
+		for (int i = 0; i < T * LD; i++)
+			x[i] = ref[i] = frand();
+		for (int t = 0; t < T; t++) {
+			int32_t p = 1000 + t, pos4[4] = { p, p, p, 0 };
+			rs_cpu_rope_angles(pos4, secs[v], NROT, 1e7f, c, s);
+			for (int h = 0; h < H; h++)
+				rs_cpu_rope_ref(ref + t * LD + h * 2 * HD, NROT,
+				    c, s);
+		}
+		float *dx = dup_dev(x, sizeof(x));
+		int32_t *dp = params_dev(1000, INT32_MAX);
+		ck_assert_int_eq(rs_k_rope(dx, LD, 2 * HD, H, T, NROT, secs[v],
+		    1e7f, dp, 0, &err), RS_OK);
+		to_host(got, dx, sizeof(got));
+		expect_close("rope", got, ref, T * LD, 1e-6);
+		cudaFree(dx);
+		cudaFree(dp);
+	}
+}
+END_TEST
+
+START_TEST(elementwise)
+{
+	enum { N = 3000, T = 3 };
+	float	g[T * N], u[T * N], ref[T * N], got[T * N];
+	int32_t	 am[T];
+	struct rs_err err;
+
+	for (int i = 0; i < T * N; i++) {
+		g[i] = frand() * 5.0f;
+		u[i] = frand();
+		ref[i] = rs_cpu_silu(g[i]) * u[i];
+	}
+	g[N + 1234] = 100.0f;		/* row 1's maximum */
+	g[2 * N + 7] = g[2 * N + 2999] = 50.0f; /* a tie: lowest index */
+	g[7] = 80.0f;
+	ref[1234 + N] = rs_cpu_silu(g[N + 1234]) * u[N + 1234];
+	ref[2 * N + 7] = rs_cpu_silu(50.0f) * u[2 * N + 7];
+	ref[2 * N + 2999] = rs_cpu_silu(50.0f) * u[2 * N + 2999];
+	ref[7] = rs_cpu_silu(80.0f) * u[7];
+	float *dg = dup_dev(g, sizeof(g)), *du = dup_dev(u, sizeof(u));
+	float *dh = dup_dev(g, sizeof(g));
+	int32_t *da = dup_dev(am, sizeof(am));
+	ck_assert_int_eq(rs_k_argmax(dg, N, N, T, da, 0, &err), RS_OK);
+	to_host(am, da, sizeof(am));
+	ck_assert_int_eq(am[0], 7);
+	ck_assert_int_eq(am[1], 1234);
+	ck_assert_int_eq(am[2], 7);
+	ck_assert_int_eq(rs_k_swiglu(dg, du, dh, N, T, 0, &err), RS_OK);
+	to_host(got, dh, sizeof(got));
+	expect_close("swiglu", got, ref, T * N, 1e-6);
+	cudaFree(dg);
+	cudaFree(du);
+	cudaFree(dh);
+	cudaFree(da);
+}
+END_TEST
+
+/* ---- attention ---- */
+
+START_TEST(attn)
+{
+	enum { H = 4, HKV = 2, D = 64, T = 3, CTX = 700, P0 = 600 };
+	const int64_t qdim = 2 * H * D, row = HKV * D;
+	float	*q = malloc(T * qdim * 4), *k = malloc(T * row * 4);
+	float	*v = malloc(T * row * 4);
+	float	*kf = calloc(CTX * row, 4), *vf = calloc(CTX * row, 4);
+	uint16_t *kh = calloc(CTX * row, 2), *vh = calloc(CTX * row, 2);
+	float	 ref[T * H * D], got[T * H * D], *scores = malloc(CTX * 4);
+	struct rs_err err;
+
+	/* cached positions 0..P0-1 (f16), then T new tokens through the kernel */
+	for (int64_t i = 0; i < P0 * row; i++) {
+		kh[i] = rs_f32_to_f16(frand() * 2.0f);
+		vh[i] = rs_f32_to_f16(frand());
+	}
+	for (int64_t i = 0; i < T * qdim; i++)
+		q[i] = frand() * 2.0f;
+	for (int64_t i = 0; i < T * row; i++) {
+		k[i] = frand() * 2.0f;
+		v[i] = frand();
+	}
+	for (int64_t i = 0; i < CTX * row; i++) {
+		kf[i] = rs_f16_to_f32(kh[i]);
+		vf[i] = rs_f16_to_f32(vh[i]);
+	}
+	for (int64_t i = 0; i < T * row; i++) {	/* the oracle sees f16 K/V */
+		kf[P0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(k[i]));
+		vf[P0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(v[i]));
+	}
+	for (int t = 0; t < T; t++)
+		for (int h = 0; h < H; h++) {
+			int j = h / (H / HKV);
+			float *o = ref + (t * H + h) * D;
+			const float *qh = q + t * qdim + h * 2 * D;
+			rs_cpu_attn_ref(qh, kf + j * D, row, vf + j * D, row,
+			    P0 + t + 1, D, D, 0.125f, o, scores);
+			for (int i = 0; i < D; i++)
+				o[i] *= rs_cpu_sigmoid(qh[D + i]);
+		}
+	float *dq = dup_dev(q, T * qdim * 4), *dk = dup_dev(k, T * row * 4);
+	float *dv = dup_dev(v, T * row * 4);
+	uint16_t *dkc = dup_dev(kh, CTX * row * 2), *dvc = dup_dev(vh, CTX * row * 2);
+	float *dout = dup_dev(got, sizeof(got));
+	float *scr = dup_dev(NULL, rs_k_attn_scratch(H, T, D) * 4);
+	int32_t *dp = params_dev(P0, INT32_MAX);
+	ck_assert_int_eq(rs_k_kv_store(dk, row, dv, row, row, row, T, dp, dkc,
+	    dvc, 0, &err), RS_OK);
+	ck_assert_int_eq(rs_k_attn(dq, qdim, 2 * D, D, dkc, dvc, H, HKV, D, D,
+	    T, dp, 0.125f, dout, scr, 0, &err), RS_OK);
+	to_host(got, dout, sizeof(got));
+	expect_close("attn", got, ref, T * H * D, 1e-5);
+	/* the stored K rows are the f16 rounding of the inputs */
+	uint16_t back[T * HKV * D];
+	to_host(back, dkc + P0 * row, sizeof(back));
+	for (int64_t i = 0; i < T * row; i++)
+		ck_assert_uint_eq(back[i], rs_f32_to_f16(k[i]));
+	cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dkc); cudaFree(dvc);
+	cudaFree(dout); cudaFree(scr); cudaFree(dp);
+	free(q); free(k); free(v); free(kf); free(vf); free(kh); free(vh);
+	free(scores);
+}
+END_TEST
+
+/* ---- GDN conv and delta rule ---- */
+
+START_TEST(conv)
+{
+	enum { CH = 300, K = 4, T = 5, NSNAP = 3 };
+	float	x[T * CH], w[CH * K], st0[CH * (K - 1)], st[CH * (K - 1)];
+	float	ref[T * CH], got[T * CH], snaps[NSNAP][CH * (K - 1)];
+	float	gsnap[NSNAP * CH * (K - 1)];
+	struct rs_err err;
+
+	for (int i = 0; i < T * CH; i++)
+		x[i] = frand();
+	for (int i = 0; i < CH * K; i++)
+		w[i] = frand();
+	for (int i = 0; i < CH * (K - 1); i++)
+		st0[i] = st[i] = frand();
+	/* snapshots of positions 11..12 (tokens 3, 4 at p0 = 8) */
+	for (int t = 3; t < T; t++)
+		rs_cpu_conv_state_at(st0, x, CH, K, t, snaps[(8 + t) % NSNAP]);
+	rs_cpu_conv_ref(st, w, x, T, CH, K, ref);
+	float *dst = dup_dev(st0, sizeof(st0)), *dw = dup_dev(w, sizeof(w));
+	float *dx = dup_dev(x, sizeof(x)), *du = dup_dev(got, sizeof(got));
+	float *ds = dup_dev(NULL, sizeof(gsnap));
+	int32_t *dp = params_dev(8, 11);
+	ck_assert_int_eq(rs_k_conv(dst, dw, dx, CH, CH, K, T, du, ds,
+	    CH * (K - 1), NSNAP, dp, 0, &err), RS_OK);
+	to_host(got, du, sizeof(got));
+	expect_close("conv", got, ref, T * CH, 1e-6);
+	to_host(got, dst, sizeof(st));
+	expect_close("conv state", got, st, CH * (K - 1), 0);
+	to_host(gsnap, ds, sizeof(gsnap));
+	for (int p = 11; p <= 12; p++)
+		expect_close("conv snapshot", gsnap + (p % NSNAP) * CH * (K - 1),
+		    snaps[p % NSNAP], CH * (K - 1), 0);
+	cudaFree(dst); cudaFree(dw); cudaFree(dx); cudaFree(du); cudaFree(ds);
+	cudaFree(dp);
+}
+END_TEST
+
+static void
+check_deltanet(int dk)
+{
+	const int KH = 2, VH = 6, T = 4;
+	const int64_t ch = 2 * KH * dk + VH * dk;
+	float	*u = malloc(T * ch * 4), *s0 = malloc(VH * dk * dk * 4);
+	float	*s = malloc(VH * dk * dk * 4), *ref = malloc(T * VH * dk * 4);
+	float	*got = malloc(T * VH * dk * 4), *gs = malloc(VH * dk * dk * 4);
+	float	 b[T * VH], a[T * VH], dt[VH], A[VH];
+	float	*q = malloc(dk * 4), *k = malloc(dk * 4);
+	struct rs_err err;
+	char	 what[64];
+
+	for (int64_t i = 0; i < T * ch; i++)
+		u[i] = frand();
+	for (int64_t i = 0; i < VH * dk * dk; i++)
+		s0[i] = s[i] = frand() * 0.1f;
+	for (int i = 0; i < T * VH; i++) {
+		b[i] = frand() * 3.0f;
+		a[i] = frand() * 3.0f;
+	}
+	a[1] = 25.0f;		/* softplus above its threshold */
+	for (int i = 0; i < VH; i++) {
+		dt[i] = frand();
+		A[i] = -expf(frand());
+	}
+	for (int t = 0; t < T; t++)
+		for (int n = 0; n < VH; n++) {
+			int m = n % KH;		/* tiled heads, §3.6 */
+			rs_cpu_l2norm_ref(u + t * ch + m * dk, dk, 1e-6f, q);
+			rs_cpu_l2norm_ref(u + t * ch + KH * dk + m * dk, dk,
+			    1e-6f, k);
+			float beta = rs_cpu_sigmoid(b[t * VH + n]);
+			float g = rs_cpu_softplus(a[t * VH + n] + dt[n]) * A[n];
+			rs_cpu_deltanet_ref(s + (int64_t)n * dk * dk, q, k,
+			    u + t * ch + 2 * KH * dk + n * dk, g, beta, dk, dk,
+			    1.0f / sqrtf((float)dk), ref + (t * VH + n) * dk);
+		}
+	float *ds = dup_dev(s0, VH * dk * dk * 4), *du = dup_dev(u, T * ch * 4);
+	float *db = dup_dev(b, sizeof(b)), *da = dup_dev(a, sizeof(a));
+	float *ddt = dup_dev(dt, sizeof(dt)), *dA = dup_dev(A, sizeof(A));
+	float *dout = dup_dev(NULL, T * VH * dk * 4);
+	int32_t *dp = params_dev(0, INT32_MAX);
+	ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH, ddt, dA, KH, VH,
+	    dk, T, 1e-6f, dout, NULL, 0, 0, dp, 0, &err), RS_OK);
+	to_host(got, dout, T * VH * dk * 4);
+	snprintf(what, sizeof(what), "deltanet dk %d output", dk);
+	expect_close(what, got, ref, T * VH * dk, 1e-5);
+	to_host(gs, ds, VH * dk * dk * 4);
+	snprintf(what, sizeof(what), "deltanet dk %d state", dk);
+	expect_close(what, gs, s, VH * dk * dk, 1e-5);
+	cudaFree(ds); cudaFree(du); cudaFree(db); cudaFree(da); cudaFree(ddt);
+	cudaFree(dA); cudaFree(dout); cudaFree(dp);
+	free(u); free(s0); free(s); free(ref); free(got); free(gs); free(q);
+	free(k);
+}
+
+START_TEST(deltanet)
+{
+	check_deltanet(64);
+	check_deltanet(128);
+}
+END_TEST
+
+/* ---- the engine end to end ---- */
+
+struct prompts {
+	int	 n;
+	int32_t	*tok[16];
+	int	 len[16];
+	int	 greedy_prompt;
+	int32_t	 greedy[64];
+	int	 n_greedy;
+};
+
+static void
+read_ids(struct rs_json *arr, int32_t **out, int *n)
+{
+	*n = (int)rs_json_arr_len(arr);
+	*out = malloc((size_t)*n * sizeof(int32_t));
+	for (int i = 0; i < *n; i++) {
+		int64_t v;
+		ck_assert(rs_json_as_int(rs_json_arr_at(arr, (size_t)i), &v) == 0);
+		(*out)[i] = (int32_t)v;
+	}
+}
+
+static void
+load_prompts(struct prompts *p)
+{
+	size_t	 n;
+	char	*text = t_read_file(t_fixture("tiny/reference.json"), &n);
+	struct rs_json *j, *arr, *g;
+	struct rs_err err;
+	int32_t	*ids;
+	int64_t	 v;
+
+	ck_assert_int_eq(rs_json_parse(text, n, &j, &err), RS_OK);
+	arr = rs_json_get(j, "prompts");
+	ck_assert(arr != NULL);
+	p->n = (int)rs_json_arr_len(arr);
+	ck_assert(p->n <= 16);
+	for (int i = 0; i < p->n; i++)
+		read_ids(rs_json_arr_at(arr, (size_t)i), &p->tok[i], &p->len[i]);
+	g = rs_json_get(j, "greedy");
+	ck_assert_msg(g != NULL, "reference.json: no 'greedy' object");
+	ck_assert(rs_json_as_int(rs_json_get(g, "prompt_index"), &v) == 0);
+	p->greedy_prompt = (int)v;
+	read_ids(rs_json_get(g, "tokens"), &ids, &p->n_greedy);
+	ck_assert(p->n_greedy <= 64);
+	memcpy(p->greedy, ids, (size_t)p->n_greedy * sizeof(int32_t));
+	free(ids);
+	rs_json_free(j);
+	free(text);
+}
+
+static struct rs_engine *
+engine(struct rs_model *m, enum rs_backend b, int max_batch)
+{
+	struct rs_engine_opts o = { .backend = b, .n_threads = 2,
+	    .max_batch = max_batch };
+	struct rs_engine *e;
+	struct rs_err err;
+
+	ck_assert_msg(rs_engine_new(&e, m, &o, &err) == RS_OK, "%s", err.msg);
+	return (e);
+}
+
+static float *
+run_prompt(struct rs_engine *e, const int32_t *tok, int n)
+{
+	struct rs_state *st;
+	struct rs_err	 err;
+	float *lg = malloc((size_t)n * rs_engine_model(e)->hp.n_vocab * 4);
+
+	ck_assert_int_eq(rs_engine_state_new(e, NULL, &st, &err), RS_OK);
+	ck_assert_msg(rs_engine_forward(e, st, tok, n, lg, RS_LOGITS_ALL, NULL,
+	    &err) == RS_OK, "%s", err.msg);
+	rs_state_free(st);
+	return (lg);
+}
+
+/* Every fixture model and prompt: GPU logits against CPU logits. */
+START_TEST(engine_logits)
+{
+	static const struct { const char *file; double tol; } files[] = {
+		{ "tiny/model-f16.gguf", 1e-3 }, { "tiny/model-q8_0.gguf", 2e-3 },
+		{ "tiny/model-q6_k.gguf", 2e-3 }, { "tiny/model-q5_k_m.gguf", 2e-3 },
+		{ "tiny/model-q4_k_m.gguf", 2e-3 }, { "tiny/model-q4_0.gguf", 2e-3 },
+	};
+	struct prompts p;
+
+	load_prompts(&p);
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct rs_model *m;
+		struct rs_err err;
+		ck_assert_int_eq(rs_model_open(&m, t_fixture(files[f].file),
+		    &err), RS_OK);
+		struct rs_engine *cpu = engine(m, RS_BACKEND_CPU, 64);
+		struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+		for (int i = 0; i < p.n; i++) {
+			float *a = run_prompt(cpu, p.tok[i], p.len[i]);
+			float *b = run_prompt(gpu, p.tok[i], p.len[i]);
+			int64_t cnt = (int64_t)p.len[i] * m->hp.n_vocab;
+			double e = t_rel_err(b, a, cnt);
+			printf("cuda %s prompt %d (%d tokens): rel err vs cpu "
+			    "%.3g\n", files[f].file, i, p.len[i], e);
+			ck_assert_msg(e <= files[f].tol, "%s prompt %d: %.3g",
+			    files[f].file, i, e);
+			free(a);
+			free(b);
+		}
+		rs_engine_free(cpu);
+		rs_engine_free(gpu);
+		rs_model_close(m);
+	}
+}
+END_TEST
+
+/* Greedy decode token by token on the GPU reproduces reference.json. */
+START_TEST(engine_greedy)
+{
+	struct prompts	 p;
+	struct rs_model	*m;
+	struct rs_state	*st;
+	struct rs_err	 err;
+	int32_t		 tok;
+
+	load_prompts(&p);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-f16.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	float *lg = malloc((size_t)m->hp.n_vocab * 4);
+	ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
+	const int32_t *pr = p.tok[p.greedy_prompt];
+	ck_assert_int_eq(rs_engine_forward(gpu, st, pr, p.len[p.greedy_prompt],
+	    lg, RS_LOGITS_LAST, NULL, &err), RS_OK);
+	for (int i = 0; i < p.n_greedy; i++) {
+		tok = 0;
+		for (uint32_t v = 1; v < m->hp.n_vocab; v++)
+			if (lg[v] > lg[tok])
+				tok = (int32_t)v;
+		ck_assert_msg(tok == p.greedy[i], "greedy token %d: %d, "
+		    "reference %d", i, tok, p.greedy[i]);
+		/* single-token steps: the CUDA-graph path */
+		ck_assert_int_eq(rs_engine_forward(gpu, st, &tok, 1, lg,
+		    RS_LOGITS_LAST, NULL, &err), RS_OK);
+	}
+	rs_state_free(st);
+	rs_engine_free(gpu);
+	free(lg);
+	rs_model_close(m);
+}
+END_TEST
+
+/*
+ * Verification and rollback on the GPU: run k drafts, truncate back to
+ * j accepted through the snapshots, continue; logits must equal a plain
+ * sequential run's.
+ */
+START_TEST(engine_rollback)
+{
+	struct prompts	 p;
+	struct rs_model	*m;
+	struct rs_err	 err;
+	struct rs_state_opts so = { .n_snap = 9 };
+
+	load_prompts(&p);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	const int64_t V = m->hp.n_vocab;
+	const int32_t *tok = p.tok[2];
+	float *a = malloc(8 * V * 4), *b = malloc(8 * V * 4);
+	for (int k = 1; k <= 8; k *= 2)
+		for (int j = 0; j <= k; j++) {
+			struct rs_state *s1, *s2;
+			ck_assert_int_eq(rs_engine_state_new(gpu, &so, &s1, &err),
+			    RS_OK);
+			ck_assert_int_eq(rs_engine_state_new(gpu, &so, &s2, &err),
+			    RS_OK);
+			/* 20 context tokens, k drafts (tokens 20..19+k) */
+			ck_assert_int_eq(rs_engine_forward(gpu, s1, tok, 20 + k,
+			    NULL, RS_LOGITS_NONE, NULL, &err), RS_OK);
+			ck_assert_msg(rs_engine_truncate(gpu, s1, 20 + j, &err) ==
+			    RS_OK, "%s", err.msg);
+			/* continue with 4 other tokens */
+			ck_assert_int_eq(rs_engine_forward(gpu, s1, tok + 40, 4,
+			    a, RS_LOGITS_ALL, NULL, &err), RS_OK);
+			ck_assert_int_eq(rs_engine_forward(gpu, s2, tok, 20 + j,
+			    NULL, RS_LOGITS_NONE, NULL, &err), RS_OK);
+			ck_assert_int_eq(rs_engine_forward(gpu, s2, tok + 40, 4,
+			    b, RS_LOGITS_ALL, NULL, &err), RS_OK);
+			double e = t_rel_err(a, b, 4 * V);
+			ck_assert_msg(e <= 1e-5, "k %d j %d: rollback differs "
+			    "by %.3g", k, j, e);
+			rs_state_free(s1);
+			rs_state_free(s2);
+		}
+	free(a);
+	free(b);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
+Suite *
+cuda_suite(void)
+{
+	Suite	*s = suite_create("cuda");
+	TCase	*k = tcase_create("kernels");
+	TCase	*e = tcase_create("engine");
+
+	tcase_set_timeout(k, 120);
+	tcase_add_test(k, matvec_fixtures);
+	tcase_add_test(k, matvec_all_types);
+	tcase_add_test(k, embed_rows);
+	tcase_add_test(k, norms);
+	tcase_add_test(k, rope);
+	tcase_add_test(k, elementwise);
+	tcase_add_test(k, attn);
+	tcase_add_test(k, conv);
+	tcase_add_test(k, deltanet);
+	suite_add_tcase(s, k);
+	tcase_set_timeout(e, 300);
+	tcase_add_test(e, engine_logits);
+	tcase_add_test(e, engine_greedy);
+	tcase_add_test(e, engine_rollback);
+	suite_add_tcase(s, e);
+	return (s);
+}
+
+int
+main(void)
+{
+	SRunner	*sr = srunner_create(cuda_suite());
+	int	 failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
