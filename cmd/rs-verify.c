@@ -577,6 +577,18 @@ abort_outputs(struct run *r)
 		rs_cli_npy_abort(&r->logits);
 	if (r->want_mtp)
 		rs_cli_npy_abort(&r->mtp);
+	r->want_logits = r->want_mtp = 0;
+}
+
+/* Any exit before the outputs are complete removes their temporary files
+ * (rs_cli_fatal on a read error or out of memory included). */
+static struct run *exiting_run;
+
+static void
+abort_at_exit(void)
+{
+	if (exiting_run != NULL)
+		abort_outputs(exiting_run);
 }
 
 /* Stop: remove partial outputs, say why, exit 2. */
@@ -751,10 +763,13 @@ main(int argc, char **argv)
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
 	    rs_state_new(&r.state, r.model, &so, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
+	exiting_run = &r;
+	atexit(abort_at_exit);
 	open_outputs(&r);
 	code = o.tokens != NULL || o.tokens_file != NULL ? run_text(&r) :
 	    run_stdin(&r);
 	close_outputs(&r);
+	exiting_run = NULL;
 	if (!o.quiet && r.ms_done > 0.0)
 		rs_cli_warn("%lld tokens in %.1f ms (%.0f tok/s, %s, %d "
 		    "threads)", (long long)r.tokens_done, r.ms_done,
