@@ -19,8 +19,9 @@ FUZZ_SECONDS ?= 60
 RS_FIXTURES ?= ../shared/fixtures
 export RS_FIXTURES
 
+# CUDA defaults to on when nvcc exists and there are kernels to build.
 ifeq ($(origin CUDA), undefined)
-CUDA := $(if $(NVCC),1,0)
+CUDA := $(if $(and $(NVCC),$(wildcard kernels/*.cu)),1,0)
 endif
 
 PKGS	:= jansson libpcre2-8 libutf8proc
@@ -66,11 +67,12 @@ LDLIBS	+= -L$(CUDA_HOME)/lib64 -lcublas -lcudart -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
+.SECONDARY:
 .PHONY: all lib cmds test test-unit test-man asan fuzz install clean config
 all: config lib cmds
 
 config:
-	@echo "redshift $(VERSION): CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC), archs $(CUDA_ARCHS)), (CPU backend only$(if $(NVCC),,: no nvcc found)))"
+	@echo "redshift $(VERSION): CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC), archs $(CUDA_ARCHS)), (CPU backend only$(if $(NVCC),$(if $(wildcard kernels/*.cu),,: no CUDA kernels yet),: no nvcc found)))"
 
 lib: $(BUILD)/librs.a
 cmds: $(CMDS)

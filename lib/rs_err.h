@@ -11,6 +11,10 @@
 
 #include <stdarg.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum rs_status {
 	RS_OK = 0,
 	RS_ERR_IO,		/* open, read, mmap, write failed */
@@ -41,5 +45,9 @@ void		rs_err_prefix(struct rs_err *err, const char *fmt, ...)
 
 /* A short constant name for ST ("format", "io", ...). */
 const char	*rs_status_str(enum rs_status st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RS_ERR_H */

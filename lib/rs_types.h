@@ -15,6 +15,10 @@
 
 #include "rs_err.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum rs_type {
 	RS_TYPE_F32 = 0,
 	RS_TYPE_F16 = 1,
@@ -75,5 +79,9 @@ enum rs_status	 rs_dequant_row(int type, const void *src, float *dst,
 /* Encode one row of N floats; TYPE must have a from_float (checked). */
 enum rs_status	 rs_quant_row(int type, const float *src, void *dst,
 		    int64_t n, struct rs_err *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* RS_TYPES_H */

@@ -3,6 +3,7 @@
  * damaged copies of them.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,228 @@ START_TEST(tensors_tiny)
 }
 END_TEST
 
+/* ---- damaged copies ---- */
+
+/* The fixture bytes, a private copy each test may corrupt. */
+static unsigned char *
+load_tiny(size_t *n)
+{
+	return (t_read_file(t_fixture("tiny/model-q4_k_m.gguf"), n));
+}
+
+/* Offset of the first occurrence of the GGUF string S (length + bytes). */
+static size_t
+find_gguf_str(const unsigned char *buf, size_t n, const char *s)
+{
+	size_t	 len = strlen(s);
+	uint64_t l64 = len;
+
+	for (size_t i = 0; i + 8 + len <= n; i++)
+		if (memcmp(buf + i, &l64, 8) == 0 &&
+		    memcmp(buf + i + 8, s, len) == 0)
+			return (i);
+	ck_abort_msg("string '%s' not found in fixture", s);
+	return (0);
+}
+
+/* Parse N bytes of BUF and expect status ST with KEYWORD in the message. */
+static void
+expect_fail(const unsigned char *buf, size_t n, enum rs_status st,
+    const char *keyword)
+{
+	struct rs_gguf	*g = NULL;
+	struct rs_err	 err = { 0 };
+
+	ck_assert_int_eq(rs_gguf_open_mem(&g, buf, n, &err), st);
+	ck_assert_msg(strstr(err.msg, keyword) != NULL,
+	    "message '%s' lacks '%s'", err.msg, keyword);
+	ck_assert(g == NULL);
+}
+
+/*
+ * Every prefix of the header, and a sample of prefixes of the data, must
+ * be rejected cleanly (ASan builds check that nothing is read past N).
+ */
+START_TEST(truncated)
+{
+	size_t		 n, hdr;
+	unsigned char	*buf = load_tiny(&n);
+	struct rs_gguf	*g;
+	struct rs_err	 err;
+
+	ck_assert_int_eq(rs_gguf_open_mem(&g, buf, n, &err), RS_OK);
+	hdr = rs_gguf_data_offset(g);
+	rs_gguf_close(g);
+	for (size_t k = 0; k < n; k += k < hdr ? 1 : 4099) {
+		unsigned char *cut = malloc(k ? k : 1);
+		memcpy(cut, buf, k);
+		g = NULL;
+		ck_assert_msg(rs_gguf_open_mem(&g, cut, k, &err) != RS_OK,
+		    "prefix of %zu bytes accepted", k);
+		ck_assert(g == NULL);
+		ck_assert(err.msg[0] != '\0');
+		free(cut);
+	}
+	/* the last tensor ends exactly at EOF: one byte less must fail */
+	expect_fail(buf, n - 1, RS_ERR_FORMAT, "past the end");
+	free(buf);
+}
+END_TEST
+
+START_TEST(bad_magic_version)
+{
+	size_t		 n;
+	unsigned char	*buf = load_tiny(&n);
+
+	buf[0] = 'X';
+	expect_fail(buf, n, RS_ERR_FORMAT, "magic");
+	buf[0] = 'G';
+	buf[4] = 1;
+	expect_fail(buf, n, RS_ERR_UNSUPPORTED, "version 1");
+	buf[4] = 3;
+	/* n_tensors far beyond what the file can hold */
+	uint64_t huge = (uint64_t)1 << 60;
+	memcpy(buf + 8, &huge, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "n_tensors");
+	free(buf);
+}
+END_TEST
+
+START_TEST(huge_array)
+{
+	size_t		 n, at;
+	unsigned char	*buf = load_tiny(&n);
+	uint64_t	 huge = (uint64_t)1 << 62;
+
+	/* key string, i32 type (array), i32 element type, u64 count */
+	at = find_gguf_str(buf, n, "tokenizer.ggml.tokens");
+	at += 8 + strlen("tokenizer.ggml.tokens") + 4 + 4;
+	memcpy(buf + at, &huge, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "strings exceed");
+	/* a string length past EOF */
+	at = find_gguf_str(buf, n, "general.name") + 8 + 12 + 4;
+	memcpy(buf + at, &huge, 8);
+	huge = 2176;
+	memcpy(buf + find_gguf_str(buf, n, "tokenizer.ggml.tokens") + 8 + 21 + 8,
+	    &huge, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "exceeds");
+	free(buf);
+}
+END_TEST
+
+/* Offset of the offset field of tensor NAME's info record (2-D tensor). */
+static size_t
+tensor_off_field(const unsigned char *buf, size_t n, const char *name,
+    int dims)
+{
+	return (find_gguf_str(buf, n, name) + 8 + strlen(name) + 4 +
+	    8 * (size_t)dims + 4);
+}
+
+START_TEST(bad_tensor_info)
+{
+	size_t		 n, at;
+	unsigned char	*buf = load_tiny(&n);
+	uint64_t	 off, saved;
+	int32_t		 type;
+
+	at = tensor_off_field(buf, n, "output.weight", 2);
+	memcpy(&saved, buf + at, 8);
+	ck_assert_uint_eq(saved, 0);
+	off = (uint64_t)n;			/* aligned, but past EOF */
+	off = off / 32 * 32;
+	memcpy(buf + at, &off, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "past the end");
+	off = 0xffffffffffffffe0ULL;		/* would overflow an add */
+	memcpy(buf + at, &off, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "past the end");
+	off = 8;				/* misaligned */
+	memcpy(buf + at, &off, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "alignment");
+	off = 457984;				/* token_embd's offset */
+	memcpy(buf + at, &off, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "overlap");
+	memcpy(buf + at, &saved, 8);
+	type = 77;				/* unknown ggml type */
+	memcpy(buf + at - 4, &type, 4);
+	expect_fail(buf, n, RS_ERR_UNSUPPORTED, "unknown ggml type 77");
+	type = 14;
+	memcpy(buf + at - 4, &type, 4);
+	/* a dimension that makes the byte size overflow */
+	int64_t big = (int64_t)1 << 62;
+	memcpy(buf + at - 4 - 8, &big, 8);
+	expect_fail(buf, n, RS_ERR_FORMAT, "overflow");
+	free(buf);
+}
+END_TEST
+
+START_TEST(duplicate_names)
+{
+	size_t		 n, a;
+	unsigned char	*buf = load_tiny(&n);
+
+	/* rename general.name to general.type: a duplicate key */
+	a = find_gguf_str(buf, n, "general.name");
+	memcpy(buf + a + 8, "general.typ", 11);
+	memcpy(buf + a + 8 + 11, "e", 1);
+	/* same length (12), so the layout is unchanged */
+	expect_fail(buf, n, RS_ERR_FORMAT, "duplicate key 'general.type'");
+	free(buf);
+}
+END_TEST
+
+/* rs-inspect --check: the three damaged copies fail with exit 1. */
+START_TEST(inspect_check)
+{
+	size_t		 n, at;
+	unsigned char	*buf = load_tiny(&n);
+	const char	*dir = t_tmpdir();
+	char		 path[1200], cmd[2600];
+	uint64_t	 v;
+	char		*out;
+
+	snprintf(path, sizeof(path), "%s/ok.gguf", dir);
+	t_write_file(path, buf, n);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), 0);
+	free(out);
+
+	snprintf(path, sizeof(path), "%s/truncated.gguf", dir);
+	t_write_file(path, buf, n / 2);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), 1);
+	ck_assert_msg(strstr(out, "past the end") != NULL, "%s", out);
+	free(out);
+
+	at = tensor_off_field(buf, n, "output.weight", 2);
+	v = 1ULL << 40;
+	memcpy(buf + at, &v, 8);
+	snprintf(path, sizeof(path), "%s/offset.gguf", dir);
+	t_write_file(path, buf, n);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), 1);
+	ck_assert_msg(strstr(out, "output.weight") != NULL, "%s", out);
+	free(out);
+	v = 0;
+	memcpy(buf + at, &v, 8);
+
+	at = find_gguf_str(buf, n, "tokenizer.ggml.merges") + 8 + 21 + 8;
+	v = 1ULL << 61;
+	memcpy(buf + at, &v, 8);
+	snprintf(path, sizeof(path), "%s/array.gguf", dir);
+	t_write_file(path, buf, n);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), 1);
+	ck_assert_msg(strstr(out, "tokenizer.ggml.merges") != NULL, "%s", out);
+	free(out);
+	free(buf);
+}
+END_TEST
+
 Suite *
 gguf_suite(void)
 {
@@ -72,6 +295,15 @@ gguf_suite(void)
 
 	tcase_add_test(tc, header_tiny);
 	tcase_add_test(tc, tensors_tiny);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bad_input");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, truncated);
+	tcase_add_test(tc, bad_magic_version);
+	tcase_add_test(tc, huge_array);
+	tcase_add_test(tc, bad_tensor_info);
+	tcase_add_test(tc, duplicate_names);
+	tcase_add_test(tc, inspect_check);
 	suite_add_tcase(s, tc);
 	return (s);
 }

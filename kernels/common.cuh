@@ -1,0 +1,86 @@
+/*
+ * common.cuh - what every kernel file shares: the launch check that turns a
+ * CUDA error into an rs_status (style.md §2.4), warp reductions, and the
+ * f16/bf16 loads.  Baseline kernels use only what SM70 has.
+ */
+#ifndef RS_COMMON_CUH
+#define RS_COMMON_CUH
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "rs_err.h"
+
+#define RS_WARP	32
+
+/* Record the launch error of the previous kernel, if any, in ERR. */
+#define RS_LAUNCH_CHECK(err, what) do {					\
+	cudaError_t e_ = cudaGetLastError();				\
+	if (e_ != cudaSuccess)						\
+		return (rs_errf((err), RS_ERR_CUDA, "%s: %s (%s:%d)",	\
+		    (what), cudaGetErrorString(e_), __FILE__, __LINE__)); \
+} while (0)
+
+/* Evaluate a runtime call; on failure return RS_ERR_CUDA with context. */
+#define RS_CUDA_TRY(err, expr) do {					\
+	cudaError_t e_ = (expr);					\
+	if (e_ != cudaSuccess)						\
+		return (rs_errf((err), RS_ERR_CUDA, "%s: %s (%s:%d)",	\
+		    #expr, cudaGetErrorString(e_), __FILE__, __LINE__)); \
+} while (0)
+
+static __device__ __forceinline__ float
+warp_sum(float v)
+{
+	for (int o = RS_WARP / 2; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return (v);
+}
+
+static __device__ __forceinline__ float
+warp_max(float v)
+{
+	for (int o = RS_WARP / 2; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return (v);
+}
+
+/*
+ * Sum of V over the whole block (blockDim.x a multiple of 32, at most
+ * 1024); every thread gets the result.  SCRATCH: 32 floats of shared memory.
+ */
+static __device__ __forceinline__ float
+block_sum(float v, float *scratch)
+{
+	int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
+	int nw = (blockDim.x + RS_WARP - 1) / RS_WARP;
+
+	v = warp_sum(v);
+	__syncthreads();
+	if (lane == 0)
+		scratch[warp] = v;
+	__syncthreads();
+	v = lane < nw ? scratch[lane] : 0.0f;
+	return (warp_sum(v));
+}
+
+static __device__ __forceinline__ float
+half_to_float(uint16_t h)
+{
+	return (__half2float(__ushort_as_half(h)));
+}
+
+static __device__ __forceinline__ float
+silu_f(float x)
+{
+	return (x / (1.0f + __expf(-x)));
+}
+
+static __device__ __forceinline__ float
+sigmoid_f(float x)
+{
+	return (1.0f / (1.0f + __expf(-x)));
+}
+
+#endif /* RS_COMMON_CUH */

@@ -1,0 +1,171 @@
+/*
+ * matvec.cu - y[t] (+)= W·x[t] for up to 16 token columns, W quantized
+ * (qwen35-model.md §4.9: every projection of the forward pass).
+ *
+ *   W {n_in, n_out} (rows of n_in values, any §7 format), X (n_tok, n_in),
+ *   Y (n_tok, n_out);  y[t][o] = Σ_i W[o][i]·x[t][i],  f32 accumulation.
+ *
+ * One warp per output row: lane l decodes chunks of 8 values l, l+32, ...
+ * (quant.cuh), so a warp reads a K-quant super-block (256 values) per step
+ * and every weight byte once for all N_TOK columns, then reduces with
+ * shuffles.  X is read through the L1/L2 caches (5120 floats per column:
+ * 20 KB, shared by every row).  Oracle: rs_cpu_matmul_ref (lib/rs_cpu.h);
+ * test: tests/check_cuda.c "matvec".
+ *
+ * Napkin math, decode (N_TOK = 1) of Qwen3.8-27B Q4_K_M: 15.8 GB of weights
+ * per token; at the V100's 900 GB/s that is 17.6 ms (57 tok/s), at the
+ * H200's 4.8 TB/s 3.3 ms (303 tok/s), if the kernel streams at full
+ * bandwidth.  With 16 columns the FMAs grow to 16 per weight (2·16 flops
+ * per 0.56 bytes of Q4_K): 864 GFLOP per pass over 27B weights, which is
+ * compute-bound in f32 on both GPUs; integer (dp4a) or tensor-core paths are
+ * the next step for verification batches.  Only SM70 features are used.
+ */
+#include "common.cuh"
+#include "quant.cuh"
+#include "rs_kernels.h"
+
+#define MV_WARPS	4	/* rows (warps) per block */
+
+template <int TYPE, int NT>
+static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
+matvec_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
+    int64_t row_bytes, const float *__restrict__ x, int64_t ldx,
+    float *__restrict__ y, int64_t ldy, int accumulate)
+{
+	int64_t	o = (int64_t)blockIdx.x * MV_WARPS + threadIdx.x / RS_WARP;
+	int	lane = threadIdx.x % RS_WARP;
+	float	acc[NT];
+
+	if (o >= n_out)
+		return;
+	const uint8_t *row = w + o * row_bytes;
+	for (int t = 0; t < NT; t++)
+		acc[t] = 0.0f;
+	for (int64_t c = lane; c < n_in / 8; c += RS_WARP) {
+		float v[8];
+		dequant8<TYPE>(row, c, v);
+		for (int t = 0; t < NT; t++) {
+			const float4 *xp = (const float4 *)(x + t * ldx + 8 * c);
+			float4 a = __ldg(xp), b = __ldg(xp + 1);
+			acc[t] += v[0] * a.x + v[1] * a.y + v[2] * a.z +
+			    v[3] * a.w + v[4] * b.x + v[5] * b.y + v[6] * b.z +
+			    v[7] * b.w;
+		}
+	}
+	for (int t = 0; t < NT; t++) {
+		float s = warp_sum(acc[t]);
+		if (lane == 0) {
+			float *dst = y + t * ldy + o;
+			*dst = accumulate ? *dst + s : s;
+		}
+	}
+}
+
+struct matvec_launch {
+	const uint8_t	*w;
+	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
+	const float	*x;
+	float		*y;
+	int		 n_tok, accumulate;
+	cudaStream_t	 stream;
+
+	template <int TYPE, int NT>
+	void
+	go(void)
+	{
+		dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
+		matvec_kernel<TYPE, NT><<<grid, MV_WARPS * RS_WARP, 0, stream>>>(
+		    w, n_in, n_out, row_bytes, x, ldx, y, ldy, accumulate);
+	}
+
+	template <int TYPE>
+	void
+	operator()(void)
+	{
+		switch (n_tok) {
+#define NT_CASE(n) case n: go<TYPE, n>(); break;
+		NT_CASE(1) NT_CASE(2) NT_CASE(3) NT_CASE(4)
+		NT_CASE(5) NT_CASE(6) NT_CASE(7) NT_CASE(8)
+		NT_CASE(9) NT_CASE(10) NT_CASE(11) NT_CASE(12)
+		NT_CASE(13) NT_CASE(14) NT_CASE(15) NT_CASE(16)
+#undef NT_CASE
+		}
+	}
+};
+
+extern "C" enum rs_status
+rs_k_matvec(const void *d_w, int type, int64_t n_in, int64_t n_out,
+    int64_t row_bytes, const float *d_x, int64_t ldx, float *d_y,
+    int64_t ldy, int n_tok, int accumulate, cudaStream_t stream,
+    struct rs_err *err)
+{
+	matvec_launch l = { (const uint8_t *)d_w, n_in, n_out, row_bytes, ldx,
+	    ldy, d_x, d_y, n_tok, accumulate, stream };
+
+	if (n_tok < 1 || n_tok > RS_K_MATVEC_MAX_COLS || n_in <= 0 ||
+	    n_in % 8 != 0 || n_out <= 0 || ldx % 4 != 0 ||
+	    ((uintptr_t)d_x & 15) != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "matvec: n_tok %d, n_in %lld, n_out %lld, ldx %lld "
+		    "(need 1..16 columns, n_in a multiple of 8, aligned x)",
+		    n_tok, (long long)n_in, (long long)n_out, (long long)ldx));
+	if (!dispatch_type(type, l))
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "matvec: no device decoder for %s", rs_type_name(type)));
+	RS_LAUNCH_CHECK(err, "matvec");
+	return (RS_OK);
+}
+
+/* ---- embedding rows ---- */
+
+template <int TYPE>
+static __global__ void
+embed_kernel(const uint8_t *__restrict__ w, int64_t n_embd, int64_t row_bytes,
+    const int32_t *__restrict__ tokens, float *__restrict__ y)
+{
+	const uint8_t *row = w + (int64_t)tokens[blockIdx.x] * row_bytes;
+	float	*dst = y + (int64_t)blockIdx.x * n_embd;
+
+	for (int64_t c = threadIdx.x; c < n_embd / 8; c += blockDim.x) {
+		float v[8];
+		dequant8<TYPE>(row, c, v);
+		for (int i = 0; i < 8; i++)
+			dst[8 * c + i] = v[i];
+	}
+}
+
+struct embed_launch {
+	const uint8_t	*w;
+	int64_t		 n_embd, row_bytes;
+	const int32_t	*tokens;
+	float		*y;
+	int		 n_tok;
+	cudaStream_t	 stream;
+
+	template <int TYPE>
+	void
+	operator()(void)
+	{
+		embed_kernel<TYPE><<<n_tok, 128, 0, stream>>>(w, n_embd,
+		    row_bytes, tokens, y);
+	}
+};
+
+extern "C" enum rs_status
+rs_k_embed(const void *d_w, int type, int64_t n_embd, int64_t row_bytes,
+    int64_t n_vocab, const int32_t *d_tokens, int n_tok, float *d_y,
+    cudaStream_t stream, struct rs_err *err)
+{
+	embed_launch l = { (const uint8_t *)d_w, n_embd, row_bytes, d_tokens,
+	    d_y, n_tok, stream };
+
+	(void)n_vocab;	/* token ids are validated on the host */
+	if (n_tok < 1 || n_embd % 8 != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "embed: n_tok %d, n_embd %lld", n_tok, (long long)n_embd));
+	if (!dispatch_type(type, l))
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "embed: no device decoder for %s", rs_type_name(type)));
+	RS_LAUNCH_CHECK(err, "embed");
+	return (RS_OK);
+}

@@ -1,0 +1,146 @@
+/*
+ * rs_kernels.h - every CUDA kernel launcher, as plain C: the list of what the
+ * GPU can do.  Each launcher checks its arguments, launches on STREAM and
+ * returns RS_OK or RS_ERR_CUDA / RS_ERR_INVALID_ARG with ERR filled; none
+ * synchronises.  Pointers named d_* are device memory.  Shapes are given
+ * row-major, one row per token, like the CPU ops in lib/rs_cpu.h, which are
+ * the oracles tests/check_cuda.c compares each launcher with.
+ */
+#ifndef RS_KERNELS_H
+#define RS_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#include "rs_err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most token columns one matvec launch handles (more: the caller loops). */
+#define RS_K_MATVEC_MAX_COLS	16
+
+/*
+ * y[t][o] (+)= Σ_i W[o][i]·x[t][i] for t < N_TOK <= 16, o < N_OUT.  W is a
+ * GGUF weight of TYPE in device memory, rows of N_IN values (ROW_BYTES
+ * apart); X is (n_tok, ldx), Y (n_tok, ldy).  ACCUMULATE adds to Y (the
+ * residual connection) instead of overwriting it.  f32 accumulation; one
+ * warp per output row reads the weight row once for all columns.
+ * matvec.cu.  RS_ERR_UNSUPPORTED for a type without a device decoder.
+ */
+enum rs_status	rs_k_matvec(const void *d_w, int type, int64_t n_in,
+		    int64_t n_out, int64_t row_bytes, const float *d_x,
+		    int64_t ldx, float *d_y, int64_t ldy, int n_tok,
+		    int accumulate, cudaStream_t stream, struct rs_err *err);
+
+/* Rows D_TOKENS[t] of the embedding table into Y (n_tok, n_embd). */
+enum rs_status	rs_k_embed(const void *d_w, int type, int64_t n_embd,
+		    int64_t row_bytes, int64_t n_vocab, const int32_t *d_tokens,
+		    int n_tok, float *d_y, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * RMSNorm of N_ROWS rows of N values: y = x·rsqrt(mean(x²) + eps)·w.
+ * Row r of X starts at r·LDX, of Y at r·LDY; W has N values, repeated for
+ * every row (per-head q/k norms use rows = tokens × heads).  In place is
+ * fine (X == Y).  norm.cu.
+ */
+enum rs_status	rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w,
+		    float *d_y, int64_t ldy, int64_t n, int64_t n_rows,
+		    float eps, cudaStream_t stream, struct rs_err *err);
+
+/*
+ * Gated RMSNorm of the GDN output (§4.6 step 7), per head of N values:
+ * y = rmsnorm(x, w) ⊙ silu(z); X, Z, Y are (n_rows, n).  norm.cu.
+ */
+enum rs_status	rs_k_gated_rmsnorm(const float *d_x, const float *d_z,
+		    const float *d_w, float *d_y, int64_t n, int64_t n_rows,
+		    float eps, cudaStream_t stream, struct rs_err *err);
+
+/*
+ * IMRoPE (§4.5) in place on N_HEADS heads per token: X is (n_tok, ldx) and
+ * head h of token t starts at t·LDX + h·HEAD_STRIDE; its first N_ROT dims
+ * rotate in NeoX pairs (i, i + n_rot/2) by the angle of token t, whose text
+ * position is POS0 + t (components (p, p, p, 0)).  rope.cu.
+ */
+enum rs_status	rs_k_rope(float *d_x, int64_t ldx, int64_t head_stride,
+		    int n_heads, int n_tok, int n_rot, const uint32_t sections[4],
+		    float base, const int32_t *d_pos0, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * Store K and V rows of N_TOK tokens as f16 at positions *D_POS0 + t of the
+ * caches (n_ctx, kv_row) and (n_ctx, kv_row_v).  attn.cu.
+ */
+enum rs_status	rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v,
+		    int64_t ldv, int64_t kv_row, int64_t kv_row_v, int n_tok,
+		    const int32_t *d_pos0, uint16_t *d_kc, uint16_t *d_vc,
+		    cudaStream_t stream, struct rs_err *err);
+
+/*
+ * Causal gated attention (§4.4) of N_TOK query tokens at positions
+ * *D_POS0 + t over the f16 caches, with GQA (query head h reads kv head
+ * h / (n_head / n_head_kv)).  Q head h of token t starts at t·LDQ + h·QS and
+ * its gate at + GATE_OFF (the interleaved attn_q layout); the output
+ * O (n_tok, n_head·dv) is softmax(q·Kᵀ·scale)·V ⊙ sigmoid(gate).
+ * Flash-decoding: the keys of each (head, token) are split over
+ * RS_K_ATTN_SPLITS blocks with an online softmax, then combined.
+ * SCRATCH: rs_k_attn_scratch() floats.  attn.cu.
+ */
+#define RS_K_ATTN_SPLITS	32
+size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);
+enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
+		    int64_t gate_off, const uint16_t *d_kc,
+		    const uint16_t *d_vc, int n_head, int n_head_kv, int d,
+		    int dv, int n_tok, const int32_t *d_pos0, float scale,
+		    float *d_o, float *d_scratch, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * Causal depthwise conv + SiLU (§4.6 step 2) over N_TOK tokens for N_CH
+ * channels: X, U are (n_tok, ldx) / (n_tok, n_ch); W (n_ch, K); STATE
+ * (n_ch, K−1) raw inputs, updated.  When D_SNAP is not NULL, the state
+ * after token t (t >= SNAP_FROM) is also written to D_SNAP + (t −
+ * snap_from)·SNAP_STRIDE.  conv.cu.
+ */
+enum rs_status	rs_k_conv(float *d_state, const float *d_w, const float *d_x,
+		    int64_t ldx, int64_t n_ch, int k, int n_tok, float *d_u,
+		    float *d_snap, int64_t snap_stride, int snap_from,
+		    cudaStream_t stream, struct rs_err *err);
+
+/*
+ * The gated delta rule (§4.6 steps 3-6) of one GDN block over N_TOK tokens.
+ * U (n_tok, ldu) holds the conv output [q (n_kh·dk) | k (n_kh·dk) | v
+ * (n_vh·dv)]; B and A (n_tok, ldba) the beta and alpha projections; DT and
+ * SSM_A (n_vh).  Value head n reads q/k head n mod n_kh (tiled order).  S
+ * is (n_vh, dk, dv), S[i][j] with i the key index, updated.  O (n_tok,
+ * n_vh·dv).  Snapshots of S after tokens t >= SNAP_FROM as in rs_k_conv.
+ * DK = DV in {64, 128}.  deltanet.cu.
+ */
+enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
+		    const float *d_b, const float *d_a, int64_t ldba,
+		    const float *d_dt, const float *d_ssm_a, int n_kh, int n_vh,
+		    int dk, int n_tok, float eps, float *d_o, float *d_snap,
+		    int64_t snap_stride, int snap_from, cudaStream_t stream,
+		    struct rs_err *err);
+
+/* h[t][i] = silu(g[t][i])·u[t][i]; G, U, H are (n_tok, n).  elementwise.cu */
+enum rs_status	rs_k_swiglu(const float *d_g, const float *d_u, float *d_h,
+		    int64_t n, int n_tok, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * Index of the largest of the N values of each of N_ROWS rows of X (stride
+ * LDX) into OUT; the lowest index wins ties.  elementwise.cu.
+ */
+enum rs_status	rs_k_argmax(const float *d_x, int64_t ldx, int64_t n,
+		    int n_rows, int32_t *d_out, cudaStream_t stream,
+		    struct rs_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RS_KERNELS_H */
