@@ -30,7 +30,7 @@
 static const char usage_line[] =
     "rs-verify -m model [--tokens ids | --tokens-file file] [--prefix n]\n"
     "       [--logits out.npy] [--mtp-logits out.npy] [--check-rollback]\n"
-    "       [--backend cpu|cuda|auto] [-t n] [-c n] [-b n] [-q]";
+    "       [--extra n] [--backend cpu|cuda|auto] [-t n] [-c n] [-b n] [-q]";
 
 struct opts {
 	const char	*model;
