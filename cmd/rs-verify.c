@@ -63,6 +63,7 @@ struct run {
 	struct rs_state		*state;
 	struct rs_cli_npy	 logits, mtp;
 	int			 want_logits, want_mtp;
+	float			*lbuf;		/* (max_batch, n_vocab) */
 	int64_t			 tokens_done;
 	double			 ms_done;
 };
@@ -83,7 +84,8 @@ help(void)
 	puts("Score a prefix plus candidate tokens in one forward pass.\n"
 	    "\n"
 	    "  -m, --model FILE        qwen35 GGUF model (required)\n"
-	    "      --tokens IDS        token ids separated by spaces or commas\n"
+	    "      --tokens IDS        token ids, separated by spaces or "
+	    "commas\n"
 	    "      --tokens-file FILE  token ids from FILE ('-': stdin)\n"
 	    "      --prefix N          the first N tokens are context, the "
 	    "rest candidates\n"
@@ -351,7 +353,8 @@ parse_json_record(const char *line, size_t len, int32_t def_prefix,
 	if ((pj = rs_json_get(j, "prefix")) != NULL) {
 		if (rs_json_as_int(pj, &v) != 0 || v < 1 || v > INT32_MAX) {
 			rs_json_free(j);
-			snprintf(msg, msgsz, "prefix is not a positive integer");
+			snprintf(msg, msgsz,
+			    "prefix is not a positive integer");
 			return (msg);
 		}
 		rec->prefix = (int32_t)v;
@@ -423,76 +426,128 @@ int_array(const int32_t *v, int32_t n)
 	return (a);
 }
 
-/* The MTP catch-up (§6.3): row i takes token i and hidden row i − 1. */
-static enum rs_status
-mtp_logits(struct run *r, const struct record *rec, const float *hid0,
-    float *out, struct rs_err *err)
+/* What one record's passes produce. */
+struct scores {
+	int32_t	*amax;		/* (n) argmax per position */
+	double	*lp;		/* (n) log p(next token); NAN for the last */
+	float	*hid;		/* (n + 1, n_embd): zeros, then trunk rows */
+	double	 fwd_ms, mtp_ms;
+};
+
+static void
+free_scores(struct scores *sc)
 {
-	return (rs_engine_mtp_batch(r->engine, r->state, rec->tokens, rec->n,
-	    0, hid0, out, NULL, err));
+	free(sc->amax);
+	free(sc->lp);
+	free(sc->hid);
 }
 
 /*
- * Run REC and print its output line.  Returns RS_EXIT_OK, RS_EXIT_FAIL (a
- * rollback mismatch) or RS_EXIT_ERROR (ERR says why).
+ * The trunk over REC in chunks of the engine's batch (the same numbers as
+ * one call, §4.8): argmax and next-token log-probability per row, logits
+ * rows to the .npy file, hidden rows kept for the MTP pass.  Only
+ * batch × n_vocab logits are held at a time (~1 MiB per row for 27B).
  */
-static int
-run_record(struct run *r, struct record *rec, struct rs_err *err)
+static enum rs_status
+score(struct run *r, const struct record *rec, struct scores *sc,
+    struct rs_err *err)
 {
 	const int64_t	 vocab = r->model->hp.n_vocab;
 	const int64_t	 embd = r->model->hp.n_embd;
-	const int	 need_hidden = r->want_mtp;
-	float		*logits, *hid = NULL, *mlg = NULL;
-	int32_t		*amax;
-	struct rs_json	*out, *lp;
-	double		 t0, fwd_ms, mtp_ms = 0.0;
-	int32_t		 acc = 0;
-	int		 code = RS_EXIT_OK;
+	const int32_t	 b = rs_engine_max_batch(r->engine);
+	enum rs_status	 s;
 
-	logits = malloc((size_t)(rec->n * vocab) * sizeof(float));
-	amax = malloc((size_t)rec->n * sizeof(int32_t));
-	if (need_hidden) {
-		hid = calloc((size_t)((rec->n + 1) * embd), sizeof(float));
-		mlg = malloc((size_t)(rec->n * vocab) * sizeof(float));
-	}
-	if (logits == NULL || amax == NULL ||
-	    (need_hidden && (hid == NULL || mlg == NULL)))
-		rs_cli_fatal("out of memory");
 	rs_state_reset(r->state);
-	t0 = now_ms();
-	if (rs_engine_forward(r->engine, r->state, rec->tokens, rec->n, logits,
-	    RS_LOGITS_ALL, need_hidden ? hid + embd : NULL, err) != RS_OK) {
-		code = RS_EXIT_ERROR;
-		goto out;
-	}
-	fwd_ms = now_ms() - t0;
-	r->tokens_done += rec->n;
-	r->ms_done += fwd_ms;
-	if (r->want_mtp) {
-		t0 = now_ms();
-		if (mtp_logits(r, rec, hid, mlg, err) != RS_OK) {
-			code = RS_EXIT_ERROR;
-			goto out;
+	for (int32_t i = 0; i < rec->n; i += b) {
+		int32_t	 c = rec->n - i < b ? rec->n - i : b;
+		double	 t0 = now_ms();
+
+		if ((s = rs_engine_forward(r->engine, r->state, rec->tokens + i,
+		    c, r->lbuf, RS_LOGITS_ALL, r->want_mtp ?
+		    sc->hid + (i + 1) * embd : NULL, err)) != RS_OK)
+			return (s);
+		sc->fwd_ms += now_ms() - t0;
+		for (int32_t t = 0; t < c; t++) {
+			const float *row = r->lbuf + t * vocab;
+
+			sc->amax[i + t] = rs_logits_argmax(row, vocab);
+			sc->lp[i + t] = i + t + 1 < rec->n ? rs_logits_logprob(row,
+			    vocab, rec->tokens[i + t + 1]) : NAN;
 		}
-		mtp_ms = now_ms() - t0;
+		if (r->want_logits && rs_cli_npy_rows(&r->logits, r->lbuf,
+		    c) != 0)
+			return (rs_errf(err, RS_ERR_IO, "%s: %s",
+			    r->o->logits_path, strerror(errno)));
 	}
-	if ((r->want_logits && rs_cli_npy_rows(&r->logits, logits,
-	    rec->n) != 0) || (r->want_mtp && rs_cli_npy_rows(&r->mtp, mlg,
-	    rec->n) != 0)) {
-		rs_errf(err, RS_ERR_IO, "writing .npy: %s", strerror(errno));
-		code = RS_EXIT_ERROR;
-		goto out;
+	return (RS_OK);
+}
+
+/* The MTP catch-up (§6.3): row i takes token i and hidden row i − 1. */
+static enum rs_status
+mtp_pass(struct run *r, const struct record *rec, struct scores *sc,
+    struct rs_err *err)
+{
+	const int64_t	 embd = r->model->hp.n_embd;
+	const int32_t	 b = rs_engine_max_batch(r->engine);
+	enum rs_status	 s;
+
+	for (int32_t i = 0; i < rec->n; i += b) {
+		int32_t	 c = rec->n - i < b ? rec->n - i : b;
+		double	 t0 = now_ms();
+
+		if ((s = rs_engine_mtp_batch(r->engine, r->state,
+		    rec->tokens + i, c, i, sc->hid + i * embd, r->lbuf, NULL,
+		    err)) != RS_OK)
+			return (s);
+		sc->mtp_ms += now_ms() - t0;
+		if (rs_cli_npy_rows(&r->mtp, r->lbuf, c) != 0)
+			return (rs_errf(err, RS_ERR_IO, "%s: %s",
+			    r->o->mtp_path, strerror(errno)));
 	}
-	lp = rs_json_arr();
-	for (int32_t i = 0; i < rec->n; i++) {
-		amax[i] = rs_logits_argmax(logits + i * vocab, vocab);
-		rs_json_push(lp, i + 1 < rec->n ? rs_json_real(
-		    rs_logits_logprob(logits + i * vocab, vocab,
-		    rec->tokens[i + 1])) : rs_json_null());
-	}
+	return (RS_OK);
+}
+
+/* The rollback check's fields; *FAILED set on a mismatch. */
+static enum rs_status
+add_rollback(struct run *r, const struct record *rec, struct rs_json *out,
+    int *failed, struct rs_err *err)
+{
+	struct rs_rollback_check rc;
+	enum rs_status	 s;
+	int		 ok;
+
+	if ((s = rs_verify_check_rollback(r->engine, rec->tokens, rec->n,
+	    rec->prefix, r->o->extra, rs_state_n_ctx(r->state), &rc,
+	    err)) != RS_OK)
+		return (s);
+	ok = rc.rel_err <= RS_VERIFY_ROLLBACK_TOL &&
+	    rc.mtp_rel_err <= RS_VERIFY_ROLLBACK_TOL;
+	rs_json_set(out, "rollback_ok", rs_json_bool(ok));
+	rs_json_set(out, "rollback_positions", rs_json_int(rc.n_compared));
+	rs_json_set(out, "rollback_rel_err", rs_json_real(rc.rel_err));
+	rs_json_set(out, "rollback_mtp_rel_err", rc.mtp_rel_err < 0.0 ?
+	    rs_json_null() : rs_json_real(rc.mtp_rel_err));
+	rs_json_set(out, "sequential_ms", rs_json_real(rc.sequential_ms));
+	if (!ok && !r->o->quiet)
+		rs_cli_warn("rollback mismatch: accepted %d, rel_err %.3g, "
+		    "mtp_rel_err %.3g", rc.accepted, rc.rel_err,
+		    rc.mtp_rel_err);
+	*failed = !ok;
+	return (RS_OK);
+}
+
+static struct rs_json *
+report(const struct run *r, struct record *rec, const struct scores *sc)
+{
+	struct rs_json	*out = rs_json_obj(), *lp = rs_json_arr();
+	int32_t		 acc = 0;
+
 	if (rec->prefix < rec->n)
-		acc = rs_verify_accept(rec->tokens, amax, rec->n, rec->prefix);
-	out = rs_json_obj();
+		acc = rs_verify_accept(rec->tokens, sc->amax, rec->n,
+		    rec->prefix);
+	for (int32_t i = 0; i < rec->n; i++)
+		rs_json_push(lp, isnan(sc->lp[i]) ? rs_json_null() :
+		    rs_json_real(sc->lp[i]));
 	if (rec->id != NULL) {
 		rs_json_set(out, "id", rec->id);
 		rec->id = NULL;
@@ -502,51 +557,50 @@ run_record(struct run *r, struct record *rec, struct rs_err *err)
 	rs_json_set(out, "n_candidates", rs_json_int(rec->n - rec->prefix));
 	rs_json_set(out, "accepted", rs_json_int(acc));
 	rs_json_set(out, "next_token",
-	    rs_json_int(amax[rec->prefix + acc - 1]));
-	rs_json_set(out, "argmax", int_array(amax, rec->n));
+	    rs_json_int(sc->amax[rec->prefix + acc - 1]));
+	rs_json_set(out, "argmax", int_array(sc->amax, rec->n));
 	rs_json_set(out, "logprob_next", lp);
-	rs_json_set(out, "forward_ms", rs_json_real(fwd_ms));
-	rs_json_set(out, "tok_s", rs_json_real(fwd_ms > 0.0 ?
-	    rec->n / (fwd_ms / 1e3) : 0.0));
+	rs_json_set(out, "forward_ms", rs_json_real(sc->fwd_ms));
+	rs_json_set(out, "tok_s", rs_json_real(sc->fwd_ms > 0.0 ?
+	    rec->n / (sc->fwd_ms / 1e3) : 0.0));
 	if (r->want_mtp)
-		rs_json_set(out, "mtp_ms", rs_json_real(mtp_ms));
-	if (r->o->check_rollback) {
-		struct rs_rollback_check rc;
-		int ok;
+		rs_json_set(out, "mtp_ms", rs_json_real(sc->mtp_ms));
+	return (out);
+}
 
-		if (rs_verify_check_rollback(r->engine, rec->tokens, rec->n,
-		    rec->prefix, r->o->extra, rs_state_n_ctx(r->state), &rc,
-		    err) != RS_OK) {
-			rs_json_free(out);
-			code = RS_EXIT_ERROR;
-			goto out;
-		}
-		ok = rc.rel_err <= RS_VERIFY_ROLLBACK_TOL &&
-		    rc.mtp_rel_err <= RS_VERIFY_ROLLBACK_TOL;
-		rs_json_set(out, "rollback_ok", rs_json_bool(ok));
-		rs_json_set(out, "rollback_positions",
-		    rs_json_int(rc.n_compared));
-		rs_json_set(out, "rollback_rel_err", rs_json_real(rc.rel_err));
-		rs_json_set(out, "rollback_mtp_rel_err", rc.mtp_rel_err < 0.0 ?
-		    rs_json_null() : rs_json_real(rc.mtp_rel_err));
-		rs_json_set(out, "sequential_ms",
-		    rs_json_real(rc.sequential_ms));
-		if (!ok) {
-			if (!r->o->quiet)
-				rs_cli_warn("rollback mismatch: accepted %d, "
-				    "rel_err %.3g, mtp_rel_err %.3g",
-				    rc.accepted, rc.rel_err, rc.mtp_rel_err);
-			code = RS_EXIT_FAIL;
-		}
-	}
+/*
+ * Run REC and print its output line.  Returns RS_EXIT_OK, RS_EXIT_FAIL (a
+ * rollback mismatch) or RS_EXIT_ERROR (ERR says why).
+ */
+static int
+run_record(struct run *r, struct record *rec, struct rs_err *err)
+{
+	const int64_t	 embd = r->model->hp.n_embd;
+	struct scores	 sc = { 0 };
+	struct rs_json	*out = NULL;
+	int		 failed = 0, code = RS_EXIT_ERROR;
+
+	sc.amax = malloc((size_t)rec->n * sizeof(*sc.amax));
+	sc.lp = malloc((size_t)rec->n * sizeof(*sc.lp));
+	if (r->want_mtp)
+		sc.hid = calloc((size_t)((rec->n + 1) * embd), sizeof(float));
+	if (sc.amax == NULL || sc.lp == NULL || (r->want_mtp && sc.hid == NULL))
+		rs_cli_fatal("out of memory");
+	if (score(r, rec, &sc, err) != RS_OK ||
+	    (r->want_mtp && mtp_pass(r, rec, &sc, err) != RS_OK))
+		goto out;
+	r->tokens_done += rec->n;
+	r->ms_done += sc.fwd_ms;
+	out = report(r, rec, &sc);
+	if (r->o->check_rollback && add_rollback(r, rec, out, &failed,
+	    err) != RS_OK)
+		goto out;
 	if (out == NULL || rs_json_write_line(out, stdout) != 0)
 		rs_cli_fatal("write error on stdout");
-	rs_json_free(out);
+	code = failed ? RS_EXIT_FAIL : RS_EXIT_OK;
 out:
-	free(logits);
-	free(amax);
-	free(hid);
-	free(mlg);
+	rs_json_free(out);
+	free_scores(&sc);
 	return (code);
 }
 
@@ -763,6 +817,10 @@ main(int argc, char **argv)
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
 	    rs_state_new(&r.state, r.model, &so, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
+	r.lbuf = malloc((size_t)rs_engine_max_batch(r.engine) *
+	    r.model->hp.n_vocab * sizeof(float));
+	if (r.lbuf == NULL)
+		rs_cli_fatal("out of memory");
 	exiting_run = &r;
 	atexit(abort_at_exit);
 	open_outputs(&r);
@@ -776,6 +834,7 @@ main(int argc, char **argv)
 		    r.tokens_done / (r.ms_done / 1e3),
 		    rs_backend_name(rs_engine_backend(r.engine)),
 		    rs_engine_n_threads(r.engine));
+	free(r.lbuf);
 	rs_state_free(r.state);
 	rs_engine_free(r.engine);
 	rs_model_close(r.model);

@@ -82,8 +82,9 @@ size_t		rs_cpu_matmul_scratch(int64_t max_n_in, int nth);
  * fixed f32 summation order per dot product), which makes a batched
  * forward pass equal token-by-token decoding bit for bit.
  */
-void		rs_cpu_matmul(struct rs_pool *pool, const struct rs_cpu_mm *jobs,
-		    int n_jobs, int64_t n_tok, float *scratch);
+void		rs_cpu_matmul(struct rs_pool *pool,
+		    const struct rs_cpu_mm *jobs, int n_jobs, int64_t n_tok,
+		    float *scratch);
 
 /* ---- norms (rs_cpu_norm.c, §4.1) ---- */
 

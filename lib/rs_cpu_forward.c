@@ -188,7 +188,8 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 {
 	const struct rs_hparams *hp = &e->model->hp;
 	struct cpu *c = e->be;
-	const int	 ds = (int)hp->ssm_d_state, k = (int)hp->ssm_conv_kernel;
+	const int	 ds = (int)hp->ssm_d_state;
+	const int	 k = (int)hp->ssm_conv_kernel;
 	const int64_t	 kdim = (int64_t)hp->ssm_n_kh * ds;
 	const int64_t	 ch = 2 * kdim + hp->ssm_d_inner;
 	float		*cs = rs_state_conv(st, slot);
@@ -264,6 +265,7 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, float *kc,
 	const int	 half = (int)hp->n_rot / 2;
 	const int64_t	 nh = hp->n_head, nkv = hp->n_head_kv;
 	const int64_t	 qdim = 2 * nh * hd, ldk = nkv * hd, ldv = nkv * hdv;
+	const float	 eps = hp->rms_eps;
 	struct rs_cpu_mm jobs[3] = {
 		{ l->wq, c->h, c->qg, qdim },
 		{ l->wk, c->h, c->kk, ldk },
@@ -275,15 +277,18 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, float *kc,
 	for (int64_t t = 0; t < n; t++) {
 		const float *cs = c->rcos + t * half, *sn = c->rsin + t * half;
 
-		/* per head: [q (hd) | gate (hd)] interleaved (§3.3); norm, rope */
+		/* heads are [q (hd) | gate (hd)] interleaved (§3.3); q and k
+		 * are normed per head, then rotated (§8.10) */
 		for (int64_t i = 0; i < nh; i++) {
 			float *q = c->qg + t * qdim + i * 2 * hd;
-			rs_cpu_rmsnorm_ref(q, f32(l->q_norm), hd, hp->rms_eps, q);
+
+			rs_cpu_rmsnorm_ref(q, f32(l->q_norm), hd, eps, q);
 			rs_cpu_rope_ref(q, (int)hp->n_rot, cs, sn);
 		}
 		for (int64_t j = 0; j < nkv; j++) {
 			float *k = c->kk + t * ldk + j * hd;
-			rs_cpu_rmsnorm_ref(k, f32(l->k_norm), hd, hp->rms_eps, k);
+
+			rs_cpu_rmsnorm_ref(k, f32(l->k_norm), hd, eps, k);
 			rs_cpu_rope_ref(k, (int)hp->n_rot, cs, sn);
 		}
 		memcpy(kc + (p0 + t) * ldk, c->kk + t * ldk,

@@ -33,7 +33,7 @@ struct mm_run {
 	int			 n_jobs;
 	int64_t			 n_tok;
 	float			*scratch;
-	size_t			 per_thread;	/* floats of scratch per thread */
+	size_t			 per_thread;	/* scratch floats per thread */
 	int64_t			 block[MM_MAX_JOBS];	/* rows per item */
 	int64_t			 first[MM_MAX_JOBS + 1]; /* first item of job */
 };
@@ -91,7 +91,8 @@ dot4(const float *w, const float *x, int64_t n, float *out)
 	int64_t	i;
 
 	for (i = 0; i + DOT_STEP <= n; i += DOT_STEP) {
-		rs_v4f xl = rs_vec_load(x + i), xh = rs_vec_load(x + i + RS_VEC);
+		rs_v4f xl = rs_vec_load(x + i);
+		rs_v4f xh = rs_vec_load(x + i + RS_VEC);
 
 		l0 += rs_vec_load(w0 + i) * xl;
 		h0 += rs_vec_load(w0 + i + RS_VEC) * xh;

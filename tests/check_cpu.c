@@ -183,7 +183,8 @@ END_TEST
 /* The oracle itself on a 2x3 matrix worked out by hand. */
 START_TEST(matmul_ref_by_hand)
 {
-	float	w[6] = { 1, 2, 3, -1, 0.5f, 4 };	/* rows (1 2 3), (−1 .5 4) */
+	/* rows (1 2 3) and (−1 .5 4) */
+	float	w[6] = { 1, 2, 3, -1, 0.5f, 4 };
 	float	x[6] = { 1, 1, 1, 2, 0, -1 };		/* two tokens */
 	float	y[4], row[3];
 	struct rs_gguf_tensor t = { .name = "w", .n_dims = 2,
@@ -348,9 +349,10 @@ START_TEST(deltanet_fast)
 
 			rs_cpu_l2norm_ref(q, dk, 1e-6f, q);
 			rs_cpu_l2norm_ref(k, dk, 1e-6f, k);
-			rs_cpu_deltanet_ref(s1, q, k, v, g, beta, dk, dv, 0.125f,
-			    o1);
-			rs_cpu_deltanet(s2, q, k, v, g, beta, dk, dv, 0.125f, o2);
+			rs_cpu_deltanet_ref(s1, q, k, v, g, beta, dk, dv,
+			    0.125f, o1);
+			rs_cpu_deltanet(s2, q, k, v, g, beta, dk, dv, 0.125f,
+			    o2);
 			r = t_rel_err(o2, o1, dv);
 			worst = r > worst ? r : worst;
 			free(q);

@@ -69,7 +69,8 @@ START_TEST(f16_prompts)
 		int	 agree = 0;
 
 		rs_state_reset(lm.st);
-		forward_ok(&lm, lm.st, ref.prompt[p], n, lg, RS_LOGITS_ALL, NULL);
+		forward_ok(&lm, lm.st, ref.prompt[p], n, lg, RS_LOGITS_ALL,
+		    NULL);
 		rel = t_rel_err(lg, want, n * v);
 		t_argmax_rows(lg, n, v, a);
 		t_argmax_rows(want, n, v, b);
@@ -199,10 +200,12 @@ START_TEST(quantized)
 		double	 rel, bound = 1.1 * perr[p] + 0.005, lrel = -1.0;
 
 		rs_state_reset(lm.st);
-		forward_ok(&lm, lm.st, ref.prompt[p], n, lg, RS_LOGITS_ALL, NULL);
+		forward_ok(&lm, lm.st, ref.prompt[p], n, lg, RS_LOGITS_ALL,
+		    NULL);
 		rel = t_rel_err(lg, npy.data + ref.row0[p] * v, n * v);
 		if (have_peer)
-			lrel = t_rel_err(lg, peer.data + ref.row0[p] * v, n * v);
+			lrel = t_rel_err(lg, peer.data + ref.row0[p] * v,
+			    n * v);
 		printf("forward %s: prompt %d: rel_err %.4f (llama.cpp %.4f, "
 		    "bound %.4f)", q, p, rel, perr[p], bound);
 		if (have_peer)
