@@ -86,12 +86,13 @@ embed(const struct rs_gguf_tensor *w, const int32_t *tokens, int64_t n,
     float *x)
 {
 	const struct rs_type_traits *tt = rs_type_traits(w->type);
+	const rs_to_float_fn decode = rs_cpu_row_decoder(w->type);
 	const int64_t	d = w->ne[0];
 	const size_t	rb = (size_t)(d / tt->block_elems) *
 	    (size_t)tt->block_bytes;
 
 	for (int64_t t = 0; t < n; t++)
-		tt->to_float((const uint8_t *)w->data + (size_t)tokens[t] * rb,
+		decode((const uint8_t *)w->data + (size_t)tokens[t] * rb,
 		    x + t * d, d);
 }
 

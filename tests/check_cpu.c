@@ -69,6 +69,47 @@ START_TEST(f16_vector_decode)
 }
 END_TEST
 
+static const char *const files[] = {
+	"f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0"
+};
+
+/* Every row of every tensor of fixture _i: fast decoder == oracle. */
+START_TEST(row_decoders_exact)
+{
+	char		 rel[64];
+	struct rs_gguf	*g;
+	struct rs_err	 err;
+
+	snprintf(rel, sizeof(rel), "tiny/model-%s.gguf", files[_i]);
+	ck_assert_int_eq(rs_gguf_open(&g, t_fixture(rel), &err), RS_OK);
+	for (int64_t i = 0; i < rs_gguf_n_tensors(g); i++) {
+		const struct rs_gguf_tensor *t = rs_gguf_tensor(g, i);
+		const struct rs_type_traits *tt = rs_type_traits(t->type);
+		rs_to_float_fn fast = rs_cpu_row_decoder(t->type);
+		int64_t	 n = t->ne[0], rows = t->nbytes / (n /
+		    tt->block_elems * tt->block_bytes);
+		size_t	 rb = (size_t)(n / tt->block_elems * tt->block_bytes);
+		float	*a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+
+		for (int64_t r = 0; r < rows; r++) {
+			const uint8_t *src = (const uint8_t *)t->data + r * rb;
+
+			tt->to_float(src, a, n);
+			fast(src, b, n);
+			ck_assert_msg(memcmp(a, b, (size_t)n * 4) == 0,
+			    "%s (%s) row %lld: fast decoder differs", t->name,
+			    tt->name, (long long)r);
+		}
+		free(a);
+		free(b);
+	}
+	/* activation-only and unknown types have no decoder */
+	ck_assert(rs_cpu_row_decoder(RS_TYPE_Q8_K) == NULL);
+	ck_assert(rs_cpu_row_decoder(99) == NULL);
+	rs_gguf_close(g);
+}
+END_TEST
+
 /* ---- matmul ---- */
 
 /* Fast vs oracle vs token count vs thread count on tensor W. */
@@ -111,9 +152,6 @@ check_matmul(const struct rs_gguf_tensor *w, struct rs_pool *pool)
 	free(scratch);
 }
 
-static const char *const files[] = {
-	"f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0"
-};
 
 START_TEST(matmul_tiny_tensors)
 {
@@ -421,6 +459,8 @@ cpu_suite(void)
 	tc = tcase_create("matmul");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, f16_vector_decode);
+	tcase_add_loop_test(tc, row_decoders_exact, 0,
+	    (int)(sizeof(files) / sizeof(files[0])));
 	tcase_add_loop_test(tc, matmul_tiny_tensors, 0,
 	    (int)(sizeof(files) / sizeof(files[0])));
 	tcase_add_test(tc, matmul_odd_shapes);
