@@ -26,8 +26,7 @@
 
 struct cpu {
 	struct rs_pool	*pool;
-	int64_t		 batch;		/* max tokens per chunk */
-	/* activations, (batch, width) */
+	/* activations, (max_batch, width) */
 	float	*x;		/* residual stream, n_embd */
 	float	*h;		/* normed input of a sub-block, n_embd */
 	float	*y;		/* sub-block output, n_embd */
@@ -41,7 +40,7 @@ struct cpu {
 	float	*kk, *vv;	/* attention k / v, n_head_kv·head_dim(_v) */
 	float	*fg, *fu;	/* FFN gate / up, n_ff */
 	float	*cat;		/* MTP [enorm(e); hnorm(h)], 2·n_embd */
-	float	*rcos, *rsin;	/* RoPE angles, (batch, n_rot/2) */
+	float	*rcos, *rsin;	/* RoPE angles, (max_batch, n_rot/2) */
 	float	*mm;		/* rs_cpu_matmul scratch */
 };
 
@@ -446,7 +445,6 @@ cpu_init(struct rs_engine *e, struct rs_err *err)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	e->be = c;
-	c->batch = b;
 	if ((s = rs_pool_new(&c->pool, e->n_threads, err)) != RS_OK)
 		return (s);
 	c->x = rows(b, hp->n_embd, &fail);
