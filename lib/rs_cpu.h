@@ -24,6 +24,7 @@
 
 #include "rs_gguf.h"
 #include "rs_pool.h"
+#include "rs_types.h"
 
 /* ---- scalar activations (§4.1) ---- */
 
@@ -45,6 +46,15 @@ rs_cpu_softplus(float x)
 {
 	return (x > 20.0f ? x : log1pf(expf(x)));
 }
+
+/* ---- row decoding (rs_cpu_dequant.c, §7) ---- */
+
+/*
+ * The decoder for rows of TYPE: a vectorised one for f16, q4_0, q8_0, q4_k,
+ * q5_k and q6_k, whose output is bit-identical to the rs_types.c oracle,
+ * else the oracle itself; NULL for a type that cannot hold weights.
+ */
+rs_to_float_fn	rs_cpu_row_decoder(int type);
 
 /* ---- matmul (rs_cpu_matmul.c): y = W·x per token ---- */
 
@@ -82,8 +92,9 @@ size_t		rs_cpu_matmul_scratch(int64_t max_n_in, int nth);
  * fixed f32 summation order per dot product), which makes a batched
  * forward pass equal token-by-token decoding bit for bit.
  */
-void		rs_cpu_matmul(struct rs_pool *pool, const struct rs_cpu_mm *jobs,
-		    int n_jobs, int64_t n_tok, float *scratch);
+void		rs_cpu_matmul(struct rs_pool *pool,
+		    const struct rs_cpu_mm *jobs, int n_jobs, int64_t n_tok,
+		    float *scratch);
 
 /* ---- norms (rs_cpu_norm.c, §4.1) ---- */
 

@@ -47,11 +47,12 @@ rs_cpu_conv_state_at(const float *state, const float *x, int64_t n_ch, int k,
 {
 	for (int64_t c = 0; c < n_ch; c++) {
 		for (int j = 0; j < k - 1; j++) {
-			/* entry t+1+j of seq_c; seq_c[i] = x_{i−(K−1)} past the state */
-			int64_t i = t + 1 + j;
+			/* entry t + 1 + j of seq_c, which holds the
+			 * state first and then seq_c[i] = x_{i−(K−1)} */
+			int64_t i = t + 1 + j, s = k - 1;
 
-			out[c * (k - 1) + j] = i < k - 1 ?
-			    state[c * (k - 1) + i] : x[(i - (k - 1)) * n_ch + c];
+			out[c * s + j] = i < s ? state[c * s + i] :
+			    x[(i - s) * n_ch + c];
 		}
 	}
 }

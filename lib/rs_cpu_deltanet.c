@@ -11,8 +11,8 @@
  *
  * The fast version fuses decay+read and write+readout into two passes over
  * S (2·dk·dv loads and stores instead of 4), with f32 sums running along i
- * so the inner loop over j runs 4 lanes of j at a time.  Cost per token and head:
- * ~4·dk·dv flops and two sweeps of the 64 KiB (dk = dv = 128) state.
+ * so the inner loop over j runs 4 lanes of j at a time.  Cost per token and
+ * head: ~4·dk·dv flops and two sweeps of the 64 KiB (dk = dv = 128) state.
  */
 #include "rs_cpu.h"
 #include "rs_cpu_vec.h"

@@ -27,8 +27,7 @@
 
 struct cpu {
 	struct rs_pool	*pool;
-	int64_t		 batch;		/* max tokens per chunk */
-	/* activations, (batch, width) */
+	/* activations, (max_batch, width) */
 	float	*x;		/* residual stream, n_embd */
 	float	*h;		/* normed input of a sub-block, n_embd */
 	float	*y;		/* sub-block output, n_embd */
@@ -42,7 +41,7 @@ struct cpu {
 	float	*kk, *vv;	/* attention k / v, n_head_kv·head_dim(_v) */
 	float	*fg, *fu;	/* FFN gate / up, n_ff */
 	float	*cat;		/* MTP [enorm(e); hnorm(h)], 2·n_embd */
-	float	*rcos, *rsin;	/* RoPE angles, (batch, n_rot/2) */
+	float	*rcos, *rsin;	/* RoPE angles, (max_batch, n_rot/2) */
 	float	*mm;		/* rs_cpu_matmul scratch */
 	uint64_t scratch_bytes;	/* all of the above */
 };
@@ -88,12 +87,13 @@ embed(const struct rs_gguf_tensor *w, const int32_t *tokens, int64_t n,
     float *x)
 {
 	const struct rs_type_traits *tt = rs_type_traits(w->type);
+	const rs_to_float_fn decode = rs_cpu_row_decoder(w->type);
 	const int64_t	d = w->ne[0];
 	const size_t	rb = (size_t)(d / tt->block_elems) *
 	    (size_t)tt->block_bytes;
 
 	for (int64_t t = 0; t < n; t++)
-		tt->to_float((const uint8_t *)w->data + (size_t)tokens[t] * rb,
+		decode((const uint8_t *)w->data + (size_t)tokens[t] * rb,
 		    x + t * d, d);
 }
 
@@ -190,7 +190,8 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 {
 	const struct rs_hparams *hp = &e->model->hp;
 	struct cpu *c = e->be;
-	const int	 ds = (int)hp->ssm_d_state, k = (int)hp->ssm_conv_kernel;
+	const int	 ds = (int)hp->ssm_d_state;
+	const int	 k = (int)hp->ssm_conv_kernel;
 	const int64_t	 kdim = (int64_t)hp->ssm_n_kh * ds;
 	const int64_t	 ch = 2 * kdim + hp->ssm_d_inner;
 	float		*cs = rs_state_conv(st, slot);
@@ -266,6 +267,7 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, float *kc,
 	const int	 half = (int)hp->n_rot / 2;
 	const int64_t	 nh = hp->n_head, nkv = hp->n_head_kv;
 	const int64_t	 qdim = 2 * nh * hd, ldk = nkv * hd, ldv = nkv * hdv;
+	const float	 eps = hp->rms_eps;
 	struct rs_cpu_mm jobs[3] = {
 		{ l->wq, c->h, c->qg, qdim },
 		{ l->wk, c->h, c->kk, ldk },
@@ -277,15 +279,18 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, float *kc,
 	for (int64_t t = 0; t < n; t++) {
 		const float *cs = c->rcos + t * half, *sn = c->rsin + t * half;
 
-		/* per head: [q (hd) | gate (hd)] interleaved (§3.3); norm, rope */
+		/* heads are [q (hd) | gate (hd)] interleaved (§3.3); q and k
+		 * are normed per head, then rotated (§8.10) */
 		for (int64_t i = 0; i < nh; i++) {
 			float *q = c->qg + t * qdim + i * 2 * hd;
-			rs_cpu_rmsnorm_ref(q, f32(l->q_norm), hd, hp->rms_eps, q);
+
+			rs_cpu_rmsnorm_ref(q, f32(l->q_norm), hd, eps, q);
 			rs_cpu_rope_ref(q, (int)hp->n_rot, cs, sn);
 		}
 		for (int64_t j = 0; j < nkv; j++) {
 			float *k = c->kk + t * ldk + j * hd;
-			rs_cpu_rmsnorm_ref(k, f32(l->k_norm), hd, hp->rms_eps, k);
+
+			rs_cpu_rmsnorm_ref(k, f32(l->k_norm), hd, eps, k);
 			rs_cpu_rope_ref(k, (int)hp->n_rot, cs, sn);
 		}
 		memcpy(kc + (p0 + t) * ldk, c->kk + t * ldk,
@@ -443,7 +448,6 @@ cpu_init(struct rs_engine *e, struct rs_err *err)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	e->be = c;
-	c->batch = b;
 	if ((s = rs_pool_new(&c->pool, e->n_threads, err)) != RS_OK)
 		return (s);
 	c->x = rows(c, b, hp->n_embd, &fail);

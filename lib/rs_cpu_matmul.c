@@ -11,8 +11,7 @@
  * so one load of x feeds four rows.  The dot product keeps 8 partial sums
  * (two rs_v4f) and combines them in rs_vec_hsum2's fixed order, identically
  * in dot1 and dot4, so the result does not depend on how rows fall into
- * blocks or threads.  f16 rows are decoded 4 at a time (rs_vec_from_f16);
- * other types use the oracle decoders of rs_types.c.
+ * blocks or threads.  Rows are decoded by rs_cpu_row_decoder (exact).
  *
  * Napkin math (tiny, 256 wide): decoding an f16 row costs about as much as
  * one dot product, so decode runs at ~2x the cost of the math and prefill
@@ -33,33 +32,10 @@ struct mm_run {
 	int			 n_jobs;
 	int64_t			 n_tok;
 	float			*scratch;
-	size_t			 per_thread;	/* floats of scratch per thread */
+	size_t			 per_thread;	/* scratch floats per thread */
 	int64_t			 block[MM_MAX_JOBS];	/* rows per item */
 	int64_t			 first[MM_MAX_JOBS + 1]; /* first item of job */
 };
-
-/* f16 rows: rs_vec_from_f16, 4 at a time (exact, checked against the
- * oracle decoder in check_cpu). */
-static void
-f16_row(const void *src, float *dst, int64_t n)
-{
-	const uint16_t	*h = src;
-	int64_t		 i;
-
-	for (i = 0; i + RS_VEC <= n; i += RS_VEC)
-		rs_vec_store(dst + i, rs_vec_from_f16(h + i));
-	if (i < n)
-		rs_dequant_row(RS_TYPE_F16, h + i, dst + i, n - i, NULL);
-}
-
-/* The row decoder: a fast one where we have it, the oracle otherwise. */
-static rs_to_float_fn
-row_decoder(int type)
-{
-	if (type == RS_TYPE_F16)
-		return (f16_row);
-	return (rs_type_traits(type)->to_float);
-}
 
 /* Partial sums per dot product: two 4-lane vectors. */
 #define DOT_STEP	(2 * RS_VEC)
@@ -91,7 +67,8 @@ dot4(const float *w, const float *x, int64_t n, float *out)
 	int64_t	i;
 
 	for (i = 0; i + DOT_STEP <= n; i += DOT_STEP) {
-		rs_v4f xl = rs_vec_load(x + i), xh = rs_vec_load(x + i + RS_VEC);
+		rs_v4f xl = rs_vec_load(x + i);
+		rs_v4f xh = rs_vec_load(x + i + RS_VEC);
 
 		l0 += rs_vec_load(w0 + i) * xl;
 		h0 += rs_vec_load(w0 + i + RS_VEC) * xh;
@@ -127,7 +104,7 @@ static void
 mm_rows(const struct rs_cpu_mm *mm, int64_t n_tok, int64_t r0, int64_t r1,
     float *buf)
 {
-	const rs_to_float_fn decode = row_decoder(mm->w->type);
+	const rs_to_float_fn decode = rs_cpu_row_decoder(mm->w->type);
 	const int64_t	n_in = mm->w->ne[0];
 	const size_t	rb = row_bytes(mm->w);
 	const uint8_t	*base = mm->w->data;

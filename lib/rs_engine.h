@@ -118,7 +118,8 @@ int		rs_engine_max_batch(const struct rs_engine *e);
  */
 enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 		    const int32_t *tokens, int32_t n, float *logits,
-		    enum rs_logits_mode mode, float *hidden, struct rs_err *err);
+		    enum rs_logits_mode mode, float *hidden,
+		    struct rs_err *err);
 
 /*
  * The MTP block (§6.1) on N tokens at positions POS .. POS + N − 1 of the
@@ -143,8 +144,8 @@ enum rs_status	rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
 
 /* One MTP step: rs_engine_mtp_batch with N = 1. */
 enum rs_status	rs_engine_mtp(struct rs_engine *e, struct rs_state *st,
-		    int32_t token, int32_t pos, const float *h_in, float *logits,
-		    float *h_out, struct rs_err *err);
+		    int32_t token, int32_t pos, const float *h_in,
+		    float *logits, float *h_out, struct rs_err *err);
 
 /*
  * Truncate ST to POS tokens exactly, whatever it takes: rs_state_truncate()

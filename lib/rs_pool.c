@@ -22,10 +22,13 @@
 #include "rs_pool.h"
 
 /*
- * About 50-200 us of polling: long enough to bridge the gap between two
- * runs of one forward pass, short enough that an idle engine sleeps.
+ * About 10-40 us of polling: enough to bridge the serial work between two
+ * runs of a forward pass (norms, residual adds).  Longer spins only steal
+ * the CPU from the caller on a busy machine; a worker that fell asleep
+ * costs little, since the caller does not wait for it to start (items are
+ * claimed, not assigned).
  */
-#define SPIN_ITERS	(1 << 15)
+#define SPIN_ITERS	(1 << 10)
 
 struct worker {
 	struct rs_pool	*pool;

@@ -10,8 +10,8 @@
  * balance themselves.  ITH lets FN use per-thread scratch.  A run costs
  * one atomic claim per item and no allocation; make items worth at least
  * a microsecond.  Workers spin briefly after a run (a decode step issues
- * dozens of runs back to back, and a futex wake-up costs more than a small
- * matmul), then sleep on a condition variable.
+ * dozens of runs back to back, and a futex wake-up costs about as much as
+ * a small matmul), then sleep on a condition variable.
  *
  * Lifecycle: rs_pool_new() starts nth − 1 threads; rs_pool_free() stops and
  * joins them.  A pool serves one caller at a time: rs_pool_run() is not

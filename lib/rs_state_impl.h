@@ -44,7 +44,7 @@ struct rs_state {
 	int32_t	*slot;			/* (n_layer_all) */
 	int32_t	 n_attn, n_gdn;
 
-	int64_t	 kv_row;		/* floats per position: n_head_kv·head_dim */
+	int64_t	 kv_row;		/* n_head_kv·head_dim: floats/position */
 	int64_t	 kv_row_v;		/* n_head_kv·head_dim_v */
 	float	*k;			/* (n_attn, n_ctx, kv_row) */
 	float	*v;			/* (n_attn, n_ctx, kv_row_v) */

@@ -1,0 +1,119 @@
+/*
+ * check_engine.c - the engine API's argument checks: every refused call
+ * names the problem and leaves the state as it was.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_engine.h"
+#include "t_ref.h"
+#include "t_util.h"
+
+START_TEST(bad_options)
+{
+	struct rs_model		*m;
+	struct rs_engine	*e = NULL;
+	struct rs_engine_opts	 o = { 0 };
+	struct rs_err		 err;
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-f16.gguf"),
+	    &err), RS_OK);
+	o.n_threads = -1;
+	ck_assert_int_eq(rs_engine_new(&e, m, &o, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "thread count") != NULL);
+	o.n_threads = 1;
+	o.max_batch = -5;
+	ck_assert_int_eq(rs_engine_new(&e, m, &o, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "max batch") != NULL);
+	o.max_batch = 0;
+	o.backend = RS_BACKEND_CUDA;
+	ck_assert_int_eq(rs_engine_new(&e, m, &o, &err), RS_ERR_UNSUPPORTED);
+	ck_assert(strstr(err.msg, "cuda") != NULL);
+	ck_assert(e == NULL);
+	o.backend = RS_BACKEND_AUTO;
+	ck_assert_int_eq(rs_engine_new(&e, m, &o, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_backend(e), RS_BACKEND_CPU);
+	ck_assert_int_eq(rs_engine_max_batch(e), 64);
+	ck_assert_int_eq(rs_backend_from_name("CPU"), RS_BACKEND_CPU);
+	ck_assert_int_eq(rs_backend_from_name("tpu"), -1);
+	ck_assert_str_eq(rs_backend_name(RS_BACKEND_CUDA), "cuda");
+	rs_engine_free(e);
+	rs_engine_free(NULL);
+	rs_model_close(m);
+}
+END_TEST
+
+START_TEST(bad_calls)
+{
+	struct t_lm	 lm;
+	struct rs_model	*other;
+	struct rs_state	*foreign, *small;
+	struct rs_state_opts so = { 4, 0, 0 };
+	struct rs_err	 err;
+	int32_t		 tok[6] = { 1, 2, 3, 4, 5, 6 }, bad[2] = { 5, 2176 };
+	float		*lg, h[256] = { 0 };
+
+	t_lm_open(&lm, "tiny/model-f16.gguf", 1, 0, 0, 0);
+	lg = calloc((size_t)(6 * lm.m->hp.n_vocab), sizeof(float));
+	ck_assert_int_eq(rs_engine_forward(lm.e, lm.st, tok, 0, lg,
+	    RS_LOGITS_ALL, NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "no tokens") != NULL);
+	ck_assert_int_eq(rs_engine_forward(lm.e, lm.st, bad, 2, lg,
+	    RS_LOGITS_ALL, NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "token 2176 at index 1") != NULL);
+	ck_assert(strstr(err.msg, "vocabulary") != NULL);
+	bad[1] = -3;
+	ck_assert_int_eq(rs_engine_forward(lm.e, lm.st, bad, 2, lg,
+	    RS_LOGITS_ALL, NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_engine_forward(lm.e, lm.st, tok, 2, NULL,
+	    RS_LOGITS_LAST, NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_state_pos(lm.st), 0);
+	/* the context: 4 positions, 3 used, then 2 more do not fit */
+	ck_assert_int_eq(rs_state_new(&small, lm.m, &so, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(lm.e, small, tok, 5, lg,
+	    RS_LOGITS_ALL, NULL, &err), RS_ERR_LIMIT);
+	ck_assert(strstr(err.msg, "exceed the context of 4") != NULL);
+	ck_assert_int_eq(rs_engine_forward(lm.e, small, tok, 3, lg,
+	    RS_LOGITS_LAST, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(lm.e, small, tok, 2, lg,
+	    RS_LOGITS_LAST, NULL, &err), RS_ERR_LIMIT);
+	ck_assert_int_eq(rs_state_pos(small), 3);
+	/* MTP: no hidden input, a gap, past the context */
+	ck_assert_int_eq(rs_engine_mtp(lm.e, small, 1, 0, NULL, lg, NULL,
+	    &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_engine_mtp(lm.e, small, 1, 2, h, lg, NULL, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_engine_mtp(lm.e, small, 9999, 0, h, lg, NULL,
+	    &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_engine_mtp_batch(lm.e, small, tok, 5, 0, h, lg,
+	    NULL, &err), RS_ERR_LIMIT);
+	ck_assert_int_eq(rs_state_mtp_pos(small), 0);
+	/* a state of another model object */
+	ck_assert_int_eq(rs_model_open(&other,
+	    t_fixture("tiny/model-f16.gguf"), &err), RS_OK);
+	ck_assert_int_eq(rs_state_new(&foreign, other, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(lm.e, foreign, tok, 1, lg,
+	    RS_LOGITS_LAST, NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "another model") != NULL);
+	rs_state_free(foreign);
+	rs_model_close(other);
+	rs_state_free(small);
+	free(lg);
+	t_lm_close(&lm);
+}
+END_TEST
+
+Suite *
+engine_suite(void)
+{
+	Suite	*s = suite_create("engine");
+	TCase	*tc = tcase_create("bad_input");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, bad_options);
+	tcase_add_test(tc, bad_calls);
+	suite_add_tcase(s, tc);
+	return (s);
+}

@@ -1,0 +1,373 @@
+/*
+ * check_state.c - sequence state: truncation by snapshot, checkpoint and
+ * rollback, truncation by replay, copies, resets, and bad input.  The
+ * invariant (qwen35-model.md §6.5): a state that forgot tokens equals one
+ * that never saw them, so the logits of what follows match bit for bit.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_engine.h"
+#include "rs_state.h"
+#include "rs_state_impl.h"
+#include "t_ref.h"
+#include "t_util.h"
+
+#define N_AFTER	3	/* tokens stepped after a truncation */
+
+static const int32_t after[N_AFTER] = { 17, 1200, 905 };
+
+/* The greedy prompt (37 tokens) plus 8 arbitrary candidates. */
+static int32_t *
+sequence(const struct t_ref *ref, int32_t *n)
+{
+	int32_t	 plen = ref->len[ref->greedy_prompt];
+	int32_t	*s = malloc((size_t)(plen + 8) * sizeof(*s));
+
+	ck_assert(s != NULL);
+	memcpy(s, ref->prompt[ref->greedy_prompt], (size_t)plen * sizeof(*s));
+	for (int i = 0; i < 8; i++)
+		s[plen + i] = (int32_t)(100 + 211 * i);
+	*n = plen + 8;
+	return (s);
+}
+
+static void
+run(struct t_lm *lm, struct rs_state *st, const int32_t *tok, int32_t n,
+    float *logits)
+{
+	struct rs_err err;
+
+	ck_assert_msg(rs_engine_forward(lm->e, st, tok, n, logits,
+	    logits != NULL ? RS_LOGITS_ALL : RS_LOGITS_NONE, NULL,
+	    &err) == RS_OK, "%s", err.msg);
+}
+
+/* Logits of `after` on a fresh state that saw TOK[0 .. keep). */
+static float *
+expected_after(struct t_lm *lm, const int32_t *tok, int32_t keep)
+{
+	struct rs_state	*st = t_state(lm, 0, 0);
+	float		*lg = calloc((size_t)(N_AFTER * lm->m->hp.n_vocab), 4);
+
+	ck_assert(lg != NULL);
+	if (keep > 0)
+		run(lm, st, tok, keep, NULL);
+	run(lm, st, after, N_AFTER, lg);
+	rs_state_free(st);
+	return (lg);
+}
+
+static void
+assert_after(struct t_lm *lm, struct rs_state *st, const float *want,
+    const char *what, int32_t keep)
+{
+	size_t	 sz = (size_t)(N_AFTER * lm->m->hp.n_vocab) * sizeof(float);
+	float	*got = malloc(sz);
+
+	ck_assert(got != NULL);
+	run(lm, st, after, N_AFTER, got);
+	ck_assert_msg(memcmp(got, want, sz) == 0,
+	    "%s to %d: logits differ from a fresh run (rel %g)", what, keep,
+	    t_rel_err(got, want, N_AFTER * lm->m->hp.n_vocab));
+	free(got);
+}
+
+/* Verify 8 candidates in one pass, truncate to every prefix + j. */
+START_TEST(truncate_snapshot)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_err	 err;
+	int32_t		 n, *tok, plen;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	plen = n - 8;
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 9, 0);
+	for (int32_t j = 0; j <= 8; j++) {
+		float *want = expected_after(&lm, tok, plen + j);
+
+		rs_state_reset(lm.st);
+		run(&lm, lm.st, tok, n, NULL);
+		ck_assert_int_eq(rs_state_snap_floor(lm.st), n - 9);
+		ck_assert_msg(rs_state_truncate(lm.st, plen + j, &err) == RS_OK,
+		    "%s", err.msg);
+		ck_assert_int_eq(rs_state_pos(lm.st), plen + j);
+		assert_after(&lm, lm.st, want, "snapshot truncate", plen + j);
+		free(want);
+	}
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* Snapshots survive call boundaries: decode steps, then truncate. */
+START_TEST(truncate_after_steps)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_err	 err;
+	int32_t		 n, *tok;
+	float		*want;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 4, 0);
+	want = expected_after(&lm, tok, n - 3);
+	run(&lm, lm.st, tok, n - 5, NULL);
+	for (int32_t i = n - 5; i < n; i++)
+		run(&lm, lm.st, &tok[i], 1, NULL);
+	ck_assert_msg(rs_state_truncate(lm.st, n - 3, &err) == RS_OK, "%s",
+	    err.msg);
+	assert_after(&lm, lm.st, want, "truncate after single steps", n - 3);
+	/* the ring keeps the last 4 positions (n − 4 .. n − 1): going back
+	 * to n − 5 needs the state after n − 6, which is gone */
+	ck_assert_int_eq(rs_state_truncate(lm.st, n - 5, &err), RS_ERR_LIMIT);
+	free(want);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* Checkpoint, step, roll back, step other tokens. */
+START_TEST(checkpoint_rollback)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_err	 err;
+	int32_t		 n, *tok, plen;
+	float		*want;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	plen = n - 8;
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 0, 1);
+	want = expected_after(&lm, tok, plen);
+	run(&lm, lm.st, tok, plen, NULL);
+	ck_assert_int_eq(rs_state_checkpoint(lm.st, &err), RS_OK);
+	ck_assert_int_eq(rs_state_checkpoint_pos(lm.st), plen);
+	for (int round = 0; round < 2; round++) {
+		run(&lm, lm.st, tok + plen, 8, NULL);
+		ck_assert_msg(rs_state_rollback(lm.st, &err) == RS_OK, "%s",
+		    err.msg);
+		ck_assert_int_eq(rs_state_pos(lm.st), plen);
+	}
+	assert_after(&lm, lm.st, want, "rollback", plen);
+	/* truncating below the checkpoint discards it */
+	ck_assert_int_eq(rs_state_truncate(lm.st, 0, &err), RS_OK);
+	ck_assert_int_eq(rs_state_checkpoint_pos(lm.st), -1);
+	ck_assert_int_eq(rs_state_rollback(lm.st, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "checkpoint") != NULL);
+	free(want);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* rs_engine_truncate without snapshots: checkpoint + replay, or replay
+ * from the start. */
+START_TEST(truncate_replay)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_err	 err;
+	int32_t		 n, *tok, keep;
+	float		*want;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	keep = n - 5;
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 0, 1);
+	want = expected_after(&lm, tok, keep);
+	/* checkpoint at 20, replay 20 .. keep */
+	run(&lm, lm.st, tok, 20, NULL);
+	ck_assert_int_eq(rs_state_checkpoint(lm.st, &err), RS_OK);
+	run(&lm, lm.st, tok + 20, n - 20, NULL);
+	ck_assert_int_eq(rs_state_truncate(lm.st, keep, &err), RS_ERR_LIMIT);
+	ck_assert_int_eq(rs_state_pos(lm.st), n);	/* unchanged */
+	ck_assert_msg(rs_engine_truncate(lm.e, lm.st, keep, &err) == RS_OK,
+	    "%s", err.msg);
+	ck_assert_int_eq(rs_state_pos(lm.st), keep);
+	assert_after(&lm, lm.st, want, "checkpoint + replay", keep);
+	/* no checkpoint at all: reset + replay of the history */
+	rs_state_reset(lm.st);
+	run(&lm, lm.st, tok, n, NULL);
+	ck_assert_msg(rs_engine_truncate(lm.e, lm.st, keep, &err) == RS_OK,
+	    "%s", err.msg);
+	assert_after(&lm, lm.st, want, "replay", keep);
+	free(want);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/*
+ * The comparison above can fail: cutting only the KV position (what a
+ * transformer-only engine would do) leaves the GDN state of the rejected
+ * tokens in place and the logits move far (§8.24).
+ */
+START_TEST(kv_only_truncation_is_wrong)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	int32_t		 n, *tok, keep;
+	int64_t		 v;
+	float		*want, *got;
+	double		 rel;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	keep = n - 4;
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 0, 0);
+	v = lm.m->hp.n_vocab;
+	want = expected_after(&lm, tok, keep);
+	got = calloc((size_t)(N_AFTER * v), sizeof(float));
+	run(&lm, lm.st, tok, n, NULL);
+	lm.st->pos = keep;		/* KV truncation alone */
+	run(&lm, lm.st, after, N_AFTER, got);
+	rel = t_rel_err(got, want, N_AFTER * v);
+	ck_assert_msg(rel > 1e-3, "KV-only truncation went unnoticed (%g)",
+	    rel);
+	free(got);
+	free(want);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+START_TEST(copy_and_reset)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_state	*dup;
+	struct rs_err	 err;
+	int32_t		 n, *tok;
+	float		*want;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 0, 0);
+	want = expected_after(&lm, tok, n);
+	run(&lm, lm.st, tok, n, NULL);
+	dup = t_state(&lm, 0, 0);
+	ck_assert_msg(rs_state_copy(dup, lm.st, &err) == RS_OK, "%s", err.msg);
+	ck_assert_int_eq(rs_state_pos(dup), n);
+	ck_assert_int_eq(rs_state_token(dup, 3), tok[3]);
+	assert_after(&lm, dup, want, "copy", n);
+	assert_after(&lm, lm.st, want, "original", n);
+	rs_state_reset(lm.st);
+	ck_assert_int_eq(rs_state_pos(lm.st), 0);
+	run(&lm, lm.st, tok, n, NULL);
+	assert_after(&lm, lm.st, want, "reset", n);
+	rs_state_free(dup);
+	free(want);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* The MTP cache follows the trunk on truncation and rollback. */
+START_TEST(mtp_cache_cut)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_err	 err;
+	int32_t		 n, *tok;
+	float		*hid;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 9, 1);
+	hid = calloc((size_t)((n + 1) * lm.m->hp.n_embd), sizeof(float));
+	ck_assert(hid != NULL);
+	ck_assert_int_eq(rs_engine_forward(lm.e, lm.st, tok, n, NULL,
+	    RS_LOGITS_NONE, hid + lm.m->hp.n_embd, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_mtp_batch(lm.e, lm.st, tok, n, 0, hid,
+	    NULL, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_state_mtp_pos(lm.st), n);
+	ck_assert_int_eq(rs_state_truncate(lm.st, n - 2, &err), RS_OK);
+	ck_assert_int_eq(rs_state_mtp_pos(lm.st), n - 2);
+	/* a gap in the MTP cache is refused */
+	ck_assert_int_eq(rs_engine_mtp(lm.e, lm.st, tok[0], n, hid, NULL,
+	    NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "gap") != NULL);
+	free(hid);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
+START_TEST(bad_input)
+{
+	struct t_lm	 lm;
+	struct rs_state	*st;
+	struct rs_state_opts so = { 0 };
+	struct rs_err	 err;
+	int32_t		 tok[4] = { 1, 2, 3, 4 };
+
+	t_lm_open(&lm, "tiny/model-f16.gguf", 1, 0, 0, 0);
+	run(&lm, lm.st, tok, 4, NULL);
+	ck_assert_int_eq(rs_state_truncate(lm.st, 5, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "cannot truncate") != NULL);
+	ck_assert_int_eq(rs_state_truncate(lm.st, -1, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_state_truncate(lm.st, 2, &err), RS_ERR_LIMIT);
+	ck_assert(strstr(err.msg, "snapshot") != NULL);
+	ck_assert_int_eq(rs_state_pos(lm.st), 4);
+	ck_assert_int_eq(rs_engine_truncate(lm.e, lm.st, 9, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_state_checkpoint(lm.st, &err),
+	    RS_ERR_UNSUPPORTED);
+	ck_assert(strstr(err.msg, "checkpoint") != NULL);
+	ck_assert_int_eq(rs_state_rollback(lm.st, &err), RS_ERR_INVALID_ARG);
+	so.n_ctx = -1;
+	ck_assert_int_eq(rs_state_new(&st, lm.m, &so, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "context") != NULL);
+	so.n_ctx = 8;
+	so.n_snap = -2;
+	ck_assert_int_eq(rs_state_new(&st, lm.m, &so, &err),
+	    RS_ERR_INVALID_ARG);
+	so.n_snap = 0;
+	so.n_ctx = 2;
+	ck_assert_int_eq(rs_state_new(&st, lm.m, &so, &err), RS_OK);
+	ck_assert_int_eq(rs_state_copy(st, lm.st, &err), RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "does not fit") != NULL);
+	rs_state_free(st);
+	rs_state_free(NULL);
+	t_lm_close(&lm);
+}
+END_TEST
+
+Suite *
+state_suite(void)
+{
+	Suite	*s = suite_create("state");
+	TCase	*tc = tcase_create("rollback");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, truncate_snapshot);
+	tcase_add_test(tc, truncate_after_steps);
+	tcase_add_test(tc, checkpoint_rollback);
+	tcase_add_test(tc, truncate_replay);
+	tcase_add_test(tc, kv_only_truncation_is_wrong);
+	tcase_add_test(tc, copy_and_reset);
+	tcase_add_test(tc, mtp_cache_cut);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bad_input");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, bad_input);
+	suite_add_tcase(s, tc);
+	return (s);
+}

@@ -1,0 +1,65 @@
+/*
+ * t_ref.h - test helpers for the engine suites: the prompts and greedy
+ * continuation of tiny/reference.json, llama.cpp's peer errors, and a
+ * model + engine + state opened in one call.
+ */
+#ifndef T_REF_H
+#define T_REF_H
+
+#include <stdint.h>
+
+#include "rs_engine.h"
+#include "rs_model.h"
+#include "rs_state.h"
+
+#define T_REF_MAX_PROMPTS	16
+#define T_MAX_REL		1e-4	/* f16 file vs the float64 reference */
+
+struct t_ref {
+	int	 n_prompts;
+	int32_t	*prompt[T_REF_MAX_PROMPTS];	/* token ids */
+	int32_t	 len[T_REF_MAX_PROMPTS];
+	int64_t	 row0[T_REF_MAX_PROMPTS];	/* first row in ref-logits */
+	int64_t	 rows;				/* sum of len */
+	int	 greedy_prompt;			/* index into prompt[] */
+	int32_t	*greedy;			/* the greedy continuation */
+	int32_t	 n_greedy;
+	int32_t	*seq;		/* prompt[greedy_prompt] + greedy */
+	int32_t	 n_seq;
+};
+
+/* Load tiny/reference.json; fails the test on a malformed file. */
+void	t_ref_load(struct t_ref *r);
+void	t_ref_free(struct t_ref *r);
+
+/*
+ * llama.cpp's relative error per prompt for FILE ("q8_0") from
+ * tiny/peer-errors.json into OUT (room for MAX); returns the count.
+ */
+int	t_peer_errors(const char *file, double *out, int max);
+
+struct t_lm {
+	struct rs_model		*m;
+	struct rs_engine	*e;
+	struct rs_state		*st;
+};
+
+/*
+ * Open fixture FIXTURE ("tiny/model-f16.gguf") with an engine of THREADS
+ * threads and MAX_BATCH tokens per chunk (0: defaults) and a state with
+ * N_SNAP snapshots and a checkpoint when CKPT.  Fails the test on error.
+ */
+void	t_lm_open(struct t_lm *lm, const char *fixture, int threads,
+	    int max_batch, int n_snap, int ckpt);
+void	t_lm_close(struct t_lm *lm);
+
+/* A fresh state for LM's model (fails the test on error). */
+struct rs_state *t_state(const struct t_lm *lm, int n_snap, int ckpt);
+
+/* Row-wise argmax of N rows of V logits into OUT. */
+void	t_argmax_rows(const float *logits, int64_t n, int64_t v, int32_t *out);
+
+/* Seconds on a monotonic clock. */
+double	t_now(void);
+
+#endif /* T_REF_H */
