@@ -30,6 +30,7 @@
 #include "rs_chat.h"
 #include "rs_gguf.h"
 #include "rs_pyjson.h"
+#include "rs_pystr.h"
 #include "rs_sha256.h"
 
 /* Texts written by the templates (quoted in serving.md §2.4 A and B). */
@@ -171,55 +172,16 @@ st_span(struct stext *t, struct span sp)
 	}
 }
 
-/* ---- Python string semantics on UTF-8 ---- */
-
-/* Decode the code point at S[0..N); *LEN gets its byte length (>= 1). */
-static uint32_t
-utf8_at(const unsigned char *s, size_t n, size_t *len)
-{
-	uint32_t	cp;
-	size_t		k, i;
-
-	if (s[0] < 0x80) { *len = 1; return (s[0]); }
-	if ((s[0] & 0xe0) == 0xc0) { k = 2; cp = s[0] & 0x1f; }
-	else if ((s[0] & 0xf0) == 0xe0) { k = 3; cp = s[0] & 0x0f; }
-	else if ((s[0] & 0xf8) == 0xf0) { k = 4; cp = s[0] & 0x07; }
-	else { *len = 1; return (0xfffd); }
-	if (k > n) { *len = 1; return (0xfffd); }
-	for (i = 1; i < k; i++)
-		cp = cp << 6 | (s[i] & 0x3f);
-	*len = k;
-	return (cp);
-}
-
-/* Python str.isspace() (serving.md §2.7 item 1). */
-static int
-py_isspace(uint32_t c)
-{
-	return ((c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) ||
-	    c == 0x85 || c == 0xa0 || c == 0x1680 ||
-	    (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-	    c == 0x202f || c == 0x205f || c == 0x3000);
-}
-
 /* SP with Python strip() applied. */
 static struct span
 trim(struct span sp)
 {
-	const unsigned char	*s = (const unsigned char *)sp.t->b.data;
-	size_t			 k, j;
+	const char	*s = sp.t->b.data;
 
-	while (sp.lo < sp.hi && py_isspace(utf8_at(s + sp.lo, sp.hi - sp.lo,
-	    &k)))
-		sp.lo += k;
-	while (sp.lo < sp.hi) {
-		/* step back to the start of the last code point */
-		for (j = sp.hi - 1; j > sp.lo && (s[j] & 0xc0) == 0x80; j--)
-			;
-		if (!py_isspace(utf8_at(s + j, sp.hi - j, &k)))
-			break;
-		sp.hi = j;
-	}
+	if (sp.lo == sp.hi)
+		return (sp);
+	sp.lo += rs_pystr_lspace(s + sp.lo, sp.hi - sp.lo);
+	sp.hi -= rs_pystr_rspace(s + sp.lo, sp.hi - sp.lo);
 	return (sp);
 }
 
