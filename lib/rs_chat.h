@@ -93,7 +93,8 @@ void		 rs_chat_opts_init(struct rs_chat_opts *o,
  * (default), medium, and low.", "System message cannot contain images.",
  * "Unexpected item type in content.", "Unexpected content type.", "Can only
  * get item pairs from a mapping.", Jinja's "'dict object' has no attribute
- * 'name'" and Python's "can only concatenate str (not \"int\") to str"),
+ * 'name'", Python's "can only concatenate str (not \"int\") to str" and
+ * "argument of type 'int' is not iterable", with the actual type names),
  * or for inputs outside what the template can be given (MESSAGES or TOOLS
  * not arrays, a content part's text that is an array or object);
  * RS_ERR_UNSUPPORTED for an unknown variant; RS_ERR_NOMEM.

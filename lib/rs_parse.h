@@ -30,12 +30,13 @@
  * </parameter> (the next declared, unseen <parameter= at a line start, or a
  * </function> followed by </tool_call> or the end, closes the value); a
  * </parameter> inside a value (it closes only when followed, after white
- * space, by <parameter=, </function>, </tool_call> or the end); trailing
- * text after the calls (content); a repeated leading <think>.  A call whose
- * header is malformed (no <function=, a NAME that is empty or holds white
- * space, quotes, <, >, { or }) is not a call: its raw text becomes content,
- * so nothing is lost.  Text between parameters that fits no rule is
- * skipped up to </function>, keeping the parameters found so far (§3.3).
+ * space, by <parameter=, </function>, </tool_call> or the end); text after
+ * the calls (content, less the white space before it); a repeated leading
+ * <think>.  A call whose header is malformed (no <function=, a NAME that is
+ * empty or holds white space, quotes, <, >, { or }) is not a call: its raw
+ * text becomes content, so nothing is lost.  Text between parameters that
+ * fits no rule is skipped up to </function>, keeping the parameters found
+ * so far (§3.3).
  *
  * Lifecycle: rs_parse_new(), rs_parse_feed() for each piece, then
  * rs_parse_finish() once; after each feed/finish, rs_parse_events() lists
@@ -64,7 +65,8 @@ struct rs_parse_opts {
 	int			 thinking;
 	/* drop a leading "<think>" ws "</think>" ws when not thinking (§3.2) */
 	int			 strip_empty_think;
-	/* seeds the call ids (call_ + 24 of [A-Za-z0-9]) */
+	/* seeds the call ids (call_ + 24 of [A-Za-z0-9]); ids need only be
+	   unique within a response, so any per-response value will do */
 	uint64_t		 id_seed;
 };
 
