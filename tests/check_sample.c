@@ -316,6 +316,41 @@ END_TEST
 
 /* ---- determinism ---- */
 
+START_TEST(rng_vectors)
+{
+	/*
+	 * Published outputs: splitmix64 from 0 (the seeded state), and
+	 * xoshiro256** from the state {1, 2, 3, 4}.
+	 */
+	const uint64_t	sm[4] = { 0xe220a8397b1dcdafULL, 0x6e789e6aa1b965f4ULL,
+	    0x06c45d188009454fULL, 0xf88bb8a8724c81ecULL };
+	const uint64_t	xo[4] = { 11520, 0, 1509978240,
+	    1215971899390074240ULL };
+	struct rs_rng	r;
+	long		count[6] = { 0 };
+	double		stat = 0;
+
+	rs_rng_seed(&r, 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(r.s[i], sm[i]);
+	r = (struct rs_rng){ { 1, 2, 3, 4 } };
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(rs_rng_next(&r), xo[i]);
+	/* rs_rng_below is uniform: chi-square over 6 faces */
+	rs_rng_seed(&r, 9);
+	for (int i = 0; i < 60000; i++)
+		count[rs_rng_below(&r, 6)]++;
+	for (int i = 0; i < 6; i++)
+		stat += (count[i] - 10000.0) * (count[i] - 10000.0) / 10000.0;
+	ck_assert(stat < chi2_quantile(5, 1 - ALPHA));
+	for (int i = 0; i < 1000; i++) {
+		double u = rs_rng_uniform(&r);
+
+		ck_assert(u >= 0 && u < 1);
+	}
+}
+END_TEST
+
 /* 300 steps over random logits with every feature on; tokens into OUT. */
 static void
 generate(uint64_t seed, int32_t out[300])
@@ -771,6 +806,7 @@ sample_suite(void)
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chain");
+	tcase_add_test(tc, rng_vectors);
 	tcase_add_test(tc, reproducible);
 	tcase_add_test(tc, greedy);
 	tcase_add_test(tc, penalties);
