@@ -28,10 +28,8 @@
 
 #include "rs_buf.h"
 #include "rs_chat.h"
-#include "rs_gguf.h"
 #include "rs_pyjson.h"
 #include "rs_pystr.h"
-#include "rs_sha256.h"
 
 /* Texts written by the templates (quoted in serving.md §2.4 A and B). */
 #define I_XHIGH	"Reasoning effort is set to xhigh. Please think carefully " \
@@ -59,25 +57,6 @@
 	"function calls\n</IMPORTANT>"
 #define IMAGE_PH	"<|vision_start|><|image_pad|><|vision_end|>"
 #define VIDEO_PH	"<|vision_start|><|video_pad|><|vision_end|>"
-
-/*
- * The known templates: SHA-256 of the canonical text (rs_chat_identify).
- * qwen35: tokenizer.chat_template of the fixtures/tiny GGUFs (7,756 bytes),
- * identical to huggingface/trl trl/chat_templates/qwen3_5_think.jinja;
- * qwen36: trl qwen3_6.jinja (7,764 bytes); qwen38: trl qwen3_8.jinja at
- * commit cb1275c7 (8,952 bytes), the copy serving.md §2.1 verified.
- */
-static const struct {
-	enum rs_chat_variant	 v;
-	const char		*sha256;
-} known[] = {
-	{ RS_CHAT_QWEN35,
-	  "a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715" },
-	{ RS_CHAT_QWEN36,
-	  "e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259" },
-	{ RS_CHAT_QWEN38,
-	  "c3cf9e34abf4f9e36c2d72165aa9c132d3e2a725b6c2586aaa3a8af9d7a81041" },
-};
 
 /* Text with a template/client mark per byte, as runs. */
 struct stext {
@@ -817,75 +796,6 @@ rs_chat_prompt_cleanup(struct rs_chat_prompt *out)
 	free(out->text);
 	free(out->segs);
 	memset(out, 0, sizeof(*out));
-}
-
-/* ---- identification ---- */
-
-void
-rs_chat_template_hash(const char *text, size_t n, char hex[65])
-{
-	static const char	 digits[] = "0123456789abcdef";
-	struct rs_sha256	 h;
-	uint8_t			 d[RS_SHA256_LEN];
-	size_t			 i, run = 0;
-
-	/* Jinja's lexer: one trailing newline is not part of the template */
-	if (n > 0 && text[n - 1] == '\n')
-		n -= n > 1 && text[n - 2] == '\r' ? 2 : 1;
-	else if (n > 0 && text[n - 1] == '\r')
-		n--;
-	rs_sha256_init(&h);
-	for (i = 0; i < n; i++) {
-		if (text[i] != '\r')
-			continue;
-		/* CR LF and a lone CR both read as LF */
-		rs_sha256_update(&h, text + run, i - run);
-		rs_sha256_update(&h, "\n", 1);
-		if (i + 1 < n && text[i + 1] == '\n')
-			i++;
-		run = i + 1;
-	}
-	rs_sha256_update(&h, text + run, n - run);
-	rs_sha256_final(&h, d);
-	for (i = 0; i < RS_SHA256_LEN; i++) {
-		hex[2 * i] = digits[d[i] >> 4];
-		hex[2 * i + 1] = digits[d[i] & 15];
-	}
-	hex[64] = '\0';
-}
-
-enum rs_status
-rs_chat_identify(const char *text, size_t n, enum rs_chat_variant *out,
-    struct rs_err *err)
-{
-	char	hex[65];
-
-	rs_chat_template_hash(text, n, hex);
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-		if (strcmp(hex, known[i].sha256) == 0) {
-			*out = known[i].v;
-			return (RS_OK);
-		}
-	}
-	return (rs_errf(err, RS_ERR_UNSUPPORTED,
-	    "chat template not recognised (%zu bytes, sha256 %s): only "
-	    "the Qwen3.5, Qwen3.6 and Qwen3.8 templates are supported", n,
-	    hex));
-}
-
-enum rs_status
-rs_chat_identify_gguf(const struct rs_gguf *g, enum rs_chat_variant *out,
-    struct rs_err *err)
-{
-	struct rs_gguf_str	s;
-	enum rs_status		st;
-
-	if ((st = rs_gguf_get_str(g, "tokenizer.chat_template", &s, err)) !=
-	    RS_OK)
-		return (st);
-	if ((st = rs_chat_identify(s.ptr, (size_t)s.len, out, err)) != RS_OK)
-		rs_err_prefix(err, "tokenizer.chat_template");
-	return (st);
 }
 
 const char *
