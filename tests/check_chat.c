@@ -1,7 +1,7 @@
 /*
  * check_chat.c - the chat-template renderer against the golden renderings
- * of real Jinja2 (the fixtures/chat case files), template identification,
- * and the Python-style JSON it depends on.
+ * of real Jinja2 (the fixtures/chat case files), and template
+ * identification.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -9,12 +9,9 @@
 
 #include <check.h>
 
-#include "rs_buf.h"
 #include "rs_chat.h"
 #include "rs_gguf.h"
 #include "rs_json.h"
-#include "rs_pyjson.h"
-#include "rs_sha256.h"
 #include "t_util.h"
 
 #define N_QWEN38_CASES	35
@@ -394,135 +391,6 @@ START_TEST(identify)
 }
 END_TEST
 
-START_TEST(sha256_vectors)
-{
-	/* FIPS 180-2 appendix B and the empty message */
-	char	hex[65], *a = malloc(1000000);
-
-	rs_sha256_hex("abc", 3, hex);
-	ck_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223"
-	    "b00361a396177a9cb410ff61f20015ad");
-	rs_sha256_hex("", 0, hex);
-	ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb924"
-	    "27ae41e4649b934ca495991b7852b855");
-	rs_sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-	    56, hex);
-	ck_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039"
-	    "a33ce45964ff2167f6ecedd419db06c1");
-	memset(a, 'a', 1000000);
-	rs_sha256_hex(a, 1000000, hex);
-	ck_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67"
-	    "f1809a48a497200e046d39ccc7112cd0");
-	free(a);
-}
-END_TEST
-
-/* ---- Python-style JSON (expected strings: CPython 3 repr/json.dumps) ---- */
-
-static void
-expect_real(double v, const char *want)
-{
-	struct rs_buf	b;
-
-	rs_buf_init(&b);
-	rs_pyjson_real(&b, v);
-	ck_assert_str_eq(b.data, want);
-	rs_buf_cleanup(&b);
-}
-
-START_TEST(pyjson_real)
-{
-	expect_real(1.5, "1.5");
-	expect_real(1.0, "1.0");
-	expect_real(-0.0, "-0.0");
-	expect_real(1e-05, "1e-05");
-	expect_real(0.0001, "0.0001");
-	expect_real(1e16, "1e+16");
-	expect_real(1e15, "1000000000000000.0");
-	expect_real(100000.0, "100000.0");
-	expect_real(0.1, "0.1");
-	expect_real(1.0 / 3, "0.3333333333333333");
-	expect_real(123456789012345678.0, "1.2345678901234568e+17");
-	expect_real(5e-324, "5e-324");
-	expect_real(1.7976931348623157e308, "1.7976931348623157e+308");
-	expect_real(-2.5e-7, "-2.5e-07");
-	expect_real(0.30000000000000004, "0.30000000000000004");
-}
-END_TEST
-
-START_TEST(pyjson_dump)
-{
-	struct rs_json	*j = parse("{\"z\":1,\"a\":[true,null,2.50,\"\\u00e9\\n"
-	    "\\u0001\\\"/\\u2028\"],\"o\":{},\"e\":[]}");
-	struct rs_buf	 b;
-
-	rs_buf_init(&b);
-	rs_pyjson_dump(&b, j);
-	ck_assert_str_eq(b.data, "{\"z\": 1, \"a\": [true, null, 2.5, "
-	    "\"\xc3\xa9\\n\\u0001\\\"/\xe2\x80\xa8\"], \"o\": {}, \"e\": []}");
-	rs_buf_cleanup(&b);
-	rs_json_free(j);
-}
-END_TEST
-
-static void
-expect_lit(const char *in, enum rs_pyjson_mode mode, const char *want)
-{
-	struct rs_buf	b;
-	int		ok;
-
-	rs_buf_init(&b);
-	rs_buf_adds(&b, "<");
-	ok = rs_pyjson_literal(&b, in, strlen(in), mode);
-	if (want == NULL) {
-		ck_assert_msg(ok == 0, "'%s' accepted as '%s'", in, b.data);
-		ck_assert_str_eq(b.data, "<");
-	} else {
-		ck_assert_msg(ok == 1, "'%s' refused", in);
-		ck_assert_str_eq(b.data + 1, want);
-	}
-	rs_buf_cleanup(&b);
-}
-
-START_TEST(pyjson_literal)
-{
-	expect_lit(" {\"a\":1,\"b\" : [ 2 ,3.0e5] } ", RS_PYJSON_STRICT,
-	    "{\"a\": 1, \"b\": [2, 3.0e5]}");
-	expect_lit("123456789012345678901234567890", RS_PYJSON_STRICT,
-	    "123456789012345678901234567890");
-	expect_lit("\"\\ud83d\\ude00 \\ud83d x\"", RS_PYJSON_STRICT,
-	    "\"\xf0\x9f\x98\x80 \xef\xbf\xbd x\"");
-	expect_lit("{'a': 1}", RS_PYJSON_STRICT, NULL);
-	expect_lit("{'a': 1}", RS_PYJSON_PYTHON, "{\"a\": 1}");
-	expect_lit("[True, False, None, 'it\\'s', \"q\",]", RS_PYJSON_PYTHON,
-	    "[true, false, null, \"it's\", \"q\"]");
-	expect_lit("[1,]", RS_PYJSON_STRICT, NULL);
-	expect_lit("[1 2]", RS_PYJSON_STRICT, NULL);
-	expect_lit("01", RS_PYJSON_STRICT, NULL);
-	expect_lit("1.", RS_PYJSON_STRICT, NULL);
-	expect_lit("{\"a\":1} x", RS_PYJSON_STRICT, NULL);
-	expect_lit("\"a\tb\"", RS_PYJSON_STRICT, NULL);
-	expect_lit("", RS_PYJSON_STRICT, NULL);
-	expect_lit("[[[[", RS_PYJSON_PYTHON, NULL);
-	ck_assert(rs_pyjson_is_number("-0", 2, 1));
-	ck_assert(!rs_pyjson_is_number("1e5", 3, 1));
-	ck_assert(rs_pyjson_is_number("1e5", 3, 0));
-	ck_assert(!rs_pyjson_is_number("-", 1, 0));
-}
-END_TEST
-
-START_TEST(pyjson_deep)
-{
-	/* 200 nested arrays: beyond the depth limit, refused without a crash */
-	char	in[401];
-
-	memset(in, '[', 200);
-	memset(in + 200, ']', 200);
-	in[400] = '\0';
-	expect_lit(in, RS_PYJSON_STRICT, NULL);
-}
-END_TEST
-
 Suite *
 chat_suite(void)
 {
@@ -538,13 +406,6 @@ chat_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("identify");
 	tcase_add_test(tc, identify);
-	tcase_add_test(tc, sha256_vectors);
-	suite_add_tcase(s, tc);
-	tc = tcase_create("pyjson");
-	tcase_add_test(tc, pyjson_real);
-	tcase_add_test(tc, pyjson_dump);
-	tcase_add_test(tc, pyjson_literal);
-	tcase_add_test(tc, pyjson_deep);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
 	tcase_add_test(tc, bad_input);
