@@ -235,6 +235,29 @@ rs_json_obj_at(const struct rs_json *obj, size_t i, const char **key,
 	return (-1);
 }
 
+int
+rs_json_obj_next(const struct rs_json *obj, void **it, const char **key,
+    size_t *klen, struct rs_json **val)
+{
+	void	*next;
+
+	if (!json_is_object(J(obj)))
+		return (-1);
+	next = *it == NULL ? json_object_iter(J(obj)) :
+	    json_object_iter_next(J(obj), *it);
+	if (next == NULL)
+		return (-1);
+	*it = next;
+	*key = json_object_iter_key(next);
+#if JANSSON_VERSION_HEX >= 0x020e00
+	*klen = json_object_iter_key_len(next);
+#else
+	*klen = strlen(*key);
+#endif
+	*val = R(json_object_iter_value(next));
+	return (0);
+}
+
 const char *
 rs_json_lib_version(void)
 {

@@ -75,6 +75,14 @@ int		 rs_json_as_str(const struct rs_json *j, const char **s,
 int		 rs_json_obj_at(const struct rs_json *obj, size_t i,
 		    const char **key, struct rs_json **val);
 size_t		 rs_json_obj_len(const struct rs_json *obj);
+/*
+ * Iterate OBJ's members in insertion order, O(1) per step: start with
+ * *IT = NULL; each call moves *IT to the next member, stores its key (KLEN
+ * bytes, NUL-terminated) and value, and returns 0; returns -1 after the
+ * last member or when OBJ is not an object.  OBJ must not change meanwhile.
+ */
+int		 rs_json_obj_next(const struct rs_json *obj, void **it,
+		    const char **key, size_t *klen, struct rs_json **val);
 
 /* Version of the JSON library underneath ("jansson 2.14"). */
 const char	*rs_json_lib_version(void);

@@ -1,0 +1,176 @@
+/*
+ * check_pyjson.c - JSON text as Python writes it, and Python's white space.
+ * Expected strings are what CPython 3 prints (repr, json.dumps with
+ * ensure_ascii=False, str.strip).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_buf.h"
+#include "rs_json.h"
+#include "rs_pyjson.h"
+#include "rs_pystr.h"
+
+static struct rs_json *
+parse(const char *text)
+{
+	struct rs_json	*j = NULL;
+	struct rs_err	 err = { 0 };
+
+	ck_assert_msg(rs_json_parse(text, strlen(text), &j, &err) == RS_OK,
+	    "%s", err.msg);
+	return (j);
+}
+
+static void
+expect_real(double v, const char *want)
+{
+	struct rs_buf	b;
+
+	rs_buf_init(&b);
+	rs_pyjson_real(&b, v);
+	ck_assert_str_eq(b.data, want);
+	rs_buf_cleanup(&b);
+}
+
+START_TEST(pyjson_real)
+{
+	expect_real(1.5, "1.5");
+	expect_real(1.0, "1.0");
+	expect_real(-0.0, "-0.0");
+	expect_real(1e-05, "1e-05");
+	expect_real(0.0001, "0.0001");
+	expect_real(1e16, "1e+16");
+	expect_real(1e15, "1000000000000000.0");
+	expect_real(100000.0, "100000.0");
+	expect_real(0.1, "0.1");
+	expect_real(1.0 / 3, "0.3333333333333333");
+	expect_real(123456789012345678.0, "1.2345678901234568e+17");
+	expect_real(5e-324, "5e-324");
+	expect_real(1.7976931348623157e308, "1.7976931348623157e+308");
+	expect_real(-2.5e-7, "-2.5e-07");
+	expect_real(0.30000000000000004, "0.30000000000000004");
+}
+END_TEST
+
+START_TEST(pyjson_dump)
+{
+	struct rs_json	*j = parse("{\"z\":1,\"a\":[true,null,2.50,\"\\u00e9\\n"
+	    "\\u0001\\\"/\\u2028\"],\"o\":{},\"e\":[]}");
+	struct rs_buf	 b;
+
+	rs_buf_init(&b);
+	rs_pyjson_dump(&b, j);
+	ck_assert_str_eq(b.data, "{\"z\": 1, \"a\": [true, null, 2.5, "
+	    "\"\xc3\xa9\\n\\u0001\\\"/\xe2\x80\xa8\"], \"o\": {}, \"e\": []}");
+	rs_buf_cleanup(&b);
+	rs_json_free(j);
+}
+END_TEST
+
+static void
+expect_lit(const char *in, enum rs_pyjson_mode mode, const char *want)
+{
+	struct rs_buf	b;
+	int		ok;
+
+	rs_buf_init(&b);
+	rs_buf_adds(&b, "<");
+	ok = rs_pyjson_literal(&b, in, strlen(in), mode);
+	if (want == NULL) {
+		ck_assert_msg(ok == 0, "'%s' accepted as '%s'", in, b.data);
+		ck_assert_str_eq(b.data, "<");
+	} else {
+		ck_assert_msg(ok == 1, "'%s' refused", in);
+		ck_assert_str_eq(b.data + 1, want);
+	}
+	rs_buf_cleanup(&b);
+}
+
+START_TEST(pyjson_literal)
+{
+	expect_lit(" {\"a\":1,\"b\" : [ 2 ,3.0e5] } ", RS_PYJSON_STRICT,
+	    "{\"a\": 1, \"b\": [2, 3.0e5]}");
+	expect_lit("123456789012345678901234567890", RS_PYJSON_STRICT,
+	    "123456789012345678901234567890");
+	expect_lit("\"\\ud83d\\ude00 \\ud83d x\"", RS_PYJSON_STRICT,
+	    "\"\xf0\x9f\x98\x80 \xef\xbf\xbd x\"");
+	expect_lit("{'a': 1}", RS_PYJSON_STRICT, NULL);
+	expect_lit("{'a': 1}", RS_PYJSON_PYTHON, "{\"a\": 1}");
+	expect_lit("[True, False, None, 'it\\'s', \"q\",]", RS_PYJSON_PYTHON,
+	    "[true, false, null, \"it's\", \"q\"]");
+	expect_lit("[1,]", RS_PYJSON_STRICT, NULL);
+	expect_lit("[1 2]", RS_PYJSON_STRICT, NULL);
+	expect_lit("01", RS_PYJSON_STRICT, NULL);
+	expect_lit("1.", RS_PYJSON_STRICT, NULL);
+	expect_lit("{\"a\":1} x", RS_PYJSON_STRICT, NULL);
+	expect_lit("\"a\tb\"", RS_PYJSON_STRICT, NULL);
+	expect_lit("", RS_PYJSON_STRICT, NULL);
+	expect_lit("[[[[", RS_PYJSON_PYTHON, NULL);
+	ck_assert(rs_pyjson_is_number("-0", 2, 1));
+	ck_assert(!rs_pyjson_is_number("1e5", 3, 1));
+	ck_assert(rs_pyjson_is_number("1e5", 3, 0));
+	ck_assert(!rs_pyjson_is_number("-", 1, 0));
+}
+END_TEST
+
+START_TEST(pyjson_deep)
+{
+	/* 200 nested arrays: beyond the depth limit, refused without a crash */
+	char	in[401];
+
+	memset(in, '[', 200);
+	memset(in + 200, ']', 200);
+	in[400] = '\0';
+	expect_lit(in, RS_PYJSON_STRICT, NULL);
+}
+END_TEST
+
+START_TEST(pystr_space)
+{
+	/* str.isspace() is true exactly for these (Unicode 15, CPython 3.11) */
+	static const uint32_t	space[] = { 0x09, 0x0a, 0x0b, 0x0c, 0x0d,
+	    0x1c, 0x1d, 0x1e, 0x1f, 0x20, 0x85, 0xa0, 0x1680, 0x2000, 0x2005,
+	    0x200a, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000 };
+	static const uint32_t	not_space[] = { 0x00, 0x08, 0x0e, 0x1b, 0x21,
+	    0x84, 0x86, 0x180e, 0x200b, 0x200c, 0x2060, 0xfeff, 0x3001 };
+	/* " \u3000x\u00a0 \u001c" strips to "x" */
+	const char	*s = " \xe3\x80\x80x\xc2\xa0 \x1c";
+	size_t		 n = strlen(s);
+
+	for (size_t i = 0; i < sizeof(space) / sizeof(space[0]); i++)
+		ck_assert_msg(rs_pystr_isspace(space[i]), "U+%04X",
+		    (unsigned)space[i]);
+	for (size_t i = 0; i < sizeof(not_space) / sizeof(not_space[0]); i++)
+		ck_assert_msg(!rs_pystr_isspace(not_space[i]), "U+%04X",
+		    (unsigned)not_space[i]);
+	ck_assert_uint_eq(rs_pystr_lspace(s, n), 4);
+	ck_assert_uint_eq(rs_pystr_rspace(s, n), 4);
+	ck_assert_uint_eq(rs_pystr_lspace("   ", 3), 3);
+	/* a cut sequence or a stray byte is not a space */
+	ck_assert_uint_eq(rs_pystr_rspace("a\xe3\x80", 3), 0);
+	ck_assert_uint_eq(rs_pystr_lspace("\x80 ", 2), 0);
+}
+END_TEST
+
+Suite *
+pyjson_suite(void)
+{
+	Suite	*s = suite_create("pyjson");
+	TCase	*tc = tcase_create("pyjson");
+
+	tcase_add_test(tc, pyjson_real);
+	tcase_add_test(tc, pyjson_dump);
+	tcase_add_test(tc, pyjson_literal);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("pystr");
+	tcase_add_test(tc, pystr_space);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bad_input");
+	tcase_add_test(tc, pyjson_deep);
+	suite_add_tcase(s, tc);
+	return (s);
+}
