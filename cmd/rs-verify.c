@@ -100,7 +100,8 @@ help(void)
 	    "mismatch)\n"
 	    "      --extra N           tokens decoded after the rollback "
 	    "(default 4)\n"
-	    "      --backend NAME      cpu, cuda or auto (default auto = cpu)\n"
+	    "      --backend NAME      cpu, cuda or auto (default auto: cuda when a GPU\n"
+	    "                          is present in a CUDA build, else cpu)\n"
 	    "  -t, --threads N         worker threads (default: all CPUs)\n"
 	    "  -c, --ctx-size N        context positions (default: the "
 	    "model's)\n"
@@ -815,7 +816,7 @@ main(int argc, char **argv)
 	eo.max_batch = o.batch;
 	so.n_ctx = o.ctx;
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
-	    rs_state_new(&r.state, r.model, &so, &err) != RS_OK)
+	    rs_engine_state_new(r.engine, &so, &r.state, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
 	r.lbuf = malloc((size_t)rs_engine_max_batch(r.engine) *
 	    r.model->hp.n_vocab * sizeof(float));

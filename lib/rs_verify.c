@@ -210,10 +210,10 @@ rs_verify_check_rollback(struct rs_engine *e, const int32_t *tokens,
 	rep->mtp_rel_err = -1.0;
 	/* the longest the final sequence can be: all k accepted */
 	len = n + extra;
-	if ((s = rs_state_new(&spec, m, &so, err)) != RS_OK)
+	if ((s = rs_engine_state_new(e, &so, &spec, err)) != RS_OK)
 		return (s);
 	so.n_snap = 0;
-	if ((s = rs_state_new(&seq, m, &so, err)) != RS_OK) {
+	if ((s = rs_engine_state_new(e, &so, &seq, err)) != RS_OK) {
 		rs_state_free(spec);
 		return (s);
 	}
