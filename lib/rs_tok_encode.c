@@ -238,6 +238,8 @@ bytes_add(struct bytes *b, const void *s, size_t n)
 	size_t	 cap = b->cap > 0 ? b->cap : 256;
 	char	*p;
 
+	if (n == 0)
+		return (0);
 	if (b->cap - b->n < n) {
 		while (cap - b->n < n)
 			cap *= 2;

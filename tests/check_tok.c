@@ -131,7 +131,7 @@ END_TEST
 START_TEST(byte_map)
 {
 	struct rs_json	*j = t_json_load(T_VECTORS), *map;
-	char		 key[8], buf[4];
+	char		 key[16], buf[4];
 	const char	*s;
 	size_t		 n;
 	int		 k;

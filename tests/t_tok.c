@@ -204,7 +204,7 @@ static void
 load_alphabet(void)
 {
 	struct rs_json	*j, *map;
-	char		 key[8];
+	char		 key[16];
 	const char	*s;
 	size_t		 n;
 
