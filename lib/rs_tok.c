@@ -101,15 +101,15 @@ unmap(const char *s, size_t n, char *out, uint32_t *badcp)
 
 /* ---- hash maps ---- */
 
-/* FNV-1a over the bytes, spread by rs_tok_hash64(). */
+/* FNV-1a over the bytes (the table index and tag come from it). */
 static uint64_t
-hash_bytes(const char *s, size_t n, int bits)
+hash_bytes(const char *s, size_t n)
 {
 	uint64_t	h = 0xcbf29ce484222325ULL;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return (rs_tok_hash64(h, bits));
+	return (h);
 }
 
 /* Smallest BITS >= 4 with 2^BITS >= 2 * N: tables at most half full. */
@@ -123,41 +123,46 @@ table_bits(uint64_t n)
 	return (bits);
 }
 
+/*
+ * The slot holding the NORMAL token with bytes S[0..N), or the empty slot
+ * where it would go.
+ */
+static struct rs_tok_slot *
+vocab_slot(const struct rs_tok *tok, const char *s, size_t n)
+{
+	uint64_t	 h = hash_bytes(s, n);
+	uint64_t	 mask = ((uint64_t)1 << tok->vocab_bits) - 1;
+	uint64_t	 i = rs_tok_hash64(h, tok->vocab_bits);
+	uint32_t	 tag = (uint32_t)h;
+	struct rs_tok_slot *sl;
+
+	for (;; i = (i + 1) & mask) {
+		sl = &tok->vocab[i];
+		if (sl->id < 0 || (sl->tag == tag &&
+		    tok->tokens[sl->id].len == n &&
+		    memcmp(rs_tok_entry_bytes(tok, sl->id), s, n) == 0))
+			return (sl);
+	}
+}
+
 /* The NORMAL token with bytes S[0..N), or -1. */
 static int32_t
 vocab_find(const struct rs_tok *tok, const char *s, size_t n)
 {
-	uint64_t	mask = ((uint64_t)1 << tok->vocab_bits) - 1;
-	uint64_t	i = hash_bytes(s, n, tok->vocab_bits);
-	int32_t		id;
-
-	for (;; i = (i + 1) & mask) {
-		if ((id = tok->vocab[i]) < 0)
-			return (-1);
-		if (tok->tokens[id].len == n &&
-		    memcmp(rs_tok_entry_bytes(tok, id), s, n) == 0)
-			return (id);
-	}
+	return (vocab_slot(tok, s, n)->id);
 }
 
 /* Insert NORMAL token ID; a duplicate text keeps the lower id. */
 static void
 vocab_insert(struct rs_tok *tok, int32_t id)
 {
-	const struct rs_tok_entry *e = &tok->tokens[id];
 	const char	*s = rs_tok_entry_bytes(tok, id);
-	uint64_t	 mask = ((uint64_t)1 << tok->vocab_bits) - 1;
-	uint64_t	 i = hash_bytes(s, e->len, tok->vocab_bits);
-	int32_t		 o;
+	size_t		 n = tok->tokens[id].len;
+	struct rs_tok_slot *sl = vocab_slot(tok, s, n);
 
-	for (;; i = (i + 1) & mask) {
-		if ((o = tok->vocab[i]) < 0) {
-			tok->vocab[i] = id;
-			return;
-		}
-		if (tok->tokens[o].len == e->len &&
-		    memcmp(rs_tok_entry_bytes(tok, o), s, e->len) == 0)
-			return;
+	if (sl->id < 0) {
+		sl->id = id;
+		sl->tag = (uint32_t)hash_bytes(s, n);
 	}
 }
 

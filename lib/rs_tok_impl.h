@@ -23,6 +23,16 @@ struct rs_tok_entry {
 	uint8_t		type;		/* effective enum rs_tok_type */
 };
 
+/*
+ * One slot of the vocabulary hash table; id -1 marks an empty slot.  TAG
+ * holds other bits of the text's hash, so that a probe of a different text
+ * rarely has to touch its bytes (a cache miss each, at load time).
+ */
+struct rs_tok_slot {
+	int32_t		id;
+	uint32_t	tag;
+};
+
 /* One slot of the merge hash table; key UINT64_MAX marks an empty slot. */
 struct rs_tok_merge {
 	uint64_t	key;		/* (uint64)A << 32 | B */
@@ -39,8 +49,8 @@ struct rs_tok {
 	size_t			 max_piece;	/* longest token, bytes */
 	int32_t			 byte_id[256];	/* single-byte NORMAL tokens */
 
-	/* NORMAL tokens by bytes: open addressing, -1 = empty */
-	int32_t			*vocab;		/* (1 << vocab_bits) */
+	/* NORMAL tokens by bytes: open addressing */
+	struct rs_tok_slot	*vocab;		/* (1 << vocab_bits) */
 	int			 vocab_bits;
 
 	/* merges by id pair: open addressing */
