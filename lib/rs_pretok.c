@@ -11,6 +11,7 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH	8
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,20 +181,27 @@ rs_pretok_split(const struct rs_pretok *p, const char *text, size_t len,
 	return (st);
 }
 
-const char *
-rs_pretok_lib_version(void)
+static char	version[96];
+
+static void
+make_version(void)
 {
-	static char	buf[96];
 	char		ver[32] = "?", uni[32] = "?";
 	uint32_t	jit = 0;
 
-	if (buf[0] != '\0')
-		return (buf);
 	pcre2_config(PCRE2_CONFIG_VERSION, ver);
 	pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, uni);
 	pcre2_config(PCRE2_CONFIG_JIT, &jit);
 	ver[strcspn(ver, " ")] = '\0';		/* drop the release date */
-	snprintf(buf, sizeof(buf), "pcre2 %.20s (%sunicode %.20s)", ver,
+	snprintf(version, sizeof(version), "pcre2 %.20s (%sunicode %.20s)", ver,
 	    jit ? "jit, " : "", uni);
-	return (buf);
+}
+
+const char *
+rs_pretok_lib_version(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, make_version);
+	return (version);
 }

@@ -8,6 +8,7 @@
  * id-pair map).  Both tables are at most half full, so a lookup probes about
  * 1.5 slots.  For the 248k-token Qwen3.5 vocabulary that is a few MB.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -743,14 +744,21 @@ rs_tok_max_piece(const struct rs_tok *tok)
 	return (tok->max_piece);
 }
 
+static char	versions[160];
+
+static void
+make_versions(void)
+{
+	snprintf(versions, sizeof(versions), "%s; utf8proc %s (unicode %s)",
+	    rs_pretok_lib_version(), utf8proc_version(),
+	    utf8proc_unicode_version());
+}
+
 const char *
 rs_tok_lib_versions(void)
 {
-	static char	buf[160];
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (buf[0] == '\0')
-		snprintf(buf, sizeof(buf), "%s; utf8proc %s (unicode %s)",
-		    rs_pretok_lib_version(), utf8proc_version(),
-		    utf8proc_unicode_version());
-	return (buf);
+	pthread_once(&once, make_versions);
+	return (versions);
 }
