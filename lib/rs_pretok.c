@@ -28,7 +28,11 @@
 #define WS	"\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}" \
 		"\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
-/* The contractions: case-insensitive as in HF (so "'S", and 's' folds). */
+/*
+ * The contractions, caseless with Unicode folding as in the HF pattern:
+ * "'S" and "'\u017f" (long s) count too.  llama.cpp's ASCII-only rewrite
+ * ('[sS]...) differs only on that second kind (serving.md §1.4).
+ */
 #define CONTRACTIONS	"(?i:'s|'t|'re|'ve|'m|'ll|'d)"
 /* Newline run, whitespace not followed by non-space, any whitespace. */
 #define SPACES		"|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
