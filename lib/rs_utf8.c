@@ -1,0 +1,131 @@
+/*
+ * rs_utf8.c - strict UTF-8 classification and the U+FFFD-per-byte
+ * replacement policy (see rs_utf8.h).
+ *
+ * A sequence is decided by its lead byte, which fixes the length and the
+ * allowed range of the second byte (RFC 3629 §4 table); later bytes are
+ * always 80..BF.  The narrowed second-byte ranges are what exclude overlongs
+ * (E0, F0), surrogates (ED) and values above U+10FFFF (F4).
+ */
+#include <string.h>
+
+#include "rs_utf8.h"
+
+int
+rs_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	unsigned	c = s[0], lo = 0x80, hi = 0xbf;
+	int		len;
+	uint32_t	v;
+
+	if (c < 0x80) {
+		if (cp != NULL)
+			*cp = c;
+		return (1);
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		if (c == 0xe0)
+			lo = 0xa0;		/* below: overlong */
+		else if (c == 0xed)
+			hi = 0x9f;		/* above: surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		if (c == 0xf0)
+			lo = 0x90;		/* below: overlong */
+		else if (c == 0xf4)
+			hi = 0x8f;		/* above: > U+10FFFF */
+	} else
+		return (RS_UTF8_INVALID);	/* 80..C1, F5..FF */
+	v = c & (0x7f >> len);
+	for (int i = 1; i < len; i++) {
+		if ((size_t)i >= n)
+			return (RS_UTF8_SHORT);
+		if (s[i] < lo || s[i] > hi)
+			return (RS_UTF8_INVALID);
+		v = v << 6 | (s[i] & 0x3f);
+		lo = 0x80;
+		hi = 0xbf;
+	}
+	if (cp != NULL)
+		*cp = v;
+	return (len);
+}
+
+int
+rs_utf8_valid(const char *s, size_t n, size_t *bad)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t	i = 0;
+	int	k;
+
+	while (i < n) {
+		/* ASCII runs are the common case: skip them a byte at a time */
+		if (u[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((k = rs_utf8_seq(u + i, n - i, NULL)) <= 0) {
+			if (bad != NULL)
+				*bad = i;
+			return (0);
+		}
+		i += (size_t)k;
+	}
+	return (1);
+}
+
+size_t
+rs_utf8_sanitize(const char *s, size_t n, char *out, int final, size_t *used)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t	i = 0, o = 0;
+	int	k;
+
+	while (i < n) {
+		k = rs_utf8_seq(u + i, n - i, NULL);
+		if (k == RS_UTF8_SHORT && !final)
+			break;
+		if (k <= 0) {
+			memcpy(out + o, RS_UTF8_REPL, RS_UTF8_REPL_LEN);
+			o += RS_UTF8_REPL_LEN;
+			i++;
+			continue;
+		}
+		memcpy(out + o, s + i, (size_t)k);
+		o += (size_t)k;
+		i += (size_t)k;
+	}
+	if (used != NULL)
+		*used = i;
+	return (o);
+}
+
+int
+rs_utf8_put(uint32_t cp, char *out)
+{
+	unsigned char *o = (unsigned char *)out;
+
+	if (cp < 0x80) {
+		o[0] = (unsigned char)cp;
+		return (1);
+	}
+	if (cp < 0x800) {
+		o[0] = (unsigned char)(0xc0 | cp >> 6);
+		o[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return (2);
+	}
+	if (cp < 0x10000) {
+		o[0] = (unsigned char)(0xe0 | cp >> 12);
+		o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+		o[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return (3);
+	}
+	o[0] = (unsigned char)(0xf0 | cp >> 18);
+	o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+	o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return (4);
+}

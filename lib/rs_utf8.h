@@ -1,0 +1,64 @@
+/*
+ * rs_utf8.h - strict UTF-8 scanning and the one replacement policy shared by
+ * the tokenizer (invalid input text) and the detokenizer (token bytes that do
+ * not form UTF-8), serving.md §1.7 and §1.8.
+ *
+ * Valid UTF-8 is RFC 3629: the shortest encoding of a Unicode scalar value,
+ * so no overlong forms (C0, C1, E0 80..9F, F0 80..8F), no surrogates
+ * (ED A0..BF) and nothing above U+10FFFF (F4 90.., F5..FF).
+ *
+ * Replacement policy: scanning left to right, where a valid sequence starts
+ * it is copied; otherwise the ONE byte at that position becomes U+FFFD
+ * (EF BF BD) and the scan resumes at the next byte.  "e\xe2\x82x" thus gives
+ * "e\uFFFD\uFFFDx".  This is llama.cpp's rule for invalid tokenizer input and
+ * the rule of rs_json_strn(), so a text passes through both unchanged.
+ *
+ * The policy is prefix-stable: the output for bytes [0, k) never changes when
+ * more bytes are appended, provided k is not inside a sequence that is still
+ * a valid prefix (RS_UTF8_SHORT below).  That is what lets the streaming
+ * detokenizer hold back at most 3 bytes and still emit exactly what a decode
+ * of the whole sequence gives.  Pure functions; thread-safe.
+ */
+#ifndef RS_UTF8_H
+#define RS_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* U+FFFD REPLACEMENT CHARACTER in UTF-8. */
+#define RS_UTF8_REPL		"\xef\xbf\xbd"
+#define RS_UTF8_REPL_LEN	3
+
+/* rs_utf8_seq() results besides a length 1..4. */
+#define RS_UTF8_INVALID	(-1)	/* no valid sequence starts here */
+#define RS_UTF8_SHORT	0	/* a valid prefix cut short by the end */
+
+/*
+ * Classify the N >= 1 bytes at S: the length (1..4) of the valid sequence
+ * starting at S[0], RS_UTF8_SHORT when S[0..N) is a proper prefix of some
+ * valid sequence, or RS_UTF8_INVALID.  When CP is not NULL and a length is
+ * returned, *CP is the code point.
+ */
+int		 rs_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
+
+/*
+ * 1 when the N bytes at S are valid UTF-8; otherwise 0, with the offset of
+ * the first invalid byte in *BAD (when BAD is not NULL).
+ */
+int		 rs_utf8_valid(const char *s, size_t n, size_t *bad);
+
+/*
+ * Apply the replacement policy to the N bytes at S, writing to OUT, which
+ * needs room for 3 * N bytes.  Returns the number of bytes written.  With
+ * FINAL set every byte is consumed (a sequence cut short by the end becomes
+ * U+FFFD per byte); otherwise a trailing RS_UTF8_SHORT sequence (at most 3
+ * bytes) is left unconsumed.  *USED (when not NULL) receives the number of
+ * input bytes consumed.
+ */
+size_t		 rs_utf8_sanitize(const char *s, size_t n, char *out, int final,
+		    size_t *used);
+
+/* Write code point CP (a scalar value) as UTF-8 to OUT; returns 1..4. */
+int		 rs_utf8_put(uint32_t cp, char *out);
+
+#endif /* RS_UTF8_H */

@@ -1,0 +1,203 @@
+/*
+ * check_tokenize.c - rs-tokenize end to end: ids against the fixtures'
+ * reference ids, JSON lines in order with error objects in place, decode
+ * round trips, usage errors and exit statuses (style.md §2.8, §2.9).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_json.h"
+#include "rs_tok.h"
+#include "t_tok.h"
+#include "t_util.h"
+
+/* The fixture case with text TEXT. */
+static struct rs_json *
+find_case(struct rs_json *j, const char *text)
+{
+	struct rs_json	*cases = rs_json_get(j, "cases");
+	const char	*s;
+	size_t		 n;
+
+	for (size_t i = 0; i < rs_json_arr_len(cases); i++) {
+		s = t_json_str(rs_json_arr_at(cases, i), "text", &n);
+		if (n == strlen(text) && memcmp(s, text, n) == 0)
+			return (rs_json_arr_at(cases, i));
+	}
+	ck_abort_msg("fixture case '%s' missing", text);
+	return (NULL);
+}
+
+/* IDS as "1 2 3". */
+static char *
+ids_line(const struct rs_tok_ids *ids)
+{
+	char	*s = malloc(ids->n * 12 + 2);
+	size_t	 o = 0;
+
+	ck_assert(s != NULL);
+	for (size_t i = 0; i < ids->n; i++)
+		o += (size_t)sprintf(s + o, i > 0 ? " %d" : "%d",
+		    (int)ids->v[i]);
+	s[o] = '\0';
+	return (s);
+}
+
+static int
+run_cmd(char **out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+run_cmd(char **out, const char *fmt, ...)
+{
+	char	cmd[4096];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return (t_run(cmd, out));
+}
+
+START_TEST(cmd_plain)
+{
+	struct rs_json	*j = t_json_load(T_CASES), *c;
+	struct rs_tok_ids want;
+	const char	*bin = t_bin("rs-tokenize"), *m = t_fixture(T_TINY);
+	const char	*dir = t_tmpdir(), *text;
+	char		 in[600], ids_f[600], *out = NULL, *line, *exp;
+	size_t		 n, lines = 0;
+
+	rs_tok_ids_init(&want);
+	c = find_case(j, "Hello, world!");
+	t_json_ids(c, "tiny", &want);
+	line = ids_line(&want);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --text 'Hello, world!'",
+	    bin, m), 0);
+	ck_assert_uint_eq(strlen(out), strlen(line) + 1);
+	ck_assert(strncmp(out, line, strlen(line)) == 0);
+	free(out);
+	free(line);
+	/* a chat prompt from a file, and back with --decode */
+	c = find_case(j, "<|im_start|>user\nhi there<|im_end|>\n"
+	    "<|im_start|>assistant\n<think>\n\n</think>\n\nHello");
+	text = t_json_str(c, "text", &n);
+	t_json_ids(c, "tiny", &want);
+	snprintf(in, sizeof(in), "%s/in.txt", dir);
+	snprintf(ids_f, sizeof(ids_f), "%s/ids.txt", dir);
+	t_write_file(in, text, n);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s %s", bin, m, in), 0);
+	exp = ids_line(&want);
+	ck_assert(strncmp(out, exp, strlen(exp)) == 0);
+	t_write_file(ids_f, out, strlen(out));
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -d < %s", bin, m, ids_f), 0);
+	ck_assert_str_eq(out, text);
+	free(out);
+	/* --pieces: one line per token */
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -p %s", bin, m, in), 0);
+	for (char *p = out; *p != '\0'; p++)
+		lines += *p == '\n';
+	ck_assert_uint_eq(lines, want.n);
+	ck_assert(strncmp(out, "2049\t<|im_start|>\n", 18) == 0);
+	free(out);
+	/* --no-special: <|im_end|> is text; decode drops CONTROL ids */
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --no-special "
+	    "--text '<|im_end|>'", bin, m), 0);
+	ck_assert(strstr(out, "2050") == NULL && strchr(out, ' ') != NULL);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --no-special -d --text "
+	    "'2050 39'", bin, m), 0);
+	ck_assert_str_eq(out, "H");
+	free(out);
+	free(exp);
+	rs_tok_ids_cleanup(&want);
+	rs_json_free(j);
+}
+END_TEST
+
+START_TEST(cmd_jsonl)
+{
+	const char	*bin = t_bin("rs-tokenize"), *m = t_fixture(T_TINY);
+	const char	*dir = t_tmpdir();
+	const char	*req = "{\"id\":\"a\",\"text\":\"Hello, world!\"}\n"
+	    "not json\n\n{\"id\":2,\"text\":5}\n";
+	const char	*dreq = "{\"ids\":[39,265,331]}\n"
+	    "{\"id\":[1],\"tokens\":[2049]}\n{\"ids\":[99999]}\n";
+	const char	*l1, *l2, *l3;
+	char		 in[600], *out = NULL, *p;
+
+	snprintf(in, sizeof(in), "%s/req.jsonl", dir);
+	t_write_file(in, req, strlen(req));
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -j -q %s", bin, m, in), 1);
+	/* one answer per non-blank line, in order (ids from the fixture) */
+	l1 = "{\"id\":\"a\",\"ids\":[39,265,331,11,398,264,75,67,0],\"n\":9}\n";
+	l2 = "{\"error\":{\"type\":\"invalid_input\",\"message\":\"";
+	l3 = "{\"id\":2,\"error\":{\"type\":\"invalid_input\",\"message\":"
+	    "\"text: missing or not a string\"}}\n";
+	ck_assert(strncmp(out, l1, strlen(l1)) == 0);
+	ck_assert(strncmp(out + strlen(l1), l2, strlen(l2)) == 0);
+	ck_assert((p = strchr(out + strlen(l1), '\n')) != NULL);
+	ck_assert_str_eq(p + 1, l3);
+	free(out);
+	t_write_file(in, dreq, strlen(dreq));
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -j -d -q < %s", bin, m, in),
+	    1);
+	ck_assert_str_eq(out, "{\"text\":\"Hello\"}\n"
+	    "{\"id\":[1],\"text\":\"<|im_start|>\"}\n"
+	    "{\"error\":{\"type\":\"invalid_input\",\"message\":"
+	    "\"ids[0] = 99999: outside the vocabulary [0, 2176)\"}}\n");
+	free(out);
+}
+END_TEST
+
+START_TEST(cmd_usage)
+{
+	const char	*bin = t_bin("rs-tokenize"), *m = t_fixture(T_TINY);
+	char		*out = NULL;
+
+	ck_assert_int_eq(run_cmd(&out, "%s --help", bin), 0);
+	ck_assert(strstr(out, "--no-special") != NULL &&
+	    strstr(out, "--jsonl") != NULL);
+	free(out);
+	ck_assert_int_eq(run_cmd(NULL, "%s --text x 2>/dev/null", bin), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m /nonexistent.gguf --text x "
+	    "2>/dev/null", bin), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --text x --jsonl "
+	    "2>/dev/null", bin, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s -d -p 2>/dev/null", bin, m),
+	    2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --nfc --no-nfc --text x "
+	    "2>/dev/null", bin, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --bogus 2>/dev/null", bin,
+	    m), 2);
+	/* a word that is not an id fails the record */
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s -d --text '12 abc' "
+	    "2>/dev/null", bin, m), 1);
+	/* invalid UTF-8 is tokenized with U+FFFD and a warning, exit 0 */
+	ck_assert_int_eq(run_cmd(&out, "printf 'a\\377b' | %s -m %s "
+	    "2>/dev/null", bin, m), 0);
+	free(out);
+	/* a model without a tokenizer of ours */
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --text x 2>/dev/null", bin,
+	    t_fixture("tiny/hf-config.json")), 2);
+}
+END_TEST
+
+Suite *
+tokenize_suite(void)
+{
+	Suite	*s = suite_create("tokenize");
+	TCase	*tc = tcase_create("cmd");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, cmd_plain);
+	tcase_add_test(tc, cmd_jsonl);
+	tcase_add_test(tc, cmd_usage);
+	suite_add_tcase(s, tc);
+	return (s);
+}
