@@ -51,8 +51,10 @@ norm_role(struct msgctx *m)
 	if (rs_json_as_str(rs_json_get(m->in, "role"), &r, &n) != 0)
 		return (rs_gen_fail(m->ge, RS_ERR_INVALID_ARG, path,
 		    "%s: missing or not a string", path));
-	if (strlen(r) == n && is_role(r, "developer"))
+	if (strlen(r) == n && is_role(r, "developer")) {
 		r = "system";
+		n = strlen(r);
+	}
 	if (strlen(r) != n || !(is_role(r, "system") || is_role(r, "user") ||
 	    is_role(r, "assistant") || is_role(r, "tool")))
 		return (rs_gen_fail(m->ge, RS_ERR_INVALID_ARG, path,
