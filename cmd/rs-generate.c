@@ -573,7 +573,7 @@ run_raw(struct run *r)
 		if (!r->o->quiet)
 			rs_cli_warn("%s", ge.err.msg);
 	} else {
-		if (putchar('\n') == EOF)
+		if (putchar('\n') == EOF || fflush(stdout) != 0)
 			r->wfail = 1;
 		if (!r->o->quiet)
 			rs_cli_warn("%lld prompt tokens in %.1f ms (%.1f "

@@ -170,12 +170,13 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 		    "to another model than the engine"));
 	if ((uint32_t)rs_tok_meta(tok)->n_vocab > m->hp.n_vocab)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "the tokenizer has "
-		    "%d tokens, the model only %u rows", rs_tok_meta(tok)->n_vocab,
-		    m->hp.n_vocab));
+		    "%d tokens, the model only %u rows",
+		    rs_tok_meta(tok)->n_vocab, m->hp.n_vocab));
 	if (effort_static(o->reasoning_effort) == NULL)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "default reasoning "
 		    "effort '%.20s' is not xhigh, medium or low",
-		    o->reasoning_effort != NULL ? o->reasoning_effort : "(null)"));
+		    o->reasoning_effort != NULL ? o->reasoning_effort :
+		    "(null)"));
 	if (o->variant != RS_CHAT_UNKNOWN && o->variant != RS_CHAT_QWEN35 &&
 	    o->variant != RS_CHAT_QWEN36 && o->variant != RS_CHAT_QWEN38)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "chat template "

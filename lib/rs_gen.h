@@ -339,7 +339,7 @@ struct rs_gen_call {
 	int	 known;		/* NAME is one of the request's tools */
 };
 
-/* What a run produced; every pointer owned, freed by rs_gen_result_cleanup(). */
+/* What a run produced; every pointer is owned: rs_gen_result_cleanup(). */
 struct rs_gen_result {
 	enum rs_gen_finish	 finish;
 	char			*content;	/* CONTENT_LEN bytes, NUL-ended:

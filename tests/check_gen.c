@@ -38,7 +38,7 @@ struct col {
 	struct rs_buf	 content, reasoning, args, names, ids;
 	size_t		 n_tokens, n_calls, n_progress, n_finish;
 	int32_t		 tokens[512];
-	size_t		 cancel_at;	/* cancel on this TOKEN event (1-based) */
+	size_t		 cancel_at;	/* cancel on TOKEN event k (1-based) */
 	int		 cancel_progress;
 	size_t		 after_cancel;	/* events after asking to cancel */
 	int		 cancelled;
@@ -706,9 +706,10 @@ START_TEST(chat_tokens)
 }
 END_TEST
 
-#define TOOLS	"\"tools\": [{\"type\": \"function\", \"function\": {\"name\": " \
-		"\"get_weather\", \"parameters\": {\"type\": \"object\", " \
-		"\"properties\": {\"city\": {\"type\": \"string\"}}}}}]"
+#define TOOLS	"\"tools\": [{\"type\": \"function\", \"function\": " \
+		"{\"name\": \"get_weather\", \"parameters\": " \
+		"{\"type\": \"object\", \"properties\": {\"city\": " \
+		"{\"type\": \"string\"}}}}}]"
 #define NAMED	"\"tool_choice\": {\"type\": \"function\", \"function\": " \
 		"{\"name\": \"get_weather\"}}"
 
@@ -861,7 +862,8 @@ static const struct bad {
 	{ "{\"tokens\": [1], \"logit_bias\": {\"5\": 101}}", "logit_bias.5",
 	    "[-100, 100]" },
 	{ "{\"tokens\": [1], \"n\": 2}", "n", "n = 1" },
-	{ "{\"tokens\": [1], \"logprobs\": true}", "logprobs", "not supported" },
+	{ "{\"tokens\": [1], \"logprobs\": true}", "logprobs",
+	    "not supported" },
 	{ "{\"tokens\": [1], \"response_format\": {\"type\": \"json_schema\"}}",
 	    "response_format", "json_schema" },
 	{ "{\"messages\": \"hi\"}", "messages", "array" },
@@ -918,11 +920,13 @@ static const struct bad {
 	    "{\"type\": \"function\", \"function\": {\"name\": \"g\"}}}",
 	    "tool_choice.function.name", "does not match" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-	    "\"reasoning_effort\": \"ultra\"}", "reasoning_effort", "Accepted" },
+	    "\"reasoning_effort\": \"ultra\"}", "reasoning_effort",
+	    "Accepted" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	    "\"reasoning_effort\": 3}", "reasoning_effort", "Accepted" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-	    "\"enable_thinking\": \"yes\"}", "enable_thinking", "true or false" },
+	    "\"enable_thinking\": \"yes\"}", "enable_thinking",
+	    "true or false" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	    "\"chat_template_kwargs\": {\"enable_thinking\": 1}}",
 	    "chat_template_kwargs.enable_thinking", "true or false" },
@@ -1019,8 +1023,8 @@ START_TEST(thinking_map)
 		    0, "low" },
 		{ ", \"chat_template_kwargs\": {\"enable_thinking\": true}, "
 		    "\"reasoning_effort\": \"none\"", 1, "xhigh" },
-		{ ", \"chat_template_kwargs\": {\"reasoning_effort\": \"low\"}, "
-		    "\"reasoning_effort\": \"max\"", 1, "low" },
+		{ ", \"chat_template_kwargs\": {\"reasoning_effort\": "
+		    "\"low\"}, \"reasoning_effort\": \"max\"", 1, "low" },
 	};
 	struct gx		x;
 	struct rs_gen_req	r;
