@@ -4,7 +4,7 @@
  * One run:
  *
  *   prefix reuse   L = common prefix of the prompt and the state's history
- *                  (at most P − 1), rs_engine_truncate(L)
+ *                  (at most P − 1), kept exactly (reuse())
  *   prefill        prompt[L..P) in chunks (a PROGRESS event after each),
  *                  the checkpoint taken at the last message's start, the
  *                  last chunk's last row of logits kept
@@ -388,23 +388,46 @@ checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
 	return (n - 1);
 }
 
+/*
+ * Reuse what the state holds of prompt P (N tokens): L = the common prefix
+ * of P and the state's history, at most N − 1 (the last prompt token must
+ * run for its logits).  Exact in every case; returns the position to
+ * prefill from:
+ *   L        when rs_state_truncate() reaches it (a snapshot, the
+ *            checkpoint taken at L, nothing to undo, or L = 0);
+ *   C <= L   the checkpoint's position, rolled back to: the tokens from C
+ *            to L are recomputed by the prefill (and counted there);
+ *   0        otherwise (the state is reset).
+ * rs_engine_truncate() would do the same but replay C..L itself; doing it
+ * in the prefill keeps the accounting honest (cached_tokens are tokens not
+ * recomputed) and the replay cancellable.
+ */
+static int32_t
+reuse(struct rs_gen *g, const int32_t *p, int32_t n)
+{
+	int32_t	pos = rs_state_pos(g->st), l = 0, c;
+
+	while (l < pos && l < n - 1 && rs_state_token(g->st, l) == p[l])
+		l++;
+	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
+		return (l);
+	c = rs_state_checkpoint_pos(g->st);
+	if (c >= 0 && c <= l && rs_state_rollback(g->st, NULL) == RS_OK)
+		return (c);
+	rs_state_reset(g->st);
+	return (0);
+}
+
 static enum rs_status
 prefill(struct run *u)
 {
 	struct rs_gen		*g = u->g;
 	const int32_t		*p = u->r->prompt;
-	int32_t			 n = (int32_t)u->r->n_prompt, pos, l = 0, cp;
-	int32_t			 from, to;
+	int32_t			 n = (int32_t)u->r->n_prompt, l, cp, from, to;
 	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
 	enum rs_status		 st;
 
-	pos = rs_state_pos(g->st);
-	while (l < pos && l < n - 1 && rs_state_token(g->st, l) == p[l])
-		l++;
-	if (rs_engine_truncate(g->e, g->st, l, NULL) != RS_OK) {
-		rs_state_reset(g->st);
-		l = 0;
-	}
+	l = reuse(g, p, n);
 	u->cached = l;
 	cp = checkpoint_pos(g, p, n);
 	ev.n_total = n - l;

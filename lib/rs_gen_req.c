@@ -87,6 +87,7 @@ rs_gen_req_cleanup(struct rs_gen_req *r)
 	free(r->stop);
 	free(r->stop_ids);
 	free(r->prompt);
+	free(r->rendered);
 	free(r->forced);
 	memset(r, 0, sizeof(*r));
 }
