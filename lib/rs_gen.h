@@ -385,10 +385,13 @@ void		rs_gen_result_cleanup(struct rs_gen_result *res);
  * stream to CB; on RS_OK *RES (initialised here) holds the result, also
  * for a cancelled run.  The same seed and request give the same tokens.
  *
- * Fails with rs_gen_prepare()'s errors, or with an engine or sampler
- * failure (RS_ERR_NOMEM, RS_ERR_CUDA, RS_ERR_INVALID_ARG for NaN logits;
- * type server_error, code 500) after which the cache is dropped; *RES is
- * then empty.  Events already sent stay sent.
+ * Fails, with *RES empty, with rs_gen_prepare()'s errors; with
+ * RS_ERR_INVALID_ARG or RS_ERR_LIMIT (code 400) for sampling or stop
+ * values set directly in R that the sampler or the stop matcher refuse
+ * (rs_gen_req_parse() never lets them through); or, once the prefill has
+ * begun, with an engine or sampler failure (RS_ERR_NOMEM, RS_ERR_CUDA,
+ * RS_ERR_INVALID_ARG for NaN logits; type server_error, code 500), after
+ * which the cache is dropped.  Events already sent stay sent.
  */
 enum rs_status	rs_gen_run(struct rs_gen *g, struct rs_gen_req *r,
 		    rs_gen_cb cb, void *arg, struct rs_gen_result *res,
