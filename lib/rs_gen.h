@@ -1,0 +1,426 @@
+/*
+ * rs_gen.h - text generation over the engine: a request with OpenAI field
+ * names (serving.md §4.3) becomes prompt tokens (chat template §2, §2.8),
+ * then prefill, a decode loop with sampling and stop conditions, and the
+ * output parser (§3), streamed as events and summed up in a result with
+ * usage and timings (§4.8).
+ *
+ *   JSON body --rs_gen_req_parse()--> struct rs_gen_req      (validation,
+ *     §2.3 normalisation, §2.5 thinking/effort mapping, sampling fields)
+ *   --rs_gen_prepare()--> prompt tokens in the request      (rendering,
+ *     tokenization, context check)
+ *   --rs_gen_run()--> events to a callback, struct rs_gen_result
+ *
+ * Three kinds of request:
+ *
+ *   RS_GEN_CHAT    "messages" (+ "tools"...): rendered by the model's chat
+ *                  template; output parsed into reasoning, content and tool
+ *                  calls; CONTROL tokens that are not end-of-generation and
+ *                  padding ids are never sampled (§0 hardening).
+ *   RS_GEN_TEXT    "prompt" as a string: tokenized with special parsing on
+ *                  (§4.10); every output byte is content.
+ *   RS_GEN_TOKENS  "prompt" as an array of ids, or "tokens" / "ids": run as
+ *                  given; every output byte is content.  Nothing is masked,
+ *                  so greedy decoding follows the model's argmax exactly.
+ *
+ * Prefix reuse (§2.8).  The state keeps the token history of the previous
+ * request (its prompt and output, less the last sampled token, which was
+ * never run).  A new prompt of P tokens reuses the longest common prefix L
+ * of its tokens with that history (at most P − 1: the last prompt token
+ * must run to give logits), exactly: the state is cut to L when a snapshot
+ * or the checkpoint allows it (rs_state_truncate), else rolled back to its
+ * checkpoint C <= L and the prefill recomputes C..L, else it starts from
+ * 0.  Each run takes the checkpoint at the start of the prompt's last
+ * message (its last <|im_start|> token; P − 1 when there is none): the
+ * next turn of a chat re-sends this prompt plus the answer (re-rendered,
+ * re-tokenized, so it matches only up to somewhere in the assistant turn),
+ * so it rolls back there and recomputes only the assistant opener and the
+ * part of the answer that matches, not the conversation before it.
+ * cached_tokens counts the prompt tokens not recomputed.  Make the state
+ * with opts.checkpoint set (opts.n_snap snapshots help too); without, only
+ * an exact continuation of the history is reused.
+ *
+ * Context (§4.9): a prompt of P >= n_ctx − 1 tokens is refused
+ * (exceed_context_size_error); max_tokens beyond the room left is clamped
+ * to n_ctx − P tokens and ends with finish_reason "length".
+ *
+ * Lifecycle and threads.  One struct rs_gen per engine and state (one per
+ * process in rs-serve): rs_gen_new() borrows the engine, the state and the
+ * tokenizer, which must outlive it; the state then belongs to it (do not
+ * run anything else on it; rs_gen_reset() forgets the cache).
+ * rs_gen_run() runs one request at a time.  rs_gen_req_parse() and
+ * rs_gen_prepare() only read what never changes after rs_gen_new() (the
+ * tokenizer, the template variant, n_ctx, n_vocab), so HTTP threads may
+ * validate, render and tokenize while another request runs (§4.5 wants
+ * all errors before the 200 status line).  A request belongs to one thread
+ * at a time.
+ */
+#ifndef RS_GEN_H
+#define RS_GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rs_chat.h"
+#include "rs_engine.h"
+#include "rs_err.h"
+#include "rs_json.h"
+#include "rs_sample.h"
+#include "rs_state.h"
+#include "rs_tok.h"
+
+#define RS_GEN_MAX_STOP		16	/* stop strings per request (§4.3) */
+#define RS_GEN_MAX_TOOLS	128	/* tools per request (§4.3) */
+#define RS_GEN_MAX_TOOL_NAME	128	/* bytes of a tool name (§4.3) */
+
+struct rs_gen;
+
+/* ---- errors ---- */
+
+/*
+ * A failed request, ready for the OpenAI error envelope (§4.6):
+ * {"error": {"message", "type", "param", "code"}}.
+ */
+struct rs_gen_error {
+	struct rs_err	 err;		/* status and message */
+	const char	*type;		/* "invalid_request_error",
+					   "exceed_context_size_error",
+					   "server_error" (static) */
+	int		 code;		/* HTTP status: 400 or 500 */
+	char		 param[128];	/* JSON path ("messages[2].content"),
+					   "" when none */
+	int64_t		 n_prompt_tokens;	/* exceed_context_size_error */
+	int64_t		 n_ctx;			/* exceed_context_size_error */
+};
+
+/* ---- the generator ---- */
+
+struct rs_gen_opts {
+	/* RS_CHAT_UNKNOWN: identify the GGUF's tokenizer.chat_template; a
+	   known variant overrides it (rs-generate --chat-template-file) */
+	enum rs_chat_variant	 variant;
+	/* 1: CONTROL-token texts in client text become control tokens, as
+	   in the reference (§1.3 tokenize_client_specials); 0 (default):
+	   they stay text */
+	int			 client_specials;
+	/* server defaults (§2.5), copied into each request by
+	   rs_gen_req_init(): enable_thinking 1, effort "xhigh" (one of
+	   "xhigh", "medium", "low"), preserve_thinking 1 */
+	int			 enable_thinking;
+	const char		*reasoning_effort;
+	int			 preserve_thinking;
+	/* sampling defaults: the model's (§0): temperature 1, top_p 0.95,
+	   top_k 20, everything else off, seed 0 */
+	struct rs_sample_params	 sample;
+	/* prompt tokens per forward call, with a PROGRESS event after each
+	   (the cancellation points of a long prefill); 0: 256 */
+	int32_t			 prefill_chunk;
+};
+
+void		rs_gen_opts_init(struct rs_gen_opts *o);
+
+/*
+ * A generator over engine E, state ST (of E's model and backend, fresh or
+ * not: it is reset) and tokenizer TOK; O may be NULL (defaults).  Free with
+ * rs_gen_free(), which frees none of the three.  Fails with
+ * RS_ERR_INVALID_ARG (ST of another model, TOK with more ids than the
+ * model has rows, a bad default in O: effort, sampling ranges),
+ * RS_ERR_UNSUPPORTED (O->variant not a known template), RS_ERR_NOMEM.  A
+ * GGUF whose template is unknown or lacks the chat tokens still gives a
+ * generator: only its RS_GEN_CHAT requests fail (rs_gen_chat_ok()).
+ */
+enum rs_status	rs_gen_new(struct rs_gen **out, struct rs_engine *e,
+		    struct rs_state *st, const struct rs_tok *tok,
+		    const struct rs_gen_opts *o, struct rs_err *err);
+void		rs_gen_free(struct rs_gen *g);
+
+/* Forget the cached prefix (the next prompt is prefilled from 0). */
+void		rs_gen_reset(struct rs_gen *g);
+
+/* Positions of the state: the context size. */
+int32_t		rs_gen_n_ctx(const struct rs_gen *g);
+
+/* The chat template in use (RS_CHAT_UNKNOWN: none). */
+enum rs_chat_variant rs_gen_variant(const struct rs_gen *g);
+
+/*
+ * 1 when chat requests can run; otherwise 0 and, when ERR is non-NULL,
+ * why (unknown template, a chat token missing from the vocabulary).
+ */
+int		rs_gen_chat_ok(const struct rs_gen *g, struct rs_err *err);
+
+/* ---- requests ---- */
+
+enum rs_gen_kind {
+	RS_GEN_CHAT,
+	RS_GEN_TEXT,
+	RS_GEN_TOKENS
+};
+
+/* tool_choice (§3.8). */
+enum rs_gen_tool_choice {
+	RS_GEN_TOOLS_AUTO,	/* parse calls when tools are given */
+	RS_GEN_TOOLS_NONE,	/* tools left out of the prompt, no parsing */
+	RS_GEN_TOOLS_REQUIRED,	/* force "<tool_call>\n<function=" */
+	RS_GEN_TOOLS_NAMED	/* force "<tool_call>\n<function=NAME>\n" */
+};
+
+/*
+ * One request.  rs_gen_req_init() fills the defaults, rs_gen_req_parse()
+ * the fields a JSON body gives; a caller may also set fields directly
+ * (rs-generate --raw does).  Every pointer is owned by the request and
+ * freed by rs_gen_req_cleanup().
+ */
+struct rs_gen_req {
+	enum rs_gen_kind	 kind;
+
+	/* RS_GEN_TEXT: the prompt, TEXT_LEN bytes (NUL-terminated) */
+	char			*text;
+	size_t			 text_len;
+
+	/* RS_GEN_CHAT, after §2.3: messages with role, content (string, or
+	   null for an assistant), reasoning_content, tool_calls (arguments
+	   as objects); tools rebuilt as {type, function: {name,
+	   description, parameters}}, NULL when absent, empty or
+	   tool_choice "none" */
+	struct rs_json		*messages;
+	struct rs_json		*tools;
+	enum rs_gen_tool_choice	 tool_choice;
+	char			*tool_name;	/* RS_GEN_TOOLS_NAMED */
+	int			 parallel_tool_calls;	/* default 1 */
+	int			 enable_thinking;	/* resolved: 0 or 1 */
+	const char		*reasoning_effort;	/* "xhigh", "medium",
+							   "low" (static) */
+	int			 preserve_thinking;
+	int			 add_generation_prompt;	/* default 1 */
+
+	/* sampling (rs_sample.h); SAMPLE.bias points at BIAS */
+	struct rs_sample_params	 sample;
+	struct rs_logit_bias	*bias;
+	size_t			 n_bias;
+	int64_t			 max_tokens;	/* >= 1, or -1: to the context
+						   end */
+	char			**stop;		/* N_STOP strings */
+	size_t			 n_stop;
+	int32_t			*stop_ids;	/* extra stop token ids */
+	size_t			 n_stop_ids;
+
+	/* the prompt: set by rs_gen_req_parse() for RS_GEN_TOKENS, by
+	   rs_gen_prepare() otherwise */
+	int32_t			*prompt;
+	size_t			 n_prompt;
+	/* set by rs_gen_prepare() for RS_GEN_CHAT: the rendered prompt
+	   (what /apply-template returns), RENDERED_LEN bytes */
+	char			*rendered;
+	size_t			 rendered_len;
+	/* set by rs_gen_prepare(): the output starts as reasoning (the
+	   prompt ends in "<think>\n"); tokens forced after the prompt, or
+	   after "</think>" when thinking (tool_choice required or named) */
+	int			 thinking;
+	int32_t			*forced;
+	size_t			 n_forced;
+	int			 prepared;
+};
+
+/*
+ * Defaults from G's options (G may be NULL: rs_gen_opts_init()'s): chat
+ * switches, sampling, max_tokens −1.  Fields a body leaves out keep what R
+ * holds when rs_gen_req_parse() runs, so a caller sets its own defaults in
+ * between: a server a fresh sample.seed per request (OpenAI: no seed, no
+ * determinism), rs-generate its -s and -n.
+ */
+void		rs_gen_req_init(struct rs_gen_req *r, const struct rs_gen *g);
+void		rs_gen_req_cleanup(struct rs_gen_req *r);
+
+/*
+ * Fill R (initialised) from BODY, a JSON object with OpenAI field names.
+ * Exactly one input: "messages" (RS_GEN_CHAT), "prompt" (a string:
+ * RS_GEN_TEXT; an array of ids: RS_GEN_TOKENS), "tokens" or "ids"
+ * (RS_GEN_TOKENS).  Read, with null meaning the default (§4.2): tools,
+ * tool_choice, parallel_tool_calls, reasoning_effort, enable_thinking,
+ * reasoning.effort, chat_template_kwargs.{enable_thinking,
+ * reasoning_effort, preserve_thinking}, add_generation_prompt,
+ * max_completion_tokens (wins) / max_tokens, temperature, top_p, top_k,
+ * min_p, presence_penalty, frequency_penalty, repetition_penalty, seed,
+ * stop, stop_token_ids, logit_bias, n, logprobs, top_logprobs,
+ * response_format, continue_final_message, functions, function_call.
+ * Every other field is ignored.
+ *
+ * Fails with RS_ERR_INVALID_ARG and GE filled (type invalid_request_error,
+ * code 400, param the field's path) for: not an object, no input or two,
+ * a wrong type, a value out of range (§4.3: temperature [0, 2], top_p
+ * (0, 1], top_k >= -1, min_p [0, 1], penalties [-2, 2], repetition > 0,
+ * max_tokens [1, 2^31 − 1], n = 1, at most RS_GEN_MAX_STOP non-empty
+ * stop strings, logit_bias keys that are ids of G's model with values in
+ * [-100, 100]), a token id outside the model, an effort other than none,
+ * minimal, low, medium, high, xhigh, max (any case), unsupported features
+ * (logprobs, response_format other than text, n > 1,
+ * continue_final_message, functions), and every §2.3 rule (roles, content
+ * parts, images, tool calls and their arguments, tool messages, tools and
+ * their names, tool_choice).  RS_ERR_NOMEM (type server_error, 500).  On
+ * failure R is left for rs_gen_req_cleanup() only.
+ */
+enum rs_status	rs_gen_req_parse(const struct rs_gen *g, struct rs_gen_req *r,
+		    const struct rs_json *body, struct rs_gen_error *ge);
+
+/*
+ * Turn R's input into prompt tokens: render the messages (RS_GEN_CHAT;
+ * template errors give their own message), tokenize (§1.3: template text
+ * with special parsing, client text without unless client_specials),
+ * check the ids and the context.  Idempotent.  Fails with
+ * RS_ERR_INVALID_ARG (type invalid_request_error: a template error, an
+ * empty prompt, an id outside the model), RS_ERR_LIMIT (type
+ * exceed_context_size_error, with n_prompt_tokens and n_ctx, and a message
+ * matching both "maximum context length" and "exceeds the available
+ * context size"), RS_ERR_UNSUPPORTED (a chat request while
+ * rs_gen_chat_ok() is 0), RS_ERR_NOMEM.
+ */
+enum rs_status	rs_gen_prepare(const struct rs_gen *g, struct rs_gen_req *r,
+		    struct rs_gen_error *ge);
+
+/* ---- running ---- */
+
+enum rs_gen_finish {
+	RS_GEN_FINISH_STOP,		/* end-of-generation token, stop token
+					   id or stop string */
+	RS_GEN_FINISH_LENGTH,		/* max_tokens or the context end */
+	RS_GEN_FINISH_TOOL_CALLS,	/* STOP with at least one tool call */
+	RS_GEN_FINISH_CANCELLED		/* the callback asked to stop */
+};
+
+/* "stop", "length", "tool_calls", "cancelled". */
+const char	*rs_gen_finish_name(enum rs_gen_finish f);
+
+enum rs_gen_ev {
+	RS_GEN_EV_PROGRESS,	/* prefill: N_DONE of N_TOTAL tokens run */
+	RS_GEN_EV_REASONING,	/* TEXT: a piece of reasoning_content */
+	RS_GEN_EV_CONTENT,	/* TEXT: a piece of content */
+	RS_GEN_EV_TOOL_CALL,	/* call INDEX starts: ID, name in TEXT */
+	RS_GEN_EV_TOOL_ARGS,	/* TEXT: a piece of call INDEX's arguments */
+	RS_GEN_EV_TOKEN,	/* TOKEN joined the output (after its text) */
+	RS_GEN_EV_FINISH	/* generation ended: FINISH (not sent when
+				   cancelled) */
+};
+
+struct rs_gen_event {
+	enum rs_gen_ev		 kind;
+	const char		*text;	/* LEN bytes, valid UTF-8, not empty;
+					   borrowed for the callback only */
+	size_t			 len;
+	size_t			 index;	/* TOOL_*: the call, 0-based */
+	const char		*id;	/* TOOL_CALL: "call_" + 24 chars */
+	int32_t			 token;	/* TOKEN: its id */
+	int32_t			 n_done, n_total;	/* PROGRESS */
+	enum rs_gen_finish	 finish;		/* FINISH */
+};
+
+/*
+ * Called for every event, in order.  A non-zero return cancels the run
+ * at once: no further forward pass, no further event (cancellation lands
+ * within one token, or within one prefill chunk).
+ */
+typedef int	(*rs_gen_cb)(const struct rs_gen_event *ev, void *arg);
+
+struct rs_gen_usage {
+	int64_t	prompt_tokens;		/* P, reused ones included */
+	int64_t	cached_tokens;		/* reused from the previous request */
+	int64_t	completion_tokens;	/* sampled and forced, EOG included */
+	int64_t	reasoning_tokens;	/* sampled while in reasoning,
+					   "</think>" included */
+	int64_t	total_tokens;
+};
+
+/* The llama.cpp "timings" object (§4.8) plus the time to first token. */
+struct rs_gen_timings {
+	int64_t	cache_n;		/* prompt tokens reused */
+	int64_t	prompt_n;		/* prompt tokens run now */
+	double	prompt_ms;		/* prefill wall time, replay included */
+	double	prompt_per_token_ms;
+	double	prompt_per_second;
+	int64_t	predicted_n;		/* output tokens */
+	double	predicted_ms;		/* from the prefill's end to the end */
+	double	predicted_per_token_ms;
+	double	predicted_per_second;
+	double	ttft_ms;		/* from the run's start to the first
+					   output token */
+};
+
+struct rs_gen_call {
+	char	*id;		/* "call_" + 24 of [A-Za-z0-9] */
+	char	*name;
+	char	*arguments;	/* JSON object text, ARGS_LEN bytes */
+	size_t	 args_len;
+	int	 known;		/* NAME is one of the request's tools */
+};
+
+/* What a run produced; every pointer is owned: rs_gen_result_cleanup(). */
+struct rs_gen_result {
+	enum rs_gen_finish	 finish;
+	char			*content;	/* CONTENT_LEN bytes, NUL-ended:
+						   all text but RS_GEN_CHAT's
+						   reasoning and calls */
+	size_t			 content_len;
+	char			*reasoning;	/* trimmed; "" when none */
+	size_t			 reasoning_len;
+	struct rs_gen_call	*calls;		/* complete tool calls */
+	size_t			 n_calls;
+	char			*raw;		/* the decoded output before
+						   parsing: markup included,
+						   stop string and EOG not */
+	size_t			 raw_len;
+	int32_t			*tokens;	/* output ids, forced and EOG
+						   included */
+	size_t			 n_tokens;
+	struct rs_gen_usage	 usage;
+	struct rs_gen_timings	 timings;
+};
+
+void		rs_gen_result_cleanup(struct rs_gen_result *res);
+
+/*
+ * Run prepared request R (rs_gen_prepare() is called if it was not):
+ * reuse the cached prefix, prefill the rest, then sample until an
+ * end-of-generation token, a stop token id or stop string, max_tokens or
+ * the context end, or until CB (may be NULL) returns non-zero.  Events
+ * stream to CB; on RS_OK *RES (initialised here) holds the result, also
+ * for a cancelled run.  The same seed and request give the same tokens.
+ *
+ * Fails, with *RES empty, with rs_gen_prepare()'s errors; with
+ * RS_ERR_INVALID_ARG or RS_ERR_LIMIT (code 400) for sampling or stop
+ * values set directly in R that the sampler or the stop matcher refuse
+ * (rs_gen_req_parse() never lets them through); or, once the prefill has
+ * begun, with an engine or sampler failure (RS_ERR_NOMEM, RS_ERR_CUDA,
+ * RS_ERR_INVALID_ARG for NaN logits; type server_error, code 500), after
+ * which the cache is dropped.  Events already sent stay sent.
+ */
+enum rs_status	rs_gen_run(struct rs_gen *g, struct rs_gen_req *r,
+		    rs_gen_cb cb, void *arg, struct rs_gen_result *res,
+		    struct rs_gen_error *ge);
+
+/* ---- JSON views (shared by rs-generate and rs-serve) ---- */
+
+/*
+ * {"prompt_tokens", "completion_tokens", "total_tokens",
+ *  "prompt_tokens_details": {"cached_tokens"},
+ *  "completion_tokens_details": {"reasoning_tokens"}} (§4.4).
+ * NULL when out of memory; caller frees with rs_json_free().
+ */
+struct rs_json	*rs_gen_usage_json(const struct rs_gen_usage *u);
+
+/* The §4.8 timings object plus "ttft_ms".  NULL when out of memory. */
+struct rs_json	*rs_gen_timings_json(const struct rs_gen_timings *t);
+
+/*
+ * [{"id", "type": "function", "function": {"name", "arguments"}}, ...]
+ * (§4.4).  NULL when out of memory.
+ */
+struct rs_json	*rs_gen_calls_json(const struct rs_gen_result *res);
+
+/*
+ * The inner object of the error envelope: {"message", "type", "param"
+ * (null when empty), "code"}, plus "n_prompt_tokens" and "n_ctx" for
+ * exceed_context_size_error (§4.6).  NULL when out of memory.
+ */
+struct rs_json	*rs_gen_error_json(const struct rs_gen_error *ge);
+
+#endif /* RS_GEN_H */
