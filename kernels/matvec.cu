@@ -26,51 +26,69 @@
 #include "rs_kernels.h"
 
 #define MV_WARPS	4	/* rows (warps) per block */
-#define SK_WARPS	4	/* warps splitting the super-blocks of a row */
-
 /*
- * Split-K kernel for rows of whole 256-value super-blocks (every weight of
- * the qwen35 models).  A block of SK_WARPS warps computes R rows; warp k
- * takes super-blocks k, k + SK_WARPS, ..., each lane decoding 8 values per
- * row (matvec_sb.cuh) and reusing them for all NT columns.  Splitting the
- * row over warps keeps enough loads in flight for the narrow matrices
- * (5120 rows: 1280 blocks of 4 warps at R = 4), and R rows per block
- * amortise the x loads (x is read from L1 once per R rows).  Partial sums
- * meet in shared memory.
+ * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
+ * one warp per row walks the row's super-blocks in order, U per step so
+ * that each warp keeps U loads of every kind in flight, and each lane
+ * decodes 8 values per super-block (matvec_sb.cuh) that serve all NT
+ * columns; a warp takes R rows so that the x loads serve R rows.
+ *
+ * Every y[t][o] is summed in one order (super-block by super-block, lane
+ * by lane, then the warp reduction) whatever NT, R and U are, so a batch of
+ * tokens gives bit for bit the logits of the same tokens one at a time: a
+ * verification pass and its rollback are exact, as on the CPU.
+ *
+ * Measured on the H200 (kernels/dev/matvec_q4_k.cu, Q4_K 65536 x 5120, one
+ * column): 1220 GB/s with U = 4, against 764 GB/s for a split-K layout;
+ * the profile shows it instruction-bound (SM 72 %, DRAM 25 %).
  */
-template <int TYPE, int NT, int R>
-static __global__ void __launch_bounds__(SK_WARPS * RS_WARP)
-matvec_sk_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
-    int64_t row_bytes, const float *__restrict__ x, int64_t ldx,
-    float *__restrict__ y, int64_t ldy, int accumulate)
+template <int TYPE, int NT, int R, int U>
+static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
+matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
+    int64_t n_out, int64_t row_bytes, const float *__restrict__ x,
+    int64_t ldx, float *__restrict__ y, int64_t ldy, int accumulate)
 {
-	__shared__ float part[SK_WARPS][R * NT];
-	const int	 lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
-	const int64_t	 o0 = (int64_t)blockIdx.x * R, nb = n_in / 256;
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int64_t	 o0 = ((int64_t)blockIdx.x * MV_WARPS +
+	    threadIdx.x / RS_WARP) * R;
+	const int64_t	 nb = n_in / 256;
 	const int	 xb = sb<TYPE>::base(lane);
 	float		 acc[R][NT];
 
+	if (o0 >= n_out)
+		return;
 #pragma unroll
 	for (int r = 0; r < R; r++)
 #pragma unroll
 		for (int t = 0; t < NT; t++)
 			acc[r][t] = 0.0f;
-	for (int64_t bi = warp; bi < nb; bi += SK_WARPS) {
-		float wv[R][8];
+	for (int64_t bi = 0; bi < nb; bi += U) {
+		float wv[U][R][8];
 #pragma unroll
-		for (int r = 0; r < R; r++) {
-			int64_t o = o0 + r < n_out ? o0 + r : n_out - 1;
-			sb<TYPE>::load(w + o * row_bytes, bi, lane, wv[r]);
-		}
+		for (int u = 0; u < U; u++)
 #pragma unroll
-		for (int t = 0; t < NT; t++) {
-			float xv[8];
-			load_x<sb<TYPE>::xp>(x + t * ldx + bi * 256 + xb, xv);
+			for (int r = 0; r < R; r++) {
+				int64_t o = o0 + r < n_out ? o0 + r : n_out - 1;
+				if (bi + u < nb)
+					sb<TYPE>::load(w + o * row_bytes, bi + u,
+					    lane, wv[u][r]);
+			}
 #pragma unroll
-			for (int r = 0; r < R; r++)
+		for (int u = 0; u < U; u++) {
+			if (bi + u >= nb)
+				break;
 #pragma unroll
-				for (int i = 0; i < 8; i++)
-					acc[r][t] = fmaf(wv[r][i], xv[i], acc[r][t]);
+			for (int t = 0; t < NT; t++) {
+				float xv[8];
+				load_x<sb<TYPE>::xp>(x + t * ldx +
+				    (bi + u) * 256 + xb, xv);
+#pragma unroll
+				for (int r = 0; r < R; r++)
+#pragma unroll
+					for (int i = 0; i < 8; i++)
+						acc[r][t] = fmaf(wv[u][r][i], xv[i],
+						    acc[r][t]);
+			}
 		}
 	}
 #pragma unroll
@@ -78,22 +96,17 @@ matvec_sk_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
 #pragma unroll
 		for (int t = 0; t < NT; t++) {
 			float v = warp_sum(acc[r][t]);
-			if (lane == 0)
-				part[warp][r * NT + t] = v;
+			if (lane == 0 && o0 + r < n_out) {
+				float *dst = y + t * ldy + o0 + r;
+				*dst = accumulate ? *dst + v : v;
+			}
 		}
-	__syncthreads();
-	for (int i = threadIdx.x; i < R * NT; i += blockDim.x) {
-		int r = i / NT, t = i % NT;
-		if (o0 + r >= n_out)
-			continue;
-		float v = 0.0f;
-		for (int k = 0; k < SK_WARPS; k++)
-			v += part[k][i];
-		float *dst = y + t * ldy + o0 + r;
-		*dst = accumulate ? *dst + v : v;
-	}
 }
 
+/*
+ * Rows that are not whole super-blocks (no qwen35 weight; other GGUFs):
+ * one warp per row over chunks of 8 values (quant.cuh), one column.
+ */
 template <int TYPE, int NT>
 static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
 matvec_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
@@ -129,56 +142,6 @@ matvec_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
 	}
 }
 
-/*
- * One column (decode): one warp per row walks its super-blocks in order,
- * four per step so that each warp keeps four loads of every kind in
- * flight.  Measured on the H200 (kernels/dev/matvec_q4_k.cu, Q4_K, 65536 x
- * 5120): 1220 GB/s against 764 GB/s for the split-K kernel at one column;
- * the profile shows it instruction-bound (SM 72 %, DRAM 25 %).
- */
-template <int TYPE>
-static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
-matvec_row4_kernel(const uint8_t *__restrict__ w, int64_t n_in,
-    int64_t n_out, int64_t row_bytes, const float *__restrict__ x,
-    float *__restrict__ y, int accumulate)
-{
-	const int	 U = 4;
-	const int	 lane = threadIdx.x % RS_WARP;
-	const int64_t	 o = (int64_t)blockIdx.x * MV_WARPS + threadIdx.x / RS_WARP;
-	const int64_t	 nb = n_in / 256;
-	const int	 xb = sb<TYPE>::base(lane);
-	float		 acc = 0.0f;
-
-	if (o >= n_out)
-		return;
-	const uint8_t *row = w + o * row_bytes;
-	int64_t bi = 0;
-	for (; bi + U <= nb; bi += U) {
-		float wv[U][8], xv[U][8];
-#pragma unroll
-		for (int u = 0; u < U; u++) {
-			sb<TYPE>::load(row, bi + u, lane, wv[u]);
-			load_x<sb<TYPE>::xp>(x + (bi + u) * 256 + xb, xv[u]);
-		}
-#pragma unroll
-		for (int u = 0; u < U; u++)
-#pragma unroll
-			for (int i = 0; i < 8; i++)
-				acc = fmaf(wv[u][i], xv[u][i], acc);
-	}
-	for (; bi < nb; bi++) {
-		float wv[8], xv[8];
-		sb<TYPE>::load(row, bi, lane, wv);
-		load_x<sb<TYPE>::xp>(x + bi * 256 + xb, xv);
-#pragma unroll
-		for (int i = 0; i < 8; i++)
-			acc = fmaf(wv[i], xv[i], acc);
-	}
-	acc = warp_sum(acc);
-	if (lane == 0)
-		y[o] = accumulate ? y[o] + acc : acc;
-}
-
 /* Types the 27B models use: every column count 1..8 and 16 is compiled. */
 static bool
 hot_type(int type)
@@ -210,37 +173,38 @@ struct matvec_launch {
 	int		 n_tok, accumulate;
 	cudaStream_t	 stream;
 
-	template <int TYPE, int NT, int R>
+	template <int TYPE, int NT, int R, int U>
 	void
-	go_sk(void)
+	go_rows(void)
 	{
-		dim3 grid((unsigned)((n_out + R - 1) / R));
-		matvec_sk_kernel<TYPE, NT, R><<<grid, SK_WARPS * RS_WARP, 0,
-		    stream>>>(w, n_in, n_out, row_bytes, x, ldx, y, ldy,
+		const int64_t rows = MV_WARPS * R;
+		dim3 grid((unsigned)((n_out + rows - 1) / rows));
+		matvec_rows_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP,
+		    0, stream>>>(w, n_in, n_out, row_bytes, x, ldx, y, ldy,
 		    accumulate);
 	}
 
-	/* fewer rows per block as the columns grow (registers) */
+	/*
+	 * Shapes per column count, tuned for registers: one column keeps four
+	 * super-blocks in flight; more columns share each decoded value and
+	 * the x loads over two rows.
+	 */
 	template <int TYPE, int NT>
 	void
 	go(void)
 	{
-		if (NT == 1) {
-			dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
-			matvec_row4_kernel<TYPE><<<grid, MV_WARPS * RS_WARP, 0,
-			    stream>>>(w, n_in, n_out, row_bytes, x, y, accumulate);
-		} else if (NT <= 2)
-			go_sk<TYPE, NT, 4>();
-		else if (NT <= 8)
-			go_sk<TYPE, NT, 2>();
+		if (NT == 1)
+			go_rows<TYPE, 1, 1, 4>();
+		else if (NT <= 4)
+			go_rows<TYPE, NT, 2, 2>();
 		else
-			go_sk<TYPE, NT, 1>();
+			go_rows<TYPE, NT, 1, 2>();
 	}
 
 	/* rows that are not whole super-blocks: one column at a time */
 	template <int TYPE>
 	void
-	go_rows(void)
+	go_small(void)
 	{
 		dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
 		matvec_kernel<TYPE, 1><<<grid, MV_WARPS * RS_WARP, 0, stream>>>(
@@ -252,7 +216,7 @@ struct matvec_launch {
 	operator()(void)
 	{
 		if (n_in % 256 != 0) {
-			go_rows<TYPE>();
+			go_small<TYPE>();
 			return;
 		}
 		if (!hot_type(TYPE)) {
