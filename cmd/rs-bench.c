@@ -17,15 +17,17 @@
 #include "rs_engine.h"
 #include "rs_json.h"
 #include "rs_model.h"
+#include "rs_state.h"
 #include "rs_synth.h"
 
 #define USAGE	"rs-bench -m MODEL [--backend B] [-t N] [--max-batch N] [--json] [--quick]\n" \
+	"       rs-bench -m MODEL --plan [-c N] [--snap N]\n" \
 	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED]"
 
 struct opts {
 	const char	*model, *preset, *out, *mix;
-	int		 backend, json, quick;
-	int64_t		 threads, max_batch, seed, vocab;
+	int		 backend, json, quick, plan;
+	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
 };
 
 static void
@@ -40,6 +42,10 @@ usage_full(void)
 	    "  -j, --json           JSON lines instead of a table\n"
 	    "      --quick          small sizes (decode 16, groups 1 2 4, prefill 64,\n"
 	    "                       depth 256) for a fast check\n"
+	    "      --plan           print the memory plan (weights, KV cache, recurrent\n"
+	    "                       state, snapshots) for the GPU and the CPU; no run\n"
+	    "  -c, --ctx-size N     --plan: positions (default: the model's)\n"
+	    "      --snap N         --plan: rollback snapshots (default 3)\n"
 	    "      --synth PRESET   write a model: tiny (256 hidden, 3 deltanet +\n"
 	    "                       1 attention + mtp) or 27b (Qwen3.8-27B shapes,\n"
 	    "                       Q4_K_M, random blocks)\n"
@@ -86,6 +92,44 @@ synth(const struct opts *o)
 	fprintf(stderr, "%s: wrote %s (%s) in %.1f s\n", rs_cli_name(), o->out,
 	    o->preset, (double)(t1.tv_sec - t0.tv_sec) +
 	    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	return (RS_EXIT_OK);
+}
+
+/* ---- -m --plan: memory plan ---- */
+
+static void
+plan_line(const char *what, const struct rs_state_plan *p, uint64_t weights)
+{
+	const double gib = 1073741824.0;
+
+	printf("%-5s weights %.2f GiB + kv %.2f + mtp kv %.2f + recurrent %.3f "
+	    "+ snapshots %.3f = %.2f GiB\n", what, weights / gib, p->kv / gib,
+	    p->mtp_kv / gib, p->gdn / gib, p->snapshots / gib,
+	    (weights + p->total) / gib);
+}
+
+static int
+plan(const struct opts *o)
+{
+	struct rs_state_opts so = { .n_ctx = (int32_t)o->ctx,
+	    .n_snap = (int32_t)o->snap };
+	struct rs_state_plan p;
+	struct rs_model	*m;
+	struct rs_err	 err = { 0 };
+	uint64_t	 weights = 0;
+
+	if (rs_model_open(&m, o->model, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++)
+		weights += rs_gguf_tensor(m->gguf, i)->nbytes;
+	printf("%s: %d positions, %d snapshots (scratch and the CUDA context "
+	    "come on top: about 0.2 GiB and 0.5 GiB)\n", o->model,
+	    so.n_ctx > 0 ? so.n_ctx : (int)m->hp.n_ctx_train, so.n_snap);
+	rs_state_plan(m, &so, 2, &p);
+	plan_line("cuda", &p, weights);
+	rs_state_plan(m, &so, 4, &p);
+	plan_line("cpu", &p, weights);
+	rs_model_close(m);
 	return (RS_EXIT_OK);
 }
 
@@ -194,6 +238,9 @@ main(int argc, char **argv)
 		{ "model", required_argument, NULL, 'm' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "quick", no_argument, NULL, 'Q' },
+		{ "plan", no_argument, NULL, 'P' },
+		{ "ctx-size", required_argument, NULL, 'c' },
+		{ "snap", required_argument, NULL, 'N' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "synth", required_argument, NULL, 'S' },
 		{ "threads", required_argument, NULL, 't' },
@@ -201,11 +248,11 @@ main(int argc, char **argv)
 		{ "vocab", required_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts	 o = { .seed = 1 };
+	struct opts	 o = { .seed = 1, .snap = 3 };
 	int		 ch;
 
 	rs_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "b:hjm:o:s:t:", longopts,
+	while ((ch = getopt_long(argc, argv, "b:c:hjm:o:s:t:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'h': usage_full(); return (rs_cli_finish(RS_EXIT_OK));
@@ -220,6 +267,17 @@ main(int argc, char **argv)
 		case 'm': o.model = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'Q': o.quick = 1; break;
+		case 'P': o.plan = 1; break;
+		case 'c':
+			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.ctx))
+				rs_cli_usage_error(USAGE,
+				    "--ctx-size: '%s' is not in [1, 16777216]", optarg);
+			break;
+		case 'N':
+			if (rs_cli_parse_i64(optarg, 0, 4096, &o.snap))
+				rs_cli_usage_error(USAGE,
+				    "--snap: '%s' is not in [0, 4096]", optarg);
+			break;
 		case 'S': o.preset = optarg; break;
 		case 'x': o.mix = optarg; break;
 		case 'B':
@@ -251,5 +309,6 @@ main(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "unexpected operand '%s'", argv[optind]);
 	if ((o.model == NULL) == (o.preset == NULL))
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
-	return (rs_cli_finish(o.preset != NULL ? synth(&o) : bench(&o)));
+	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?
+	    plan(&o) : bench(&o)));
 }

@@ -251,16 +251,46 @@ rs_state_snap_begin(struct rs_state *st, int32_t end)
 	return (from);
 }
 
+void
+rs_state_plan(const struct rs_model *m, const struct rs_state_opts *opts,
+    size_t kv_elem, struct rs_state_plan *out)
+{
+	const struct rs_hparams *hp = &m->hp;
+	uint64_t ctx = opts != NULL && opts->n_ctx > 0 ? (uint64_t)opts->n_ctx :
+	    hp->n_ctx_train;
+	uint64_t n_attn = 0, n_gdn = 0;
+	uint64_t row = (uint64_t)hp->n_head_kv * (hp->head_dim + hp->head_dim_v);
+	uint64_t ch = 2 * (uint64_t)hp->ssm_n_kh * hp->ssm_d_state +
+	    hp->ssm_d_inner;
+
+	for (uint32_t il = 0; il < hp->n_layer_all; il++) {
+		if (m->layers[il].kind == RS_LAYER_GDN)
+			n_gdn++;
+		else if (m->layers[il].kind == RS_LAYER_ATTN)
+			n_attn++;
+	}
+	memset(out, 0, sizeof(*out));
+	out->kv = n_attn * ctx * row * kv_elem;
+	out->mtp_kv = hp->n_nextn > 0 ? ctx * row * kv_elem : 0;
+	out->gdn = n_gdn * (ch * (hp->ssm_conv_kernel - 1) +
+	    (uint64_t)hp->ssm_n_vh * hp->ssm_d_state * hp->ssm_d_state) *
+	    sizeof(float);
+	out->snapshots = opts != NULL ? (uint64_t)opts->n_snap * out->gdn : 0;
+	out->checkpoint = opts != NULL && opts->checkpoint ? out->gdn : 0;
+	out->tokens = ctx * sizeof(int32_t);
+	out->total = out->kv + out->mtp_kv + out->gdn + out->snapshots +
+	    out->checkpoint;
+}
+
 uint64_t
 rs_state_bytes(const struct rs_state *st)
 {
-	uint64_t kv = (uint64_t)(st->kv_row + st->kv_row_v) *
-	    (uint64_t)st->n_ctx * st->mem->kv_elem;
-	uint64_t gdn = (uint64_t)st->n_gdn * (uint64_t)(st->conv_len +
-	    st->ssm_len) * sizeof(float);
+	struct rs_state_opts o = { .n_ctx = st->n_ctx, .n_snap = st->n_snap,
+	    .checkpoint = st->ck_conv != NULL };
+	struct rs_state_plan p;
 
-	return (kv * (uint64_t)(st->n_attn + (st->mtp_k != NULL)) +
-	    gdn * (uint64_t)(1 + st->n_snap + (st->ck_conv != NULL)));
+	rs_state_plan(st->model, &o, st->mem->kv_elem, &p);
+	return (p.total);
 }
 
 int32_t

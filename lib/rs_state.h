@@ -86,7 +86,27 @@ const struct rs_model *rs_state_model(const struct rs_state *st);
 /* Token at position P < rs_state_pos() (the history kept for replay). */
 int32_t		rs_state_token(const struct rs_state *st, int32_t p);
 
-/* Bytes of every buffer of ST: KV caches, GDN state, snapshots, checkpoint. */
+/* The memory a state would take (qwen35-model.md §5), before making it. */
+struct rs_state_plan {
+	uint64_t	kv;		/* trunk K and V caches, all layers */
+	uint64_t	mtp_kv;		/* the MTP block's own cache */
+	uint64_t	gdn;		/* conv + recurrent state, one copy */
+	uint64_t	snapshots;	/* n_snap more copies of gdn */
+	uint64_t	checkpoint;	/* one more copy, if asked for */
+	uint64_t	tokens;		/* the token history (host) */
+	uint64_t	total;		/* all of the above but tokens */
+};
+
+/*
+ * Plan a state of model M with OPTS (NULL: defaults) whose KV values take
+ * KV_ELEM bytes (4: f32 on the CPU, 2: f16 on the GPU).  Positions default
+ * to the model's context length, as in rs_state_new().
+ */
+void		rs_state_plan(const struct rs_model *m,
+		    const struct rs_state_opts *opts, size_t kv_elem,
+		    struct rs_state_plan *out);
+
+/* Bytes of every buffer of ST (rs_state_plan()'s total for it). */
 uint64_t	rs_state_bytes(const struct rs_state *st);
 
 /*

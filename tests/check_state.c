@@ -4,6 +4,7 @@
  * invariant (qwen35-model.md §6.5): a state that forgot tokens equals one
  * that never saw them, so the logits of what follows match bit for bit.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -350,6 +351,49 @@ START_TEST(bad_input)
 }
 END_TEST
 
+/*
+ * The memory plan of the 27B at the V100 target: qwen35-model.md §5.1-§5.4
+ * give the sizes (f16 KV 9,126,805,504 B at 139,264 positions, MTP KV
+ * 570,425,344 B, GDN state 156,893,184 B per copy, (1 + 3) copies with
+ * llama.cpp's 3 rollback snapshots), and with the Q4_K_M weights
+ * (16,799,719,424 B, §9) everything must fit a 32 GB card with room for
+ * the CUDA context and scratch.  The model is built from the §1 numbers,
+ * without weights.
+ */
+START_TEST(plan_27b)
+{
+	struct rs_layer	 layers[65];
+	struct rs_model	 m = { .layers = layers };
+	struct rs_state_opts o = { .n_ctx = 139264, .n_snap = 3 };
+	struct rs_state_plan p;
+
+	m.hp.n_layer_all = 65;
+	m.hp.n_layer = 64;
+	m.hp.n_nextn = 1;
+	m.hp.n_ctx_train = 262144;
+	m.hp.n_head_kv = 4;
+	m.hp.head_dim = m.hp.head_dim_v = 256;
+	m.hp.ssm_n_kh = 16;
+	m.hp.ssm_n_vh = 48;
+	m.hp.ssm_d_state = 128;
+	m.hp.ssm_d_inner = 6144;
+	m.hp.ssm_conv_kernel = 4;
+	for (int il = 0; il < 65; il++)
+		layers[il].kind = il == 64 ? RS_LAYER_MTP :
+		    (il + 1) % 4 == 0 ? RS_LAYER_ATTN : RS_LAYER_GDN;
+	rs_state_plan(&m, &o, 2, &p);
+	ck_assert_uint_eq(p.kv, 9126805504ULL);
+	ck_assert_uint_eq(p.mtp_kv, 570425344ULL);
+	ck_assert_uint_eq(p.gdn, 156893184ULL);
+	ck_assert_uint_eq(p.gdn + p.snapshots, 4ULL * 156893184ULL);
+	printf("plan 27b Q4_K_M at 139264 positions, f16 KV: weights %.2f "
+	    "GiB + state %.2f GiB = %.2f GiB\n", 16799719424.0 / 1073741824.0,
+	    p.total / 1073741824.0, (16799719424.0 + p.total) / 1073741824.0);
+	/* 32 GiB card, 2 GiB kept for the context, cuBLAS and scratch */
+	ck_assert(16799719424ULL + p.total < 30ULL * 1073741824ULL);
+}
+END_TEST
+
 Suite *
 state_suite(void)
 {
@@ -364,6 +408,9 @@ state_suite(void)
 	tcase_add_test(tc, kv_only_truncation_is_wrong);
 	tcase_add_test(tc, copy_and_reset);
 	tcase_add_test(tc, mtp_cache_cut);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("plan");
+	tcase_add_test(tc, plan_27b);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
 	tcase_set_timeout(tc, 60);
