@@ -99,6 +99,27 @@ rs_cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	return (0);
 }
 
+void
+rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn, void *ctx)
+{
+	char	*line = NULL;
+	size_t	 cap = 0, lineno = 0, n;
+	ssize_t	 k;
+
+	while ((k = getline(&line, &cap, fp)) >= 0) {
+		lineno++;
+		n = (size_t)k;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			n--;
+		if (strspn(line, " \t") >= n)
+			continue;	/* blank line */
+		fn(ctx, line, n, lineno);
+	}
+	if (ferror(fp))
+		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
+	free(line);
+}
+
 int
 rs_cli_finish(int code)
 {

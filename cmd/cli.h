@@ -48,6 +48,17 @@ int		 rs_cli_parse_i64(const char *s, int64_t min, int64_t max,
 		    int64_t *out);
 
 /*
+ * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,
+ * with the line end (LF or CR LF) cut off: N bytes at LINE (NUL-terminated
+ * at LINE[N] is not promised), LINENO counting from 1 over all lines.  A
+ * read error is fatal, naming NAME.
+ */
+typedef void	(*rs_cli_line_fn)(void *ctx, char *line, size_t n,
+		    size_t lineno);
+void		 rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn,
+		    void *ctx);
+
+/*
  * Flush and close stdout; report a write error (e.g. a full disk) and
  * return RS_EXIT_ERROR, otherwise CODE.
  */

@@ -519,25 +519,17 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	r->id = NULL;
 }
 
+/* rs_cli_each_line callback: one request per line */
+static void
+each_line(void *ctx, char *line, size_t n, size_t lineno)
+{
+	json_line(ctx, line, n, lineno);
+}
+
 static void
 run_jsonl(struct run *r)
 {
-	char	*line = NULL;
-	size_t	 cap = 0, lineno = 0, n;
-	ssize_t	 k;
-
-	while ((k = getline(&line, &cap, stdin)) >= 0) {
-		lineno++;
-		n = (size_t)k;
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			n--;
-		if (strspn(line, " \t") >= n)
-			continue;	/* blank line */
-		json_line(r, line, n, lineno);
-	}
-	if (ferror(stdin))
-		rs_cli_fatal("stdin: read error: %s", strerror(errno));
-	free(line);
+	rs_cli_each_line(stdin, "stdin", each_line, r);
 }
 
 /* ---- --raw ---- */

@@ -416,25 +416,17 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	rs_json_free(req);
 }
 
+/* rs_cli_each_line callback: one record per line */
+static void
+each_line(void *ctx, char *line, size_t n, size_t lineno)
+{
+	json_line(ctx, line, n, lineno);
+}
+
 static void
 run_jsonl(struct run *r, FILE *fp, const char *name)
 {
-	char	*line = NULL;
-	size_t	 cap = 0, lineno = 0, n;
-	ssize_t	 k;
-
-	while ((k = getline(&line, &cap, fp)) >= 0) {
-		lineno++;
-		n = (size_t)k;
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			n--;
-		if (strspn(line, " \t") >= n)
-			continue;	/* blank line */
-		json_line(r, line, n, lineno);
-	}
-	if (ferror(fp))
-		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
-	free(line);
+	rs_cli_each_line(fp, name, each_line, r);
 }
 
 /* ---- main ---- */
