@@ -40,6 +40,12 @@ rs_json_free(struct rs_json *j)
 	json_decref(J(j));
 }
 
+struct rs_json *
+rs_json_ref(struct rs_json *j)
+{
+	return (R(json_incref(J(j))));
+}
+
 struct rs_json *rs_json_obj(void) { return (R(json_object())); }
 struct rs_json *rs_json_arr(void) { return (R(json_array())); }
 struct rs_json *rs_json_int(int64_t v) { return (R(json_integer(v))); }

@@ -34,6 +34,11 @@ enum rs_json_kind {
 enum rs_status	 rs_json_parse(const char *text, size_t n, struct rs_json **out,
 		    struct rs_err *err);
 void		 rs_json_free(struct rs_json *j);	/* drops one reference */
+/*
+ * Take one more reference to J (NULL is fine) and return it, so that a value
+ * can sit in two containers or outlive its parent: each holder frees it once.
+ */
+struct rs_json	*rs_json_ref(struct rs_json *j);
 
 /* ---- building ---- */
 struct rs_json	*rs_json_obj(void);

@@ -636,6 +636,12 @@ rs_parse_events(const struct rs_parse *p, size_t *n)
 	return (p->pub);
 }
 
+int
+rs_parse_in_reasoning(const struct rs_parse *p)
+{
+	return (p->st == S_THINK_START || p->st == S_REASON);
+}
+
 void
 rs_parse_result(const struct rs_parse *p, struct rs_parse_result *out)
 {

@@ -151,4 +151,10 @@ const struct rs_parse_event *rs_parse_events(const struct rs_parse *p,
 void		rs_parse_result(const struct rs_parse *p,
 		    struct rs_parse_result *out);
 
+/*
+ * 1 while the text fed so far leaves the parser in reasoning (before
+ * "</think>" or an implicit end), for counting reasoning tokens (§4.8).
+ */
+int		rs_parse_in_reasoning(const struct rs_parse *p);
+
 #endif /* RS_PARSE_H */

@@ -1,0 +1,590 @@
+/*
+ * rs-generate - generate text with a model (lib/rs_gen.h).
+ *
+ * Reads JSON lines on stdin, one request per line, with OpenAI field names
+ * ({"messages": [...]}, {"prompt": "..."}, {"tokens": [...]} or {"ids":
+ * [...]} as rs-tokenize writes them, plus max_tokens, temperature, seed,
+ * stop, ...), and answers each with one JSON object: the text, the
+ * generated ids, reasoning and tool calls, finish_reason, usage and
+ * timings.  With --stream, one line per generated token comes first.  A
+ * bad line gets an error object in its place and the next one still runs
+ * (exit 1 at the end).  With --raw, all of stdin is one prompt and the
+ * generated text is written as it comes.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rs_buf.h"
+#include "rs_chat.h"
+#include "rs_engine.h"
+#include "rs_gen.h"
+#include "rs_json.h"
+#include "rs_model.h"
+#include "rs_tok.h"
+
+#define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
+		"[--backend cpu|cuda|auto]\n" \
+		"       [-t N] [-c N] [--chat-template-file FILE] [-q]"
+
+enum {
+	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION
+};
+
+struct opts {
+	const char	*model;
+	const char	*template_file;
+	int		 stream;
+	int		 raw;
+	int		 backend;
+	int		 threads;
+	int32_t		 ctx;
+	int64_t		 max_tokens;	/* -1: to the context end */
+	int64_t		 seed;
+	int		 quiet;
+};
+
+/* One streamed token's deltas, gathered from its events. */
+struct delta {
+	struct rs_buf	 content;
+	struct rs_buf	 reasoning;
+	struct rs_json	*calls;		/* tool_call_delta entries, or NULL */
+	struct rs_json	*last;		/* the entry of the latest call */
+	size_t		 last_index;
+	struct rs_buf	 args;		/* its arguments so far */
+};
+
+struct run {
+	const struct opts	*o;
+	struct rs_model		*model;
+	struct rs_engine	*engine;
+	struct rs_state		*state;
+	struct rs_tok		*tok;
+	struct rs_gen		*gen;
+	struct rs_json		*id;		/* the request's id, or NULL */
+	struct delta		 d;
+	int			 failed;
+	int			 wfail;
+};
+
+static void
+help(void)
+{
+	printf("usage: %s\n\n", USAGE);
+	puts("Generate text with a qwen35 model: JSON lines in, JSON lines "
+	    "out.\n"
+	    "\n"
+	    "  -m, --model FILE            qwen35 GGUF model (required)\n"
+	    "      --stream                one line per generated token "
+	    "before each result\n"
+	    "      --raw                   stdin is one plain-text prompt; "
+	    "print the text\n"
+	    "  -n, --max-tokens N          tokens to generate when a request "
+	    "gives no max_tokens\n"
+	    "                              (default: up to the context end)\n"
+	    "  -s, --seed N                sampling seed when a request gives "
+	    "none (default 0)\n"
+	    "      --backend NAME          cpu, cuda or auto (default auto: "
+	    "cuda when a GPU\n"
+	    "                              is present in a CUDA build, else "
+	    "cpu)\n"
+	    "  -t, --threads N             worker threads (default: all "
+	    "CPUs)\n"
+	    "  -c, --ctx-size N            context positions (default: the "
+	    "model's)\n"
+	    "      --chat-template-file F  render chats with the template in "
+	    "F instead of the\n"
+	    "                              model's (one of the known Qwen "
+	    "templates)\n"
+	    "  -q, --quiet                 no error lines or timings on "
+	    "stderr\n"
+	    "  -h, --help                  this help\n"
+	    "      --version               version and build configuration\n"
+	    "\n"
+	    "Input lines: {\"messages\": [...]}, {\"prompt\": \"...\"} or "
+	    "{\"tokens\": [ids]} (\"ids\" too),\n"
+	    "with OpenAI fields: max_tokens, temperature, top_p, top_k, "
+	    "min_p, seed, stop,\n"
+	    "stop_token_ids, presence_penalty, frequency_penalty, "
+	    "repetition_penalty,\n"
+	    "logit_bias, tools, tool_choice, reasoning_effort, "
+	    "enable_thinking, ...\n"
+	    "Exit status: 0 success, 1 some request failed, 2 error.");
+}
+
+static int64_t
+num_arg(const char *name, const char *s, int64_t min, int64_t max)
+{
+	int64_t	v;
+
+	if (rs_cli_parse_i64(s, min, max, &v) != 0)
+		rs_cli_usage_error(USAGE, "%s: '%s' is not an integer in "
+		    "[%lld, %lld]", name, s, (long long)min, (long long)max);
+	return (v);
+}
+
+static void
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "model", required_argument, NULL, 'm' },
+		{ "stream", no_argument, NULL, OPT_STREAM },
+		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "max-tokens", required_argument, NULL, 'n' },
+		{ "seed", required_argument, NULL, 's' },
+		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "threads", required_argument, NULL, 't' },
+		{ "ctx-size", required_argument, NULL, 'c' },
+		{ "chat-template-file", required_argument, NULL, OPT_TEMPLATE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ NULL, 0, NULL, 0 }
+	};
+	int	c;
+
+	memset(o, 0, sizeof(*o));
+	o->max_tokens = -1;
+	while ((c = getopt_long(argc, argv, "m:n:s:t:c:qh", longopts,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			o->model = optarg;
+			break;
+		case OPT_STREAM:
+			o->stream = 1;
+			break;
+		case OPT_RAW:
+			o->raw = 1;
+			break;
+		case 'n':
+			o->max_tokens = num_arg("--max-tokens", optarg, 1,
+			    INT32_MAX);
+			break;
+		case 's':
+			o->seed = num_arg("--seed", optarg, INT64_MIN,
+			    INT64_MAX);
+			break;
+		case OPT_BACKEND:
+			if ((o->backend = rs_backend_from_name(optarg)) < 0)
+				rs_cli_usage_error(USAGE, "--backend: '%s' is "
+				    "not cpu, cuda or auto", optarg);
+			break;
+		case 't':
+			o->threads = (int)num_arg("--threads", optarg, 1, 256);
+			break;
+		case 'c':
+			o->ctx = (int32_t)num_arg("--ctx-size", optarg, 2,
+			    1 << 24);
+			break;
+		case OPT_TEMPLATE:
+			o->template_file = optarg;
+			break;
+		case 'q':
+			o->quiet = 1;
+			break;
+		case 'h':
+			help();
+			exit(rs_cli_finish(RS_EXIT_OK));
+		case OPT_VERSION:
+			rs_cli_print_version();
+			exit(rs_cli_finish(RS_EXIT_OK));
+		default:
+			rs_cli_usage_error(USAGE, "unknown option");
+		}
+	}
+	if (optind < argc)
+		rs_cli_usage_error(USAGE, "unexpected operand '%s'",
+		    argv[optind]);
+	if (o->model == NULL)
+		rs_cli_usage_error(USAGE, "no model (-m FILE)");
+	if (o->stream && o->raw)
+		rs_cli_usage_error(USAGE, "--stream and --raw exclude each "
+		    "other");
+}
+
+/* The whole of FP into a malloc'd buffer; exits 2 on error. */
+static char *
+read_all(FILE *fp, const char *name, size_t *n)
+{
+	struct rs_buf	b;
+	char		chunk[65536];
+	size_t		k;
+
+	rs_buf_init(&b);
+	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		rs_buf_add(&b, chunk, k);
+	if (ferror(fp))
+		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
+	rs_buf_addc(&b, '\0');
+	if (b.oom)
+		rs_cli_fatal("%s: out of memory", name);
+	*n = b.len - 1;
+	return (rs_buf_release(&b, NULL));
+}
+
+/* The known chat template in FILE, or exit 2. */
+static enum rs_chat_variant
+template_variant(const char *file)
+{
+	struct rs_err		 err = { 0 };
+	enum rs_chat_variant	 v;
+	FILE			*fp;
+	char			*text;
+	size_t			 n;
+
+	if ((fp = fopen(file, "rb")) == NULL)
+		rs_cli_fatal("%s: %s", file, strerror(errno));
+	text = read_all(fp, file, &n);
+	fclose(fp);
+	if (rs_chat_identify(text, n, &v, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", file, err.msg);
+	free(text);
+	return (v);
+}
+
+static void
+load(struct run *r)
+{
+	const struct opts	*o = r->o;
+	struct rs_err		 err = { 0 };
+	struct rs_engine_opts	 eo = { 0 };
+	struct rs_state_opts	 so = { 0 };
+	struct rs_gen_opts	 go;
+
+	rs_gen_opts_init(&go);
+	if (o->template_file != NULL)
+		go.variant = template_variant(o->template_file);
+	if (rs_model_open(&r->model, o->model, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	eo.backend = o->backend;
+	eo.n_threads = o->threads;
+	so.n_ctx = o->ctx;
+	so.checkpoint = 1;	/* prefix reuse between requests */
+	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK ||
+	    rs_engine_state_new(r->engine, &so, &r->state, &err) != RS_OK ||
+	    rs_tok_new(&r->tok, r->model->gguf, RS_TOK_NORM_DEFAULT, &err) !=
+	    RS_OK ||
+	    rs_gen_new(&r->gen, r->engine, r->state, r->tok, &go, &err) !=
+	    RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+}
+
+static void
+write_line(struct run *r, const struct rs_json *j)
+{
+	if (j == NULL)
+		rs_cli_fatal("out of memory");
+	if (rs_json_write_line(j, stdout) != 0)
+		r->wfail = 1;
+}
+
+/* A new output object, led by the request's id when it has one. */
+static struct rs_json *
+new_line(const struct run *r)
+{
+	struct rs_json	*o = rs_json_obj();
+
+	if (o != NULL && r->id != NULL)
+		rs_json_set(o, "id", rs_json_ref(r->id));
+	return (o);
+}
+
+/* ---- --stream: one line per token ---- */
+
+static void
+delta_reset(struct delta *d)
+{
+	rs_buf_reset(&d->content);
+	rs_buf_reset(&d->reasoning);
+	rs_json_free(d->calls);
+	d->calls = NULL;
+	d->last = NULL;
+}
+
+/* Close the latest call entry: its arguments so far go in. */
+static void
+delta_close_call(struct delta *d)
+{
+	struct rs_json	*fn;
+
+	if (d->last == NULL)
+		return;
+	if ((fn = rs_json_get(d->last, "function")) == NULL) {
+		fn = rs_json_obj();
+		rs_json_set(d->last, "function", fn);
+	}
+	rs_json_set(fn, "arguments", rs_json_strn(d->args.data != NULL ?
+	    d->args.data : "", d->args.len));
+	d->last = NULL;
+	rs_buf_reset(&d->args);
+}
+
+/* A tool-call event: a new entry for a new call, else more arguments. */
+static void
+delta_call(struct delta *d, const struct rs_gen_event *ev)
+{
+	struct rs_json	*e, *fn;
+
+	if (d->last != NULL && (d->last_index != ev->index ||
+	    ev->kind == RS_GEN_EV_TOOL_CALL))
+		delta_close_call(d);
+	if (d->last == NULL) {
+		if (d->calls == NULL)
+			d->calls = rs_json_arr();
+		e = rs_json_obj();
+		rs_json_set(e, "index", rs_json_int((int64_t)ev->index));
+		if (ev->kind == RS_GEN_EV_TOOL_CALL) {
+			rs_json_set(e, "id", rs_json_str(ev->id));
+			rs_json_set(e, "type", rs_json_str("function"));
+			fn = rs_json_obj();
+			rs_json_set(fn, "name", rs_json_strn(ev->text,
+			    ev->len));
+			rs_json_set(e, "function", fn);
+		}
+		rs_json_push(d->calls, e);
+		d->last = e;
+		d->last_index = ev->index;
+	}
+	if (ev->kind == RS_GEN_EV_TOOL_ARGS)
+		rs_buf_add(&d->args, ev->text, ev->len);
+}
+
+/* The line of token TOKEN (or -1: text after the last token). */
+static void
+delta_write(struct run *r, int32_t token)
+{
+	struct delta	*d = &r->d;
+	struct rs_json	*o = new_line(r);
+
+	if (token >= 0)
+		rs_json_set(o, "token", rs_json_int(token));
+	if (d->content.len > 0)
+		rs_json_set(o, "delta", rs_json_strn(d->content.data,
+		    d->content.len));
+	if (d->reasoning.len > 0)
+		rs_json_set(o, "reasoning_delta",
+		    rs_json_strn(d->reasoning.data, d->reasoning.len));
+	delta_close_call(d);
+	if (d->calls != NULL)
+		rs_json_set(o, "tool_call_delta", rs_json_ref(d->calls));
+	if (d->content.oom || d->reasoning.oom || d->args.oom)
+		rs_cli_fatal("out of memory");
+	write_line(r, o);
+	rs_json_free(o);
+	delta_reset(d);
+}
+
+static int
+on_event(const struct rs_gen_event *ev, void *arg)
+{
+	struct run	*r = arg;
+
+	switch (ev->kind) {
+	case RS_GEN_EV_CONTENT:
+		rs_buf_add(&r->d.content, ev->text, ev->len);
+		break;
+	case RS_GEN_EV_REASONING:
+		rs_buf_add(&r->d.reasoning, ev->text, ev->len);
+		break;
+	case RS_GEN_EV_TOOL_CALL:
+	case RS_GEN_EV_TOOL_ARGS:
+		delta_call(&r->d, ev);
+		break;
+	case RS_GEN_EV_TOKEN:
+		delta_write(r, ev->token);
+		break;
+	case RS_GEN_EV_PROGRESS:
+	case RS_GEN_EV_FINISH:
+		break;
+	}
+	return (r->wfail);	/* nobody reads: stop */
+}
+
+/* ---- JSON lines ---- */
+
+/* The final object of a successful request. */
+static void
+write_result(struct run *r, const struct rs_gen_result *res)
+{
+	struct rs_json	*o = new_line(r), *toks = rs_json_arr();
+
+	for (size_t i = 0; i < res->n_tokens; i++)
+		rs_json_push(toks, rs_json_int(res->tokens[i]));
+	rs_json_set(o, "text", rs_json_strn(res->content, res->content_len));
+	rs_json_set(o, "tokens", toks);
+	rs_json_set(o, "reasoning", rs_json_strn(res->reasoning,
+	    res->reasoning_len));
+	rs_json_set(o, "tool_calls", rs_gen_calls_json(res));
+	rs_json_set(o, "finish_reason",
+	    rs_json_str(rs_gen_finish_name(res->finish)));
+	rs_json_set(o, "usage", rs_gen_usage_json(&res->usage));
+	rs_json_set(o, "timings", rs_gen_timings_json(&res->timings));
+	write_line(r, o);
+	rs_json_free(o);
+}
+
+static void
+write_error(struct run *r, size_t lineno, const struct rs_gen_error *ge)
+{
+	struct rs_json	*o = new_line(r);
+
+	r->failed++;
+	if (!r->o->quiet)
+		rs_cli_warn("line %zu: %s", lineno, ge->err.msg);
+	rs_json_set(o, "error", rs_gen_error_json(ge));
+	write_line(r, o);
+	rs_json_free(o);
+}
+
+/* A line that is not JSON: the envelope of serving.md edge case 1. */
+static void
+bad_json(struct rs_gen_error *ge, const struct rs_err *err)
+{
+	memset(ge, 0, sizeof(*ge));
+	ge->err = *err;
+	ge->type = "invalid_request_error";
+	ge->code = 400;
+}
+
+/* One input line: a result, or an error object in its place. */
+static void
+json_line(struct run *r, const char *line, size_t n, size_t lineno)
+{
+	struct rs_json		*body = NULL;
+	struct rs_gen_req	 req;
+	struct rs_gen_result	 res;
+	struct rs_gen_error	 ge = { 0 };
+	struct rs_err		 err = { 0 };
+	enum rs_status		 st;
+
+	r->id = NULL;
+	rs_gen_req_init(&req, r->gen);
+	req.sample.seed = (uint64_t)r->o->seed;
+	req.max_tokens = r->o->max_tokens;
+	if ((st = rs_json_parse(line, n, &body, &err)) != RS_OK)
+		bad_json(&ge, &err);
+	else {
+		if (rs_json_kind(body) == RS_JSON_OBJECT)
+			r->id = rs_json_get(body, "id");
+		if ((st = rs_gen_req_parse(r->gen, &req, body, &ge)) ==
+		    RS_OK)
+			st = rs_gen_run(r->gen, &req, r->o->stream ? on_event :
+			    NULL, r, &res, &ge);
+	}
+	if (st == RS_OK) {
+		if (r->o->stream && (r->d.content.len > 0 ||
+		    r->d.reasoning.len > 0 || r->d.calls != NULL))
+			delta_write(r, -1);
+		write_result(r, &res);
+		rs_gen_result_cleanup(&res);
+	} else
+		write_error(r, lineno, &ge);
+	delta_reset(&r->d);
+	rs_gen_req_cleanup(&req);
+	rs_json_free(body);
+	r->id = NULL;
+}
+
+static void
+run_jsonl(struct run *r)
+{
+	char	*line = NULL;
+	size_t	 cap = 0, lineno = 0, n;
+	ssize_t	 k;
+
+	while ((k = getline(&line, &cap, stdin)) >= 0) {
+		lineno++;
+		n = (size_t)k;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			n--;
+		if (strspn(line, " \t") >= n)
+			continue;	/* blank line */
+		json_line(r, line, n, lineno);
+	}
+	if (ferror(stdin))
+		rs_cli_fatal("stdin: read error: %s", strerror(errno));
+	free(line);
+}
+
+/* ---- --raw ---- */
+
+static int
+on_raw(const struct rs_gen_event *ev, void *arg)
+{
+	struct run	*r = arg;
+
+	if (ev->kind != RS_GEN_EV_CONTENT)
+		return (0);
+	if (fwrite(ev->text, 1, ev->len, stdout) != ev->len ||
+	    fflush(stdout) != 0)
+		r->wfail = 1;
+	return (r->wfail);
+}
+
+static void
+run_raw(struct run *r)
+{
+	struct rs_gen_req	 req;
+	struct rs_gen_result	 res;
+	struct rs_gen_error	 ge = { 0 };
+	const struct rs_gen_timings *t = &res.timings;
+
+	rs_gen_req_init(&req, r->gen);
+	req.sample.seed = (uint64_t)r->o->seed;
+	req.max_tokens = r->o->max_tokens;
+	req.kind = RS_GEN_TEXT;
+	req.text = read_all(stdin, "stdin", &req.text_len);
+	if (rs_gen_run(r->gen, &req, on_raw, r, &res, &ge) != RS_OK) {
+		r->failed++;
+		if (!r->o->quiet)
+			rs_cli_warn("%s", ge.err.msg);
+	} else {
+		if (putchar('\n') == EOF)
+			r->wfail = 1;
+		if (!r->o->quiet)
+			rs_cli_warn("%lld prompt tokens in %.1f ms (%.1f "
+			    "tok/s), %lld generated in %.1f ms (%.1f tok/s), "
+			    "finish %s", (long long)t->prompt_n, t->prompt_ms,
+			    t->prompt_per_second, (long long)t->predicted_n,
+			    t->predicted_ms, t->predicted_per_second,
+			    rs_gen_finish_name(res.finish));
+		rs_gen_result_cleanup(&res);
+	}
+	rs_gen_req_cleanup(&req);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts	o;
+	struct run	r;
+
+	rs_cli_init(argv[0]);
+	parse_opts(argc, argv, &o);
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	rs_buf_init(&r.d.content);
+	rs_buf_init(&r.d.reasoning);
+	rs_buf_init(&r.d.args);
+	load(&r);
+	if (o.raw)
+		run_raw(&r);
+	else
+		run_jsonl(&r);
+	rs_buf_cleanup(&r.d.content);
+	rs_buf_cleanup(&r.d.reasoning);
+	rs_buf_cleanup(&r.d.args);
+	rs_gen_free(r.gen);
+	rs_tok_free(r.tok);
+	rs_state_free(r.state);
+	rs_engine_free(r.engine);
+	rs_model_close(r.model);
+	if (r.wfail)
+		rs_cli_warn("write error on stdout");
+	return (rs_cli_finish(r.wfail ? RS_EXIT_ERROR : r.failed > 0 ?
+	    RS_EXIT_FAIL : RS_EXIT_OK));
+}

@@ -1,0 +1,759 @@
+/*
+ * rs_gen.c - the generation loop (see rs_gen.h).
+ *
+ * One run:
+ *
+ *   prefix reuse   L = common prefix of the prompt and the state's history
+ *                  (at most P − 1), rs_engine_truncate(L)
+ *   prefill        prompt[L..P) in chunks (a PROGRESS event after each),
+ *                  the checkpoint taken at the last message's start, the
+ *                  last chunk's last row of logits kept
+ *   decode         per token: sample (or take a forced token), then
+ *                    end-of-generation / stop id?  -> end (no text)
+ *                    bytes -> rs_detok (UTF-8 assembly, §1.8)
+ *                          -> rs_stop (stop strings, hold-back)
+ *                          -> rs_parse (chat) or content (raw)
+ *                          -> events
+ *                    max_tokens or context end?   -> end
+ *                    TOKEN event; forward the token for the next logits
+ *   end            flush what the detokenizer, the stop matcher and the
+ *                  parser held back; FINISH event; the result
+ *
+ * The last token is never forwarded: the state ends at P + n − 1
+ * positions, which is what the next request's prefix reuse compares.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rs_buf.h"
+#include "rs_gen_impl.h"
+#include "rs_parse.h"
+#include "rs_stop.h"
+
+/* How the decode loop ended. */
+enum end {
+	END_NONE,
+	END_TOKEN,	/* end-of-generation or stop token, or the first
+			   </tool_call> with parallel_tool_calls false */
+	END_STRING,	/* a stop string completed */
+	END_LENGTH	/* max_tokens or the context end */
+};
+
+/* One run's working set. */
+struct run {
+	struct rs_gen		*g;
+	struct rs_gen_req	*r;
+	rs_gen_cb		 cb;
+	void			*arg;
+	struct rs_sampler	*smp;
+	struct rs_stop		*stop;
+	struct rs_parse		*parse;		/* RS_GEN_CHAT only */
+	struct rs_detok		 dt;
+	struct rs_buf		 raw;		/* stop-checked output text */
+	int32_t			*out;		/* (limit) output ids */
+	size_t			 n_out, limit;
+	const int32_t		*force;		/* tokens to take, not sample */
+	size_t			 n_force, i_force;
+	int			 forced_think;	/* forced text after </think>
+						   already queued */
+	int			 stopped;	/* a stop string matched */
+	enum end		 end;		/* how decoding ended */
+	int			 cancelled;
+	int64_t			 cached, reasoning;
+	double			 t0, t_prefill, t_first;
+	struct rs_err		 err;
+};
+
+static double
+now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
+}
+
+/* ---- the generator ---- */
+
+void
+rs_gen_opts_init(struct rs_gen_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->variant = RS_CHAT_UNKNOWN;
+	o->enable_thinking = 1;
+	o->reasoning_effort = "xhigh";
+	o->preserve_thinking = 1;
+	rs_sample_params_init(&o->sample);
+	o->sample.temperature = 1.0f;
+	o->sample.top_p = 0.95f;
+	o->sample.top_k = 20;
+}
+
+/* The static spelling of effort E, or NULL when it is not a template one. */
+static const char *
+effort_static(const char *e)
+{
+	static const char *const known[] = { "xhigh", "medium", "low" };
+
+	for (size_t i = 0; e != NULL && i < 3; i++)
+		if (strcmp(e, known[i]) == 0)
+			return (known[i]);
+	return (NULL);
+}
+
+/*
+ * Chat mode never samples a padding row (no vocabulary entry, or UNUSED /
+ * UNKNOWN) or a CONTROL token that does not end generation (<|im_start|>,
+ * vision and audio tokens): serving.md §0 hardening.
+ */
+static enum rs_status
+build_ban(struct rs_gen *g, struct rs_err *err)
+{
+	int32_t	n_tok = rs_tok_meta(g->tok)->n_vocab;
+	int	t;
+
+	g->ban = malloc((size_t)g->n_vocab * sizeof(*g->ban));
+	if (g->ban == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	for (int32_t id = 0; id < g->n_vocab; id++) {
+		t = id < n_tok ? rs_tok_type(g->tok, id) : 0;
+		if (t == RS_TOK_NORMAL || t == RS_TOK_USER_DEFINED ||
+		    t == RS_TOK_BYTE || rs_tok_is_eog(g->tok, id))
+			continue;
+		g->ban[g->n_ban].token = id;
+		g->ban[g->n_ban++].bias = -INFINITY;
+	}
+	return (RS_OK);
+}
+
+/* Which template renders chat requests, and whether the tokens exist. */
+static void
+find_template(struct rs_gen *g, const struct rs_model *m)
+{
+	g->chat_ok = 1;
+	g->variant = g->o.variant;
+	if (g->variant == RS_CHAT_UNKNOWN &&
+	    rs_chat_identify_gguf(m->gguf, &g->variant, &g->chat_err) !=
+	    RS_OK) {
+		g->chat_ok = 0;
+		g->variant = RS_CHAT_UNKNOWN;
+		return;
+	}
+	if (rs_tok_check_chat(g->tok, &g->chat_err) != RS_OK)
+		g->chat_ok = 0;
+}
+
+static int32_t
+find_id(const struct rs_tok *tok, const char *text)
+{
+	return (rs_tok_find(tok, text, strlen(text)));
+}
+
+enum rs_status
+rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
+    const struct rs_tok *tok, const struct rs_gen_opts *o, struct rs_err *err)
+{
+	const struct rs_model	*m = rs_engine_model(e);
+	struct rs_gen_opts	 def;
+	struct rs_sampler	*s;
+	struct rs_gen		*g;
+	enum rs_status		 rc;
+
+	if (o == NULL) {
+		rs_gen_opts_init(&def);
+		o = &def;
+	}
+	if (rs_state_model(st) != m)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "the state belongs "
+		    "to another model than the engine"));
+	if ((uint32_t)rs_tok_meta(tok)->n_vocab > m->hp.n_vocab)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "the tokenizer has "
+		    "%d tokens, the model only %u rows", rs_tok_meta(tok)->n_vocab,
+		    m->hp.n_vocab));
+	if (effort_static(o->reasoning_effort) == NULL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "default reasoning "
+		    "effort '%.20s' is not xhigh, medium or low",
+		    o->reasoning_effort != NULL ? o->reasoning_effort : "(null)"));
+	if (o->variant != RS_CHAT_UNKNOWN && o->variant != RS_CHAT_QWEN35 &&
+	    o->variant != RS_CHAT_QWEN36 && o->variant != RS_CHAT_QWEN38)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "chat template "
+		    "variant %d is unknown", (int)o->variant));
+	if (o->prefill_chunk < 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "prefill_chunk %d is "
+		    "negative", (int)o->prefill_chunk));
+	/* the default sampling parameters must make a sampler */
+	if ((rc = rs_sample_new(&s, &o->sample, (int32_t)m->hp.n_vocab,
+	    err)) != RS_OK)
+		return (rc);
+	rs_sample_free(s);
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	g->e = e;
+	g->st = st;
+	g->tok = tok;
+	g->o = *o;
+	g->o.reasoning_effort = effort_static(o->reasoning_effort);
+	g->o.sample.bias = NULL;
+	g->o.sample.n_bias = 0;
+	if (g->o.prefill_chunk == 0)
+		g->o.prefill_chunk = 256;
+	g->n_ctx = rs_state_n_ctx(st);
+	g->n_vocab = (int32_t)m->hp.n_vocab;
+	find_template(g, m);
+	g->id_im_start = find_id(tok, "<|im_start|>");
+	g->id_think_end = find_id(tok, "</think>");
+	g->id_call_end = find_id(tok, "</tool_call>");
+	g->piece_cap = rs_detok_max(tok);
+	g->logits = malloc((size_t)g->n_vocab * sizeof(float));
+	g->piece = malloc(g->piece_cap);
+	if (g->logits == NULL || g->piece == NULL) {
+		rs_gen_free(g);
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	}
+	if ((rc = build_ban(g, err)) != RS_OK) {
+		rs_gen_free(g);
+		return (rc);
+	}
+	rs_state_reset(st);
+	*out = g;
+	return (RS_OK);
+}
+
+void
+rs_gen_free(struct rs_gen *g)
+{
+	if (g == NULL)
+		return;
+	free(g->ban);
+	free(g->logits);
+	free(g->piece);
+	free(g);
+}
+
+void
+rs_gen_reset(struct rs_gen *g)
+{
+	rs_state_reset(g->st);
+}
+
+int32_t
+rs_gen_n_ctx(const struct rs_gen *g)
+{
+	return (g->n_ctx);
+}
+
+enum rs_chat_variant
+rs_gen_variant(const struct rs_gen *g)
+{
+	return (g->variant);
+}
+
+int
+rs_gen_chat_ok(const struct rs_gen *g, struct rs_err *err)
+{
+	if (!g->chat_ok && err != NULL)
+		*err = g->chat_err;
+	return (g->chat_ok);
+}
+
+const char *
+rs_gen_finish_name(enum rs_gen_finish f)
+{
+	switch (f) {
+	case RS_GEN_FINISH_STOP:	return ("stop");
+	case RS_GEN_FINISH_LENGTH:	return ("length");
+	case RS_GEN_FINISH_TOOL_CALLS:	return ("tool_calls");
+	case RS_GEN_FINISH_CANCELLED:	return ("cancelled");
+	}
+	return ("?");
+}
+
+/* ---- events ---- */
+
+/* Hand EV to the callback; -1 once the run is cancelled. */
+static int
+emit(struct run *u, const struct rs_gen_event *ev)
+{
+	if (u->cancelled)
+		return (-1);
+	if (u->cb != NULL && u->cb(ev, u->arg) != 0)
+		u->cancelled = 1;
+	return (u->cancelled ? -1 : 0);
+}
+
+/* The parser's events of its last feed or finish, as run events. */
+static void
+parse_events(struct run *u)
+{
+	const struct rs_parse_event	*pe;
+	struct rs_gen_event		 ev;
+	size_t				 n;
+
+	pe = rs_parse_events(u->parse, &n);
+	for (size_t i = 0; i < n; i++) {
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = pe[i].kind == RS_PARSE_REASONING ?
+		    RS_GEN_EV_REASONING : pe[i].kind == RS_PARSE_CONTENT ?
+		    RS_GEN_EV_CONTENT : pe[i].kind == RS_PARSE_CALL ?
+		    RS_GEN_EV_TOOL_CALL : RS_GEN_EV_TOOL_ARGS;
+		ev.text = pe[i].text;
+		ev.len = pe[i].len;
+		ev.index = pe[i].index;
+		ev.id = pe[i].id;
+		if (emit(u, &ev) != 0)
+			return;
+	}
+}
+
+/* Stop-checked text: keep it, parse it (chat) or send it as content. */
+static enum rs_status
+deliver(struct run *u, const char *s, size_t n)
+{
+	struct rs_gen_event	ev = { .kind = RS_GEN_EV_CONTENT };
+
+	if (n == 0)
+		return (RS_OK);
+	if (rs_buf_add(&u->raw, s, n) != 0)
+		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
+	if (u->parse != NULL) {
+		if (rs_parse_feed(u->parse, s, n, &u->err) != RS_OK)
+			return (u->err.status);
+		parse_events(u);
+		return (RS_OK);
+	}
+	ev.text = s;
+	ev.len = n;
+	emit(u, &ev);
+	return (RS_OK);
+}
+
+/* Decoded bytes: through the stop-string matcher, then deliver(). */
+static enum rs_status
+text_in(struct run *u, const char *s, size_t n)
+{
+	const char	*out;
+	size_t		 len;
+	enum rs_status	 st;
+
+	if (n == 0 || u->stopped)
+		return (RS_OK);
+	if ((st = rs_stop_feed(u->stop, s, n, &out, &len, &u->stopped,
+	    &u->err)) != RS_OK)
+		return (st);
+	return (deliver(u, out, len));
+}
+
+/* Generation ended (not cancelled): release what was held back. */
+static enum rs_status
+flush(struct run *u, enum end how)
+{
+	const char	*out;
+	size_t		 len;
+	enum rs_status	 st;
+
+	if (how != END_STRING) {
+		len = rs_detok_flush(&u->dt, u->g->piece);
+		if ((st = text_in(u, u->g->piece, len)) != RS_OK)
+			return (st);
+	}
+	if (!u->stopped) {
+		rs_stop_flush(u->stop, &out, &len);
+		if ((st = deliver(u, out, len)) != RS_OK)
+			return (st);
+	}
+	if (u->parse == NULL)
+		return (RS_OK);
+	if ((st = rs_parse_finish(u->parse, how == END_LENGTH && !u->stopped ?
+	    RS_PARSE_END_LENGTH : RS_PARSE_END_STOP, &u->err)) != RS_OK)
+		return (st);
+	parse_events(u);
+	return (RS_OK);
+}
+
+/* ---- prefill ---- */
+
+/*
+ * Where to checkpoint: the last <|im_start|> of the prompt (the start of
+ * the message the next turn will re-render differently), else P − 1.
+ */
+static int32_t
+checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
+{
+	for (int32_t i = n - 1; i > 0 && g->id_im_start >= 0; i--)
+		if (p[i] == g->id_im_start)
+			return (i);
+	return (n - 1);
+}
+
+static enum rs_status
+prefill(struct run *u)
+{
+	struct rs_gen		*g = u->g;
+	const int32_t		*p = u->r->prompt;
+	int32_t			 n = (int32_t)u->r->n_prompt, pos, l = 0, cp;
+	int32_t			 from, to;
+	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
+	enum rs_status		 st;
+
+	pos = rs_state_pos(g->st);
+	while (l < pos && l < n - 1 && rs_state_token(g->st, l) == p[l])
+		l++;
+	if (rs_engine_truncate(g->e, g->st, l, NULL) != RS_OK) {
+		rs_state_reset(g->st);
+		l = 0;
+	}
+	u->cached = l;
+	cp = checkpoint_pos(g, p, n);
+	ev.n_total = n - l;
+	for (from = l; from < n; from = to) {
+		to = from + g->o.prefill_chunk < n ? from +
+		    g->o.prefill_chunk : n;
+		if (cp > from && cp < to)
+			to = cp;
+		if (from == cp && cp > 0)
+			rs_state_checkpoint(g->st, NULL);	/* optional */
+		st = rs_engine_forward(g->e, g->st, p + from, to - from,
+		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
+		    RS_LOGITS_NONE, NULL, &u->err);
+		if (st != RS_OK)
+			return (st);
+		ev.n_done = to - l;
+		if (emit(u, &ev) != 0)
+			return (RS_OK);
+	}
+	return (RS_OK);
+}
+
+/* ---- decode ---- */
+
+/* The next output token: forced, or sampled from the logits. */
+static enum rs_status
+next_token(struct run *u, int32_t *t, int *forced)
+{
+	*forced = u->i_force < u->n_force;
+	if (*forced) {
+		*t = u->force[u->i_force++];
+		return (RS_OK);
+	}
+	return (rs_sample_next(u->smp, u->g->logits, t, &u->err));
+}
+
+/* Decode token T's bytes and pass them on; sets END_STRING on a stop. */
+static enum rs_status
+token_text(struct run *u, int32_t t, enum end *end)
+{
+	size_t		n;
+	enum rs_status	st;
+
+	if ((st = rs_detok_feed(&u->dt, t, u->g->piece, u->g->piece_cap, &n,
+	    &u->err)) != RS_OK || (st = text_in(u, u->g->piece, n)) != RS_OK)
+		return (st);
+	if (u->stopped)
+		*end = END_STRING;
+	return (RS_OK);
+}
+
+/* One output token T: count it, send its text, decide whether it ends. */
+static enum rs_status
+take(struct run *u, int32_t t, int forced, enum end *end)
+{
+	struct rs_gen		*g = u->g;
+	struct rs_gen_req	*r = u->r;
+	enum rs_status		 st;
+
+	if (!forced && u->parse != NULL && rs_parse_in_reasoning(u->parse))
+		u->reasoning++;
+	if ((st = rs_sample_accept(u->smp, t, &u->err)) != RS_OK)
+		return (st);
+	u->out[u->n_out++] = t;
+	if (u->n_out == 1)
+		u->t_first = now_ms();
+	*end = END_NONE;
+	if (!forced && (rs_tok_is_eog(g->tok, t) || rs_stop_token(u->stop, t)))
+		*end = END_TOKEN;
+	else if ((st = token_text(u, t, end)) != RS_OK)
+		return (st);
+	if (*end == END_NONE && r->tools != NULL && !r->parallel_tool_calls &&
+	    t == g->id_call_end)
+		*end = END_TOKEN;
+	if (*end == END_NONE && r->thinking && r->n_forced > 0 &&
+	    !u->forced_think && t == g->id_think_end) {
+		u->force = r->forced;
+		u->n_force = r->n_forced;
+		u->i_force = 0;
+		u->forced_think = 1;
+	}
+	if (*end == END_NONE && u->n_out >= u->limit)
+		*end = END_LENGTH;
+	return (RS_OK);
+}
+
+static enum rs_status
+decode(struct run *u)
+{
+	struct rs_gen_event	ev = { .kind = RS_GEN_EV_TOKEN };
+	enum end		end = END_NONE;
+	enum rs_status		st;
+	int32_t			t;
+	int			forced;
+
+	if (!u->r->thinking && u->r->n_forced > 0) {
+		u->force = u->r->forced;
+		u->n_force = u->r->n_forced;
+	}
+	while (!u->cancelled) {
+		if ((st = next_token(u, &t, &forced)) != RS_OK ||
+		    (st = take(u, t, forced, &end)) != RS_OK)
+			return (st);
+		if (u->cancelled)
+			break;
+		if (end != END_NONE && (st = flush(u, end)) != RS_OK)
+			return (st);
+		ev.token = t;
+		if (emit(u, &ev) != 0 || end != END_NONE)
+			break;
+		if ((st = rs_engine_forward(u->g->e, u->g->st, &t, 1,
+		    u->g->logits, RS_LOGITS_LAST, NULL, &u->err)) != RS_OK)
+			return (st);
+	}
+	u->end = end;
+	return (RS_OK);
+}
+
+/* ---- the result ---- */
+
+void
+rs_gen_result_cleanup(struct rs_gen_result *res)
+{
+	if (res == NULL)
+		return;
+	free(res->content);
+	free(res->reasoning);
+	for (size_t i = 0; i < res->n_calls; i++) {
+		free(res->calls[i].id);
+		free(res->calls[i].name);
+		free(res->calls[i].arguments);
+	}
+	free(res->calls);
+	free(res->raw);
+	free(res->tokens);
+	memset(res, 0, sizeof(*res));
+}
+
+static char *
+dup_n(const char *s, size_t n)
+{
+	char	*d = malloc(n + 1);
+
+	if (d != NULL) {
+		memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return (d);
+}
+
+static enum rs_status
+copy_calls(struct rs_gen_result *res, const struct rs_parse_result *pr,
+    struct rs_err *err)
+{
+	if (pr->n_calls == 0)
+		return (RS_OK);
+	if ((res->calls = calloc(pr->n_calls, sizeof(*res->calls))) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	for (size_t i = 0; i < pr->n_calls; i++) {
+		struct rs_gen_call	*c = &res->calls[res->n_calls++];
+
+		c->id = strdup(pr->calls[i].id);
+		c->name = strdup(pr->calls[i].name);
+		c->arguments = dup_n(pr->calls[i].args, pr->calls[i].args_len);
+		c->args_len = pr->calls[i].args_len;
+		c->known = pr->calls[i].known;
+		if (c->id == NULL || c->name == NULL || c->arguments == NULL)
+			return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	}
+	return (RS_OK);
+}
+
+/* Texts, calls, tokens, usage and timings into RES. */
+static enum rs_status
+result(struct run *u, struct rs_gen_result *res)
+{
+	struct rs_parse_result	 pr = { 0 };
+	struct rs_gen_timings	*t = &res->timings;
+	struct rs_gen_usage	*us = &res->usage;
+	const char		*raw = u->raw.data != NULL ? u->raw.data : "";
+	double			 t_end = now_ms();
+
+	if (u->parse != NULL)
+		rs_parse_result(u->parse, &pr);
+	else {
+		pr.content = raw;
+		pr.content_len = u->raw.len;
+		pr.reasoning = "";
+	}
+	res->content = dup_n(pr.content, pr.content_len);
+	res->content_len = pr.content_len;
+	res->reasoning = dup_n(pr.reasoning, pr.reasoning_len);
+	res->reasoning_len = pr.reasoning_len;
+	res->raw = dup_n(raw, u->raw.len);
+	res->raw_len = u->raw.len;
+	res->tokens = u->out;
+	res->n_tokens = u->n_out;
+	u->out = NULL;
+	if (res->content == NULL || res->reasoning == NULL || res->raw == NULL)
+		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
+	if (copy_calls(res, &pr, &u->err) != RS_OK)
+		return (RS_ERR_NOMEM);
+	if (u->cancelled)
+		res->finish = RS_GEN_FINISH_CANCELLED;
+	else if (u->end == END_LENGTH && !u->stopped)
+		res->finish = RS_GEN_FINISH_LENGTH;
+	else
+		res->finish = res->n_calls > 0 ? RS_GEN_FINISH_TOOL_CALLS :
+		    RS_GEN_FINISH_STOP;
+	us->prompt_tokens = (int64_t)u->r->n_prompt;
+	us->cached_tokens = u->cached;
+	us->completion_tokens = (int64_t)res->n_tokens;
+	us->reasoning_tokens = u->reasoning;
+	us->total_tokens = us->prompt_tokens + us->completion_tokens;
+	t->cache_n = u->cached;
+	t->prompt_n = us->prompt_tokens - u->cached;
+	t->prompt_ms = u->t_prefill - u->t0;
+	t->predicted_n = (int64_t)res->n_tokens;
+	t->predicted_ms = res->n_tokens > 0 ? t_end - u->t_prefill : 0.0;
+	t->ttft_ms = res->n_tokens > 0 ? u->t_first - u->t0 : 0.0;
+	if (t->prompt_n > 0 && t->prompt_ms > 0) {
+		t->prompt_per_token_ms = t->prompt_ms / (double)t->prompt_n;
+		t->prompt_per_second = 1e3 * (double)t->prompt_n / t->prompt_ms;
+	}
+	if (t->predicted_n > 0 && t->predicted_ms > 0) {
+		t->predicted_per_token_ms = t->predicted_ms /
+		    (double)t->predicted_n;
+		t->predicted_per_second = 1e3 * (double)t->predicted_n /
+		    t->predicted_ms;
+	}
+	return (RS_OK);
+}
+
+/* ---- a run ---- */
+
+/* The sampler: the request's parameters, plus the chat-mode bans. */
+static enum rs_status
+make_sampler(struct run *u)
+{
+	struct rs_gen		*g = u->g;
+	struct rs_gen_req	*r = u->r;
+	struct rs_sample_params	 p = r->sample;
+	struct rs_logit_bias	*b = NULL;
+	size_t			 nb = r->n_bias;
+	enum rs_status		 st;
+
+	if (r->kind == RS_GEN_CHAT)
+		nb += g->n_ban;
+	if (nb > 0) {
+		if ((b = malloc(nb * sizeof(*b))) == NULL)
+			return (rs_errf(&u->err, RS_ERR_NOMEM,
+			    "out of memory"));
+		if (r->n_bias > 0)
+			memcpy(b, r->bias, r->n_bias * sizeof(*b));
+		if (nb > r->n_bias)
+			memcpy(b + r->n_bias, g->ban, g->n_ban * sizeof(*b));
+	}
+	p.bias = b;
+	p.n_bias = nb;
+	st = rs_sample_new(&u->smp, &p, g->n_vocab, &u->err);
+	free(b);
+	if (st == RS_OK)
+		st = rs_sample_prompt(u->smp, r->prompt, r->n_prompt, &u->err);
+	return (st);
+}
+
+/* Everything a run needs besides the state. */
+static enum rs_status
+setup(struct run *u)
+{
+	struct rs_gen		*g = u->g;
+	struct rs_gen_req	*r = u->r;
+	struct rs_parse_opts	 po;
+	int64_t			 room = (int64_t)g->n_ctx -
+				    (int64_t)r->n_prompt;
+	enum rs_status		 st;
+
+	u->limit = (size_t)(r->max_tokens > 0 && r->max_tokens < room ?
+	    r->max_tokens : room);
+	if ((u->out = malloc(u->limit * sizeof(*u->out))) == NULL)
+		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
+	if ((st = make_sampler(u)) != RS_OK ||
+	    (st = rs_stop_new(&u->stop, r->stop_ids, r->n_stop_ids,
+	    (const char *const *)r->stop, r->n_stop, &u->err)) != RS_OK)
+		return (st);
+	rs_detok_init(&u->dt, g->tok, 0);
+	if (r->kind != RS_GEN_CHAT)
+		return (RS_OK);
+	rs_parse_opts_init(&po);
+	po.tools = r->tools;
+	po.thinking = r->thinking;
+	po.id_seed = r->sample.seed ^ (++g->n_runs * 0x9e3779b97f4a7c15ULL);
+	return (rs_parse_new(&u->parse, &po, &u->err));
+}
+
+static void
+teardown(struct run *u)
+{
+	rs_sample_free(u->smp);
+	rs_stop_free(u->stop);
+	rs_parse_free(u->parse);
+	rs_buf_cleanup(&u->raw);
+	free(u->out);
+}
+
+enum rs_status
+rs_gen_run(struct rs_gen *g, struct rs_gen_req *r, rs_gen_cb cb, void *arg,
+    struct rs_gen_result *res, struct rs_gen_error *ge)
+{
+	struct run		u;
+	struct rs_gen_event	ev = { .kind = RS_GEN_EV_FINISH };
+	enum rs_status		st;
+	int			running = 0;
+
+	memset(res, 0, sizeof(*res));
+	if ((st = rs_gen_prepare(g, r, ge)) != RS_OK)
+		return (st);
+	memset(&u, 0, sizeof(u));
+	u.g = g;
+	u.r = r;
+	u.cb = cb;
+	u.arg = arg;
+	rs_buf_init(&u.raw);
+	u.t0 = now_ms();
+	if ((st = setup(&u)) == RS_OK) {
+		running = 1;
+		if ((st = prefill(&u)) == RS_OK) {
+			u.t_prefill = now_ms();
+			if (!u.cancelled)
+				st = decode(&u);
+		}
+	}
+	if (st == RS_OK && (st = result(&u, res)) == RS_OK && !u.cancelled) {
+		ev.finish = res->finish;
+		emit(&u, &ev);
+	}
+	if (st != RS_OK) {
+		/* a request the sampler or the stop matcher refuses is the
+		   client's error; anything later is ours */
+		rs_gen_result_cleanup(res);
+		rs_gen_fail(ge, st, NULL, "%s%s", running ?
+		    "generation failed: " : "", u.err.msg);
+		if (running) {
+			rs_state_reset(g->st);
+			if (ge != NULL) {
+				ge->type = "server_error";
+				ge->code = 500;
+			}
+		}
+	}
+	teardown(&u);
+	return (st);
+}

@@ -1,0 +1,1180 @@
+/*
+ * check_gen.c - the generation loop (lib/rs_gen.h) on the tiny model.
+ *
+ * Expected values come from tiny/reference.json (the greedy continuation
+ * of the reference implementation) and from the tokenizer applied to it
+ * (the text those tokens decode to); the rest are invariants: same seed,
+ * same tokens; reused cache, same tokens as a fresh state; streamed
+ * events concatenate to the result; a stop leaks nothing; a cancelled run
+ * runs no further token.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_buf.h"
+#include "rs_gen.h"
+#include "t_ref.h"
+#include "t_tok.h"
+#include "t_util.h"
+
+#define F16	"tiny/model-f16.gguf"
+#define IM_END	"<|im_end|>"
+
+/* A generator over the tiny model: engine, state, tokenizer. */
+struct gx {
+	struct rs_model		*m;
+	struct rs_engine	*e;
+	struct rs_state		*st;
+	struct rs_tok		*tok;
+	struct rs_gen		*g;
+};
+
+/* What the callback saw. */
+struct col {
+	struct rs_buf	 content, reasoning, args, names, ids;
+	size_t		 n_tokens, n_calls, n_progress, n_finish;
+	int32_t		 tokens[512];
+	size_t		 cancel_at;	/* cancel on this TOKEN event (1-based) */
+	int		 cancel_progress;
+	size_t		 after_cancel;	/* events after asking to cancel */
+	int		 cancelled;
+	enum rs_gen_finish finish;
+};
+
+static void
+gx_open(struct gx *x, const char *fixture, int32_t n_ctx, int ckpt,
+    const struct rs_gen_opts *o)
+{
+	struct rs_err		 err = { 0 };
+	struct rs_engine_opts	 eo = { .backend = RS_BACKEND_CPU,
+				    .n_threads = 2 };
+	struct rs_state_opts	 so = { .n_ctx = n_ctx, .checkpoint = ckpt };
+
+	memset(x, 0, sizeof(*x));
+	ck_assert_msg(rs_model_open(&x->m, t_fixture(fixture), &err) == RS_OK,
+	    "%s", err.msg);
+	ck_assert_msg(rs_engine_new(&x->e, x->m, &eo, &err) == RS_OK, "%s",
+	    err.msg);
+	ck_assert_msg(rs_engine_state_new(x->e, &so, &x->st, &err) == RS_OK,
+	    "%s", err.msg);
+	x->tok = t_tok_load(fixture, RS_TOK_NORM_DEFAULT);
+	ck_assert_msg(rs_gen_new(&x->g, x->e, x->st, x->tok, o, &err) ==
+	    RS_OK, "%s", err.msg);
+}
+
+static void
+gx_close(struct gx *x)
+{
+	rs_gen_free(x->g);
+	rs_tok_free(x->tok);
+	rs_state_free(x->st);
+	rs_engine_free(x->e);
+	rs_model_close(x->m);
+}
+
+static void
+col_init(struct col *c)
+{
+	memset(c, 0, sizeof(*c));
+	rs_buf_init(&c->content);
+	rs_buf_init(&c->reasoning);
+	rs_buf_init(&c->args);
+	rs_buf_init(&c->names);
+	rs_buf_init(&c->ids);
+}
+
+static void
+col_cleanup(struct col *c)
+{
+	rs_buf_cleanup(&c->content);
+	rs_buf_cleanup(&c->reasoning);
+	rs_buf_cleanup(&c->args);
+	rs_buf_cleanup(&c->names);
+	rs_buf_cleanup(&c->ids);
+}
+
+static int
+on_event(const struct rs_gen_event *ev, void *arg)
+{
+	struct col	*c = arg;
+
+	if (c->cancelled) {
+		c->after_cancel++;
+		return (1);
+	}
+	ck_assert(ev->kind == RS_GEN_EV_PROGRESS ||
+	    ev->kind == RS_GEN_EV_TOKEN || ev->kind == RS_GEN_EV_FINISH ||
+	    ev->len > 0);
+	switch (ev->kind) {
+	case RS_GEN_EV_PROGRESS:
+		c->n_progress++;
+		c->cancelled = c->cancel_progress;
+		break;
+	case RS_GEN_EV_CONTENT:
+		rs_buf_add(&c->content, ev->text, ev->len);
+		break;
+	case RS_GEN_EV_REASONING:
+		rs_buf_add(&c->reasoning, ev->text, ev->len);
+		break;
+	case RS_GEN_EV_TOOL_CALL:
+		c->n_calls++;
+		rs_buf_add(&c->names, ev->text, ev->len);
+		rs_buf_adds(&c->ids, ev->id);
+		break;
+	case RS_GEN_EV_TOOL_ARGS:
+		rs_buf_add(&c->args, ev->text, ev->len);
+		break;
+	case RS_GEN_EV_TOKEN:
+		if (c->n_tokens < 512)
+			c->tokens[c->n_tokens] = ev->token;
+		c->n_tokens++;
+		c->cancelled = c->n_tokens == c->cancel_at;
+		break;
+	case RS_GEN_EV_FINISH:
+		c->n_finish++;
+		c->finish = ev->finish;
+		break;
+	}
+	return (c->cancelled);
+}
+
+/* Parse BODY into R (initialised by the caller); status of the parse. */
+static enum rs_status
+parse_body(struct gx *x, struct rs_gen_req *r, const char *body,
+    struct rs_gen_error *ge)
+{
+	struct rs_json	*j;
+	struct rs_err	 err = { 0 };
+	enum rs_status	 st;
+
+	ck_assert_msg(rs_json_parse(body, strlen(body), &j, &err) == RS_OK,
+	    "test body: %s", err.msg);
+	st = rs_gen_req_parse(x->g, r, j, ge);
+	rs_json_free(j);
+	return (st);
+}
+
+/* Run BODY to completion; C may be NULL. */
+static void
+run_body(struct gx *x, const char *body, struct rs_gen_result *res,
+    struct col *c)
+{
+	struct rs_gen_req	r;
+	struct rs_gen_error	ge = { 0 };
+
+	rs_gen_req_init(&r, x->g);
+	ck_assert_msg(parse_body(x, &r, body, &ge) == RS_OK, "%s: %s", body,
+	    ge.err.msg);
+	ck_assert_msg(rs_gen_run(x->g, &r, c != NULL ? on_event : NULL, c,
+	    res, &ge) == RS_OK, "%s: %s", body, ge.err.msg);
+	rs_gen_req_cleanup(&r);
+}
+
+/* {"tokens": [prompt 5 of reference.json], ...EXTRA} */
+static char *
+greedy_body(const struct t_ref *ref, const char *extra)
+{
+	struct rs_buf	 b;
+	int		 p = ref->greedy_prompt;
+
+	rs_buf_init(&b);
+	rs_buf_adds(&b, "{\"tokens\": [");
+	for (int32_t i = 0; i < ref->len[p]; i++)
+		rs_buf_addf(&b, i > 0 ? ",%d" : "%d", (int)ref->prompt[p][i]);
+	rs_buf_addf(&b, "], \"temperature\": 0%s%s}", extra[0] != '\0' ?
+	    ", " : "", extra);
+	ck_assert(!b.oom);
+	return (rs_buf_release(&b, NULL));
+}
+
+/* The text the tokenizer makes of the first N greedy tokens. */
+static char *
+greedy_text(const struct gx *x, const struct t_ref *ref, size_t n,
+    size_t *len)
+{
+	char		*s;
+	struct rs_err	 err = { 0 };
+
+	ck_assert(rs_tok_decode(x->tok, ref->greedy, n, 0, &s, len, &err) ==
+	    RS_OK);
+	return (s);
+}
+
+/* ---- greedy ---- */
+
+START_TEST(greedy_reference)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	res;
+	struct col		c;
+	char			*body, *text;
+	size_t			 len;
+
+	t_ref_load(&ref);
+	gx_open(&x, F16, 0, 1, NULL);
+	body = greedy_body(&ref, "\"max_tokens\": 40");
+	col_init(&c);
+	run_body(&x, body, &res, &c);
+	ck_assert_uint_eq(res.n_tokens, (size_t)ref.n_greedy);
+	for (int32_t i = 0; i < ref.n_greedy; i++)
+		ck_assert_msg(res.tokens[i] == ref.greedy[i], "token %d: %d, "
+		    "reference %d", i, res.tokens[i], ref.greedy[i]);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+	ck_assert_int_eq(c.finish, RS_GEN_FINISH_LENGTH);
+	ck_assert_uint_eq(c.n_finish, 1);
+	ck_assert_uint_eq(c.n_tokens, 40);
+	ck_assert_mem_eq(c.tokens, ref.greedy, 40 * sizeof(int32_t));
+	/* raw mode: all text is content, the tokenizer's decoding */
+	text = greedy_text(&x, &ref, 40, &len);
+	ck_assert_uint_eq(res.content_len, len);
+	ck_assert_mem_eq(res.content, text, len);
+	ck_assert_uint_eq(c.content.len, len);
+	ck_assert_mem_eq(c.content.data, text, len);
+	ck_assert_str_eq(res.reasoning, "");
+	ck_assert_int_eq(res.usage.prompt_tokens, ref.len[ref.greedy_prompt]);
+	ck_assert_int_eq(res.usage.completion_tokens, 40);
+	ck_assert_int_eq(res.usage.total_tokens,
+	    40 + ref.len[ref.greedy_prompt]);
+	ck_assert_int_eq(res.usage.cached_tokens, 0);
+	ck_assert_int_eq(res.timings.prompt_n, ref.len[ref.greedy_prompt]);
+	ck_assert_int_eq(res.timings.predicted_n, 40);
+	ck_assert(res.timings.prompt_ms > 0 && res.timings.predicted_ms > 0);
+	ck_assert(res.timings.ttft_ms >= res.timings.prompt_ms);
+	ck_assert(res.timings.predicted_per_second > 0);
+	/* the state holds prompt + output less the last token */
+	ck_assert_int_eq(rs_state_pos(x.st), ref.len[ref.greedy_prompt] + 39);
+	free(text);
+	free(body);
+	col_cleanup(&c);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* The same greedy run from a fresh state and through the reused cache. */
+START_TEST(greedy_prefix_reuse)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	a, b;
+	char			*body;
+
+	t_ref_load(&ref);
+	gx_open(&x, F16, 0, 1, NULL);
+	body = greedy_body(&ref, "\"max_tokens\": 12");
+	run_body(&x, body, &a, NULL);
+	run_body(&x, body, &b, NULL);
+	ck_assert_int_eq(b.usage.cached_tokens, ref.len[ref.greedy_prompt] -
+	    1);
+	ck_assert_int_eq(b.timings.prompt_n, 1);
+	ck_assert_uint_eq(a.n_tokens, b.n_tokens);
+	ck_assert_mem_eq(a.tokens, ref.greedy, 12 * sizeof(int32_t));
+	ck_assert_mem_eq(b.tokens, ref.greedy, 12 * sizeof(int32_t));
+	free(body);
+	rs_gen_result_cleanup(&a);
+	rs_gen_result_cleanup(&b);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* ---- sampling ---- */
+
+START_TEST(seeded)
+{
+	struct gx		x;
+	struct rs_gen_result	a, b, c, d;
+	const char		*b1 = "{\"prompt\": \"Once upon a time\", "
+				    "\"max_tokens\": 24, \"seed\": 42, "
+				    "\"top_k\": 0, \"top_p\": 1}";
+	const char		*b2 = "{\"prompt\": \"Once upon a time\", "
+				    "\"max_tokens\": 24, \"seed\": 43, "
+				    "\"top_k\": 0, \"top_p\": 1}";
+
+	gx_open(&x, "tiny/model-q8_0.gguf", 0, 1, NULL);
+	run_body(&x, b1, &a, NULL);
+	run_body(&x, b1, &b, NULL);	/* through the cache */
+	rs_gen_reset(x.g);
+	run_body(&x, b1, &c, NULL);	/* from a fresh state */
+	run_body(&x, b2, &d, NULL);
+	ck_assert_uint_eq(a.n_tokens, 24);
+	ck_assert_uint_eq(b.n_tokens, 24);
+	ck_assert_uint_eq(c.n_tokens, 24);
+	ck_assert_mem_eq(a.tokens, b.tokens, 24 * sizeof(int32_t));
+	ck_assert_mem_eq(a.tokens, c.tokens, 24 * sizeof(int32_t));
+	ck_assert_msg(memcmp(a.tokens, d.tokens, 24 * sizeof(int32_t)) != 0,
+	    "seeds 42 and 43 gave the same 24 tokens");
+	ck_assert_int_gt(b.usage.cached_tokens, 0);
+	rs_gen_result_cleanup(&a);
+	rs_gen_result_cleanup(&b);
+	rs_gen_result_cleanup(&c);
+	rs_gen_result_cleanup(&d);
+	gx_close(&x);
+}
+END_TEST
+
+/* ---- stop conditions ---- */
+
+/*
+ * A stop string cut from the middle of the greedy text: generation ends
+ * with "stop" and the text is exactly what precedes its first occurrence,
+ * streamed and in the result.
+ */
+START_TEST(stop_string)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	res;
+	struct col		c;
+	char			*text, *body, extra[128], stop[4];
+	const char		*at;
+	size_t			 len, k, want;
+
+	t_ref_load(&ref);
+	gx_open(&x, F16, 0, 1, NULL);
+	text = greedy_text(&x, &ref, 40, &len);
+	/* three printable ASCII bytes past the middle */
+	for (k = len / 2; k + 3 <= len; k++)
+		if (text[k] > ' ' && text[k] < 0x7f && text[k] != '"' &&
+		    text[k] != '\\' && text[k + 1] > ' ' && text[k + 1] <
+		    0x7f && text[k + 1] != '"' && text[k + 1] != '\\' &&
+		    text[k + 2] > ' ' && text[k + 2] < 0x7f &&
+		    text[k + 2] != '"' && text[k + 2] != '\\')
+			break;
+	ck_assert_msg(k + 3 <= len, "no plain stop string in the greedy text");
+	memcpy(stop, text + k, 3);
+	stop[3] = '\0';
+	at = memmem(text, len, stop, 3);
+	want = (size_t)(at - text);
+	snprintf(extra, sizeof(extra), "\"max_tokens\": 40, \"stop\": "
+	    "[\"zzzz\", \"%s\"]", stop);
+	body = greedy_body(&ref, extra);
+	col_init(&c);
+	run_body(&x, body, &res, &c);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_STOP);
+	ck_assert_int_eq(c.finish, RS_GEN_FINISH_STOP);
+	ck_assert_uint_eq(res.content_len, want);
+	ck_assert_mem_eq(res.content, text, want);
+	ck_assert_uint_eq(c.content.len, want);
+	ck_assert(want == 0 || memcmp(c.content.data, text, want) == 0);
+	ck_assert_uint_eq(res.raw_len, want);
+	ck_assert_uint_lt(res.n_tokens, 40);
+	ck_assert_mem_eq(res.tokens, ref.greedy, res.n_tokens *
+	    sizeof(int32_t));
+	free(body);
+	free(text);
+	col_cleanup(&c);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* A stop token id: generation ends on it; its text is not shown. */
+START_TEST(stop_token)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	res;
+	char			*text, *body, extra[96];
+	size_t			 len;
+	int32_t			 j = 10;
+
+	t_ref_load(&ref);
+	gx_open(&x, F16, 0, 1, NULL);
+	for (int32_t i = 0; i < j; i++)
+		if (ref.greedy[i] == ref.greedy[j])
+			j++, i = -1;	/* take the first fresh id from 10 on */
+	ck_assert_int_lt(j, ref.n_greedy);
+	snprintf(extra, sizeof(extra), "\"max_tokens\": 40, "
+	    "\"stop_token_ids\": [%d]", (int)ref.greedy[j]);
+	body = greedy_body(&ref, extra);
+	run_body(&x, body, &res, NULL);
+	text = greedy_text(&x, &ref, (size_t)j, &len);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_STOP);
+	ck_assert_uint_eq(res.n_tokens, (size_t)j + 1);
+	ck_assert_mem_eq(res.tokens, ref.greedy, ((size_t)j + 1) *
+	    sizeof(int32_t));
+	ck_assert_uint_eq(res.content_len, len);
+	ck_assert_mem_eq(res.content, text, len);
+	ck_assert_int_eq(res.usage.completion_tokens, j + 1);
+	free(body);
+	free(text);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* An end-of-generation token ends a raw request too, and is counted. */
+START_TEST(stop_eog)
+{
+	struct gx		x;
+	struct rs_gen_result	res;
+	char			body[160];
+	int32_t			eog;
+
+	gx_open(&x, F16, 0, 1, NULL);
+	eog = rs_tok_find(x.tok, IM_END, strlen(IM_END));
+	ck_assert(eog >= 0 && rs_tok_is_eog(x.tok, eog));
+	snprintf(body, sizeof(body), "{\"prompt\": \"Hi\", \"max_tokens\": "
+	    "9, \"logit_bias\": {\"%d\": 100}, \"temperature\": 0}", eog);
+	run_body(&x, body, &res, NULL);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_STOP);
+	ck_assert_uint_eq(res.n_tokens, 1);
+	ck_assert_int_eq(res.tokens[0], eog);
+	ck_assert_uint_eq(res.content_len, 0);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+}
+END_TEST
+
+/* The context end: at most n_ctx − P tokens, finish "length". */
+START_TEST(context_end)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	res;
+	struct rs_gen_req	r;
+	struct rs_gen_error	ge;
+	char			*body;
+	int32_t			 p;
+
+	t_ref_load(&ref);
+	p = ref.len[ref.greedy_prompt];
+	gx_open(&x, F16, p + 11, 1, NULL);
+	body = greedy_body(&ref, "\"max_tokens\": 1000");
+	run_body(&x, body, &res, NULL);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+	ck_assert_uint_eq(res.n_tokens, 11);
+	ck_assert_mem_eq(res.tokens, ref.greedy, 11 * sizeof(int32_t));
+	rs_gen_result_cleanup(&res);
+	free(body);
+	gx_close(&x);
+	/* P = n_ctx − 1: refused, with both phrasings and the counts */
+	gx_open(&x, F16, p + 1, 1, NULL);
+	body = greedy_body(&ref, "");
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, body, &ge) == RS_OK);
+	ck_assert_int_eq(rs_gen_run(x.g, &r, NULL, NULL, &res, &ge),
+	    RS_ERR_LIMIT);
+	ck_assert_str_eq(ge.type, "exceed_context_size_error");
+	ck_assert_int_eq(ge.code, 400);
+	ck_assert_int_eq(ge.n_prompt_tokens, p);
+	ck_assert_int_eq(ge.n_ctx, p + 1);
+	ck_assert_ptr_nonnull(strstr(ge.err.msg, "maximum context length"));
+	ck_assert_ptr_nonnull(strstr(ge.err.msg,
+	    "exceeds the available context size"));
+	ck_assert_uint_eq(res.n_tokens, 0);
+	rs_gen_req_cleanup(&r);
+	free(body);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* ---- cancellation ---- */
+
+START_TEST(cancel_token)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	res;
+	struct col		c;
+	char			*body;
+	int32_t			 p;
+
+	t_ref_load(&ref);
+	p = ref.len[ref.greedy_prompt];
+	gx_open(&x, F16, 0, 1, NULL);
+	body = greedy_body(&ref, "\"max_tokens\": 40");
+	col_init(&c);
+	c.cancel_at = 5;
+	run_body(&x, body, &res, &c);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_CANCELLED);
+	ck_assert_uint_eq(res.n_tokens, 5);
+	ck_assert_uint_eq(c.after_cancel, 0);
+	ck_assert_uint_eq(c.n_finish, 0);
+	/* no token ran after the cancelling one */
+	ck_assert_int_eq(rs_state_pos(x.st), p + 4);
+	ck_assert_mem_eq(res.tokens, ref.greedy, 5 * sizeof(int32_t));
+	rs_gen_result_cleanup(&res);
+	col_cleanup(&c);
+	/* during the prefill: nothing is generated */
+	col_init(&c);
+	c.cancel_progress = 1;
+	rs_gen_reset(x.g);
+	run_body(&x, body, &res, &c);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_CANCELLED);
+	ck_assert_uint_eq(res.n_tokens, 0);
+	ck_assert_uint_eq(c.n_progress, 1);
+	ck_assert_uint_eq(c.after_cancel, 0);
+	rs_gen_result_cleanup(&res);
+	col_cleanup(&c);
+	/* the next request still runs, and the cache serves it */
+	run_body(&x, body, &res, NULL);
+	ck_assert_mem_eq(res.tokens, ref.greedy, 40 * sizeof(int32_t));
+	rs_gen_result_cleanup(&res);
+	free(body);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/* ---- chat ---- */
+
+/* Events concatenate to the result; reasoning tokens are counted. */
+START_TEST(chat_stream)
+{
+	struct gx		x;
+	struct rs_gen_result	res;
+	struct col		c;
+
+	gx_open(&x, "tiny/model-q8_0.gguf", 0, 1, NULL);
+	ck_assert(rs_gen_chat_ok(x.g, NULL));
+	col_init(&c);
+	run_body(&x, "{\"messages\": [{\"role\": \"user\", \"content\": "
+	    "\"hi\"}], \"max_tokens\": 16, \"seed\": 7}", &res, &c);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+	ck_assert_uint_eq(res.n_tokens, 16);
+	ck_assert_uint_eq(c.n_tokens, 16);
+	ck_assert_uint_eq(c.content.len, res.content_len);
+	ck_assert(res.content_len == 0 || memcmp(c.content.data, res.content,
+	    res.content_len) == 0);
+	ck_assert_uint_eq(c.reasoning.len, res.reasoning_len);
+	ck_assert(res.reasoning_len == 0 || memcmp(c.reasoning.data,
+	    res.reasoning, res.reasoning_len) == 0);
+	/* the prompt ends in "<think>\n": everything until </think> is
+	   reasoning */
+	if (memmem(res.raw, res.raw_len, "</think>", 8) == NULL) {
+		ck_assert_int_eq(res.usage.reasoning_tokens, 16);
+		ck_assert_uint_eq(res.content_len, 0);
+	}
+	rs_gen_result_cleanup(&res);
+	col_cleanup(&c);
+	/* thinking off: no reasoning tokens */
+	run_body(&x, "{\"messages\": [{\"role\": \"user\", \"content\": "
+	    "\"hi\"}], \"max_tokens\": 8, \"enable_thinking\": false}", &res,
+	    NULL);
+	ck_assert_int_eq(res.usage.reasoning_tokens, 0);
+	ck_assert_uint_eq(res.reasoning_len, 0);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+}
+END_TEST
+
+/* Chat never samples padding rows or non-EOG control tokens (§0). */
+START_TEST(chat_bans)
+{
+	struct gx		x;
+	struct rs_gen_result	res;
+	int			t;
+
+	gx_open(&x, "tiny/model-q8_0.gguf", 0, 1, NULL);
+	run_body(&x, "{\"messages\": [{\"role\": \"user\", \"content\": "
+	    "\"hi\"}], \"max_tokens\": 200, \"temperature\": 2, \"top_k\": 0, "
+	    "\"top_p\": 1, \"seed\": 1, \"enable_thinking\": false}", &res,
+	    NULL);
+	for (size_t i = 0; i < res.n_tokens; i++) {
+		t = rs_tok_type(x.tok, res.tokens[i]);
+		ck_assert_msg(t == RS_TOK_NORMAL || t == RS_TOK_USER_DEFINED ||
+		    rs_tok_is_eog(x.tok, res.tokens[i]), "token %zu: id %d "
+		    "of type %d sampled", i, res.tokens[i], t);
+	}
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+}
+END_TEST
+
+/* A second turn reuses the first one's cache and gives the same tokens. */
+START_TEST(chat_prefix_reuse)
+{
+	struct gx		x;
+	struct rs_gen_result	a, b, c;
+	struct rs_buf		body;
+	struct rs_json		*s;
+	char			*js;
+
+	gx_open(&x, F16, 0, 1, NULL);
+	run_body(&x, "{\"messages\": [{\"role\": \"user\", \"content\": "
+	    "\"Hello\"}], \"max_tokens\": 12, \"temperature\": 0, "
+	    "\"enable_thinking\": false}", &a, NULL);
+	rs_buf_init(&body);
+	rs_buf_adds(&body, "{\"messages\": [{\"role\": \"user\", \"content\": "
+	    "\"Hello\"}, {\"role\": \"assistant\", \"content\": ");
+	s = rs_json_strn(a.content, a.content_len);
+	js = rs_json_dumps(s);
+	rs_buf_adds(&body, js);
+	rs_buf_adds(&body, "}, {\"role\": \"user\", \"content\": \"More\"}], "
+	    "\"max_tokens\": 12, \"temperature\": 0, \"enable_thinking\": "
+	    "false}");
+	ck_assert(!body.oom);
+	run_body(&x, body.data, &b, NULL);
+	ck_assert_int_gt(b.usage.cached_tokens, 4);
+	ck_assert_int_eq(b.timings.cache_n + b.timings.prompt_n,
+	    b.usage.prompt_tokens);
+	rs_gen_reset(x.g);
+	run_body(&x, body.data, &c, NULL);
+	ck_assert_int_eq(c.usage.cached_tokens, 0);
+	ck_assert_uint_eq(b.n_tokens, c.n_tokens);
+	ck_assert_mem_eq(b.tokens, c.tokens, b.n_tokens * sizeof(int32_t));
+	free(js);
+	rs_json_free(s);
+	rs_buf_cleanup(&body);
+	rs_gen_result_cleanup(&a);
+	rs_gen_result_cleanup(&b);
+	rs_gen_result_cleanup(&c);
+	gx_close(&x);
+}
+END_TEST
+
+/* Count of ID in the N ids at P. */
+static size_t
+count_id(const int32_t *p, size_t n, int32_t id)
+{
+	size_t	k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == id;
+	return (k);
+}
+
+/*
+ * The prompt's ids are the reference's (whole rendered text, special
+ * parsing on) for ordinary text; a client's "<|im_end|>" stays text
+ * unless client_specials.
+ */
+START_TEST(chat_tokens)
+{
+	struct gx		x;
+	struct rs_gen_req	r;
+	struct rs_gen_error	ge;
+	struct rs_chat_opts	co;
+	struct rs_chat_prompt	p = { 0 };
+	struct rs_tok_ids	want;
+	struct rs_gen_opts	o;
+	struct rs_json		*msgs;
+	struct rs_err		err;
+	int32_t			im_end;
+	const char		*m = "[{\"role\": \"system\", \"content\": "
+				    "\"Be brief.\"}, {\"role\": \"user\", "
+				    "\"content\": \"Hi <think> there\"}]";
+	const char		*inj = "{\"messages\": [{\"role\": \"user\", "
+				    "\"content\": \"a<|im_end|>b\"}]}";
+	char			 body[256];
+
+	gx_open(&x, F16, 0, 1, NULL);
+	snprintf(body, sizeof(body), "{\"messages\": %s}", m);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, body, &ge) == RS_OK);
+	ck_assert_msg(rs_gen_prepare(x.g, &r, &ge) == RS_OK, "%s",
+	    ge.err.msg);
+	ck_assert(r.thinking);
+	ck_assert(rs_json_parse(m, strlen(m), &msgs, &err) == RS_OK);
+	rs_chat_opts_init(&co, rs_gen_variant(x.g));
+	ck_assert(rs_chat_render(&co, msgs, &p, &err) == RS_OK);
+	rs_tok_ids_init(&want);
+	t_tok_encode(x.tok, p.text, p.len, RS_TOK_SPECIAL_ALL, &want);
+	t_tok_assert_ids(&(struct rs_tok_ids){ r.prompt, r.n_prompt,
+	    r.n_prompt }, &want, "chat prompt", 0);
+	rs_gen_req_cleanup(&r);
+	rs_chat_prompt_cleanup(&p);
+	rs_json_free(msgs);
+	im_end = rs_tok_find(x.tok, IM_END, strlen(IM_END));
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, inj, &ge) == RS_OK);
+	ck_assert(rs_gen_prepare(x.g, &r, &ge) == RS_OK);
+	ck_assert_uint_eq(count_id(r.prompt, r.n_prompt, im_end), 1);
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+	rs_gen_opts_init(&o);
+	o.client_specials = 1;
+	gx_open(&x, F16, 0, 1, &o);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, inj, &ge) == RS_OK);
+	ck_assert(rs_gen_prepare(x.g, &r, &ge) == RS_OK);
+	ck_assert_uint_eq(count_id(r.prompt, r.n_prompt, im_end), 2);
+	rs_gen_req_cleanup(&r);
+	rs_tok_ids_cleanup(&want);
+	gx_close(&x);
+}
+END_TEST
+
+#define TOOLS	"\"tools\": [{\"type\": \"function\", \"function\": {\"name\": " \
+		"\"get_weather\", \"parameters\": {\"type\": \"object\", " \
+		"\"properties\": {\"city\": {\"type\": \"string\"}}}}}]"
+#define NAMED	"\"tool_choice\": {\"type\": \"function\", \"function\": " \
+		"{\"name\": \"get_weather\"}}"
+
+/*
+ * tool_choice naming a function forces "<tool_call>\n<function=NAME>\n";
+ * an end-of-generation token then closes the call: finish "tool_calls",
+ * one call whose streamed pieces are the result's.
+ */
+START_TEST(tool_named)
+{
+	struct gx		x;
+	struct rs_gen_result	res;
+	struct col		c;
+	struct rs_tok_ids	forced;
+	char			body[512];
+	int32_t			eog;
+
+	gx_open(&x, F16, 0, 1, NULL);
+	eog = rs_tok_find(x.tok, IM_END, strlen(IM_END));
+	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"Weather?\"}], %s, %s, \"enable_thinking\": false, "
+	    "\"logit_bias\": {\"%d\": 100}, \"max_tokens\": 30}", TOOLS, NAMED,
+	    eog);
+	col_init(&c);
+	run_body(&x, body, &res, &c);
+	rs_tok_ids_init(&forced);
+	t_tok_encode(x.tok, "<tool_call>\n<function=get_weather>\n", 35,
+	    RS_TOK_SPECIAL_USER, &forced);
+	ck_assert_uint_eq(res.n_tokens, forced.n + 1);
+	ck_assert_mem_eq(res.tokens, forced.v, forced.n * sizeof(int32_t));
+	ck_assert_int_eq(res.tokens[forced.n], eog);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_TOOL_CALLS);
+	ck_assert_int_eq(c.finish, RS_GEN_FINISH_TOOL_CALLS);
+	ck_assert_uint_eq(res.n_calls, 1);
+	ck_assert_str_eq(res.calls[0].name, "get_weather");
+	ck_assert_str_eq(res.calls[0].arguments, "{}");
+	ck_assert(res.calls[0].known);
+	ck_assert_int_eq(strncmp(res.calls[0].id, "call_", 5), 0);
+	ck_assert_uint_eq(strlen(res.calls[0].id), 29);
+	ck_assert_uint_eq(c.n_calls, 1);
+	ck_assert_str_eq(c.names.data, "get_weather");
+	ck_assert_str_eq(c.ids.data, res.calls[0].id);
+	ck_assert_str_eq(c.args.data, "{}");
+	ck_assert_uint_eq(res.content_len, 0);
+	/* forced tokens are completion tokens (§4.8) */
+	ck_assert_int_eq(res.usage.completion_tokens, (int64_t)forced.n + 1);
+	rs_tok_ids_cleanup(&forced);
+	col_cleanup(&c);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+}
+END_TEST
+
+/*
+ * parallel_tool_calls false ends generation at the first </tool_call>;
+ * with true, generation goes on.  Thinking on: the forced text follows
+ * the sampled </think>.
+ */
+START_TEST(tool_parallel_and_thinking)
+{
+	struct gx		x;
+	struct rs_gen_result	res;
+	struct rs_tok_ids	forced;
+	char			body[640];
+	int32_t			close, think_end;
+
+	gx_open(&x, F16, 0, 1, NULL);
+	close = rs_tok_find(x.tok, "</tool_call>", 12);
+	think_end = rs_tok_find(x.tok, "</think>", 8);
+	rs_tok_ids_init(&forced);
+	t_tok_encode(x.tok, "<tool_call>\n<function=get_weather>\n", 35,
+	    RS_TOK_SPECIAL_USER, &forced);
+	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"Weather?\"}], %s, %s, \"enable_thinking\": false, "
+	    "\"logit_bias\": {\"%d\": 100}, \"max_tokens\": 30, "
+	    "\"parallel_tool_calls\": false}", TOOLS, NAMED, close);
+	run_body(&x, body, &res, NULL);
+	ck_assert_uint_eq(res.n_tokens, forced.n + 1);
+	ck_assert_int_eq(res.tokens[forced.n], close);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_TOOL_CALLS);
+	ck_assert_uint_eq(res.n_calls, 1);
+	rs_gen_result_cleanup(&res);
+	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"Weather?\"}], %s, %s, \"enable_thinking\": false, "
+	    "\"logit_bias\": {\"%d\": 100}, \"max_tokens\": 20}", TOOLS, NAMED,
+	    close);
+	run_body(&x, body, &res, NULL);
+	ck_assert_uint_eq(res.n_tokens, 20);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+	rs_gen_result_cleanup(&res);
+	/* thinking: </think>, then "\n\n<tool_call>\n<function=NAME>\n" */
+	rs_tok_ids_cleanup(&forced);
+	rs_tok_ids_init(&forced);
+	t_tok_encode(x.tok, "\n\n<tool_call>\n<function=get_weather>\n", 37,
+	    RS_TOK_SPECIAL_USER, &forced);
+	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"Weather?\"}], %s, %s, \"logit_bias\": {\"%d\": "
+	    "100}, \"max_tokens\": %zu}", TOOLS, NAMED, think_end,
+	    forced.n + 2);
+	run_body(&x, body, &res, NULL);
+	ck_assert_uint_eq(res.n_tokens, forced.n + 2);
+	ck_assert_int_eq(res.tokens[0], think_end);
+	ck_assert_mem_eq(res.tokens + 1, forced.v, forced.n * sizeof(int32_t));
+	ck_assert_int_eq(res.usage.reasoning_tokens, 1);
+	rs_gen_result_cleanup(&res);
+	rs_tok_ids_cleanup(&forced);
+	gx_close(&x);
+}
+END_TEST
+
+/* ---- bad input ---- */
+
+static const struct bad {
+	const char	*body;
+	const char	*param;		/* expected param ("" none) */
+	const char	*word;		/* expected in the message */
+} bad[] = {
+	{ "[1, 2]", "", "JSON object" },
+	{ "{}", "messages", "no input" },
+	{ "{\"prompt\": \"a\", \"tokens\": [1]}", "tokens", "only one" },
+	{ "{\"prompt\": 5}", "prompt", "string or an array" },
+	{ "{\"tokens\": [1, \"x\"]}", "tokens[1]", "integer" },
+	{ "{\"tokens\": [1, 99999]}", "tokens[1]", "outside the vocabulary" },
+	{ "{\"ids\": [-1]}", "ids[0]", "outside the vocabulary" },
+	{ "{\"tokens\": [1], \"max_tokens\": -5}", "max_tokens", "outside" },
+	{ "{\"tokens\": [1], \"max_tokens\": 0}", "max_tokens", "outside" },
+	{ "{\"tokens\": [1], \"max_tokens\": 1.5}", "max_tokens", "integer" },
+	{ "{\"tokens\": [1], \"max_completion_tokens\": \"9\"}",
+	    "max_completion_tokens", "integer" },
+	{ "{\"tokens\": [1], \"temperature\": 3}", "temperature", "outside" },
+	{ "{\"tokens\": [1], \"temperature\": \"hot\"}", "temperature",
+	    "number" },
+	{ "{\"tokens\": [1], \"top_p\": 0}", "top_p", "outside" },
+	{ "{\"tokens\": [1], \"top_k\": -2}", "top_k", "outside" },
+	{ "{\"tokens\": [1], \"min_p\": 1.5}", "min_p", "outside" },
+	{ "{\"tokens\": [1], \"presence_penalty\": 2.5}", "presence_penalty",
+	    "outside" },
+	{ "{\"tokens\": [1], \"repetition_penalty\": 0}",
+	    "repetition_penalty", "outside" },
+	{ "{\"tokens\": [1], \"seed\": \"x\"}", "seed", "integer" },
+	{ "{\"tokens\": [1], \"stop\": 5}", "stop", "string" },
+	{ "{\"tokens\": [1], \"stop\": [\"\"]}", "stop[0]", "non-empty" },
+	{ "{\"tokens\": [1], \"stop\": [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\","
+	    "\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\","
+	    "\"q\"]}", "stop", "at most" },
+	{ "{\"tokens\": [1], \"stop_token_ids\": [5000]}", "stop_token_ids[0]",
+	    "outside" },
+	{ "{\"tokens\": [1], \"logit_bias\": {\"abc\": 1}}", "logit_bias.abc",
+	    "token id" },
+	{ "{\"tokens\": [1], \"logit_bias\": {\"5\": 101}}", "logit_bias.5",
+	    "[-100, 100]" },
+	{ "{\"tokens\": [1], \"n\": 2}", "n", "n = 1" },
+	{ "{\"tokens\": [1], \"logprobs\": true}", "logprobs", "not supported" },
+	{ "{\"tokens\": [1], \"response_format\": {\"type\": \"json_schema\"}}",
+	    "response_format", "json_schema" },
+	{ "{\"messages\": \"hi\"}", "messages", "array" },
+	{ "{\"messages\": []}", "messages", "No messages" },
+	{ "{\"messages\": [5]}", "messages[0]", "object" },
+	{ "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role",
+	    "missing" },
+	{ "{\"messages\": [{\"role\": \"function\", \"content\": \"x\"}]}",
+	    "messages[0].role", "unexpected role" },
+	{ "{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content",
+	    "missing" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}",
+	    "messages[0].content", "string" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+	    "\"image_url\"}]}]}", "messages[0].content[0].type",
+	    "not supported" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+	    "\"blob\"}]}]}", "messages[0].content[0].type", "unsupported" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": [\"x\"]}]}",
+	    "messages[0].content[0]", "object" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+	    "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
+	    "{\"name\": \"f\", \"arguments\": \"[1]\"}}]}]}",
+	    "messages[1].tool_calls[0].function.arguments", "JSON object" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+	    "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
+	    "{\"name\": \"f\", \"arguments\": \"{\\\"a>\\\": 1}\"}}]}]}",
+	    "messages[1].tool_calls[0].function.arguments", "argument name" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+	    "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
+	    "{\"name\": \"a>b\"}}]}]}",
+	    "messages[1].tool_calls[0].function.name", "'>'" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+	    "{\"role\": \"tool\", \"content\": \"r\"}]}", "messages[1]",
+	    "tool message" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": {}}", "tools", "array" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"type\": \"custom\", \"function\": {\"name\": "
+	    "\"f\"}}]}", "tools[0].type", "function" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+	    "\"a b\"}}]}", "tools[0].function.name", "white space" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"function\": {\"name\": \"f\"}}, {\"function\": "
+	    "{\"name\": \"f\"}}]}", "tools[1].function.name", "duplicate" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"function\": {\"name\": \"f\", \"parameters\": "
+	    "5}}]}", "tools[0].function.parameters", "schema" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tool_choice\": \"auto\"}", "tool_choice", "tools must be set" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"function\": {\"name\": \"f\"}}], \"tool_choice\": "
+	    "{\"type\": \"function\", \"function\": {\"name\": \"g\"}}}",
+	    "tool_choice.function.name", "does not match" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"reasoning_effort\": \"ultra\"}", "reasoning_effort", "Accepted" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"reasoning_effort\": 3}", "reasoning_effort", "Accepted" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"enable_thinking\": \"yes\"}", "enable_thinking", "true or false" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"chat_template_kwargs\": {\"enable_thinking\": 1}}",
+	    "chat_template_kwargs.enable_thinking", "true or false" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"continue_final_message\": true}", "continue_final_message",
+	    "not supported" },
+};
+
+START_TEST(bad_request)
+{
+	struct gx		 x;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge;
+	const struct bad	*b = &bad[_i];
+
+	gx_open(&x, F16, 64, 0, NULL);
+	rs_gen_req_init(&r, x.g);
+	memset(&ge, 0, sizeof(ge));
+	ck_assert_msg(parse_body(&x, &r, b->body, &ge) == RS_ERR_INVALID_ARG,
+	    "%s: accepted", b->body);
+	ck_assert_str_eq(ge.type, "invalid_request_error");
+	ck_assert_int_eq(ge.code, 400);
+	ck_assert_msg(strcmp(ge.param, b->param) == 0, "%s: param '%s', "
+	    "expected '%s'", b->body, ge.param, b->param);
+	ck_assert_msg(strstr(ge.err.msg, b->word) != NULL, "%s: message '%s' "
+	    "lacks '%s'", b->body, ge.err.msg, b->word);
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+}
+END_TEST
+
+/* Errors found when rendering and tokenizing, and bad generator options. */
+START_TEST(bad_prepare)
+{
+	struct gx		 x;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge;
+	struct rs_gen_opts	 o;
+	struct rs_gen		*g;
+	struct rs_err		 err;
+
+	gx_open(&x, F16, 64, 0, NULL);
+	/* the template's own errors */
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": \"system\", "
+	    "\"content\": \"x\"}]}", &ge) == RS_OK);
+	ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge), RS_ERR_INVALID_ARG);
+	ck_assert_ptr_nonnull(strstr(ge.err.msg, "No user query"));
+	ck_assert_int_eq(ge.code, 400);
+	rs_gen_req_cleanup(&r);
+	/* an empty prompt */
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"prompt\": \"\"}", &ge) == RS_OK);
+	ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge), RS_ERR_INVALID_ARG);
+	ck_assert_ptr_nonnull(strstr(ge.err.msg, "empty"));
+	rs_gen_req_cleanup(&r);
+	/* no input at all */
+	rs_gen_req_init(&r, x.g);
+	ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge), RS_ERR_INVALID_ARG);
+	rs_gen_req_cleanup(&r);
+	/* generator options */
+	rs_gen_opts_init(&o);
+	o.reasoning_effort = "high";
+	ck_assert_int_eq(rs_gen_new(&g, x.e, x.st, x.tok, &o, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "effort"));
+	rs_gen_opts_init(&o);
+	o.sample.top_p = 2;
+	ck_assert_int_eq(rs_gen_new(&g, x.e, x.st, x.tok, &o, &err),
+	    RS_ERR_INVALID_ARG);
+	rs_gen_opts_init(&o);
+	o.variant = (enum rs_chat_variant)77;
+	ck_assert_int_eq(rs_gen_new(&g, x.e, x.st, x.tok, &o, &err),
+	    RS_ERR_UNSUPPORTED);
+	gx_close(&x);
+}
+END_TEST
+
+/* §2.5: the effort and thinking switch resolution. */
+START_TEST(thinking_map)
+{
+	static const struct {
+		const char	*fields;
+		int		 thinking;
+		const char	*effort;
+	} c[] = {
+		{ "", 1, "xhigh" },
+		{ ", \"reasoning_effort\": \"none\"", 0, "xhigh" },
+		{ ", \"reasoning_effort\": \"High\"", 1, "xhigh" },
+		{ ", \"reasoning_effort\": \"minimal\"", 1, "low" },
+		{ ", \"reasoning_effort\": \"medium\"", 1, "medium" },
+		{ ", \"reasoning\": {\"effort\": \"low\"}", 1, "low" },
+		{ ", \"enable_thinking\": false, \"reasoning_effort\": \"low\"",
+		    0, "low" },
+		{ ", \"chat_template_kwargs\": {\"enable_thinking\": true}, "
+		    "\"reasoning_effort\": \"none\"", 1, "xhigh" },
+		{ ", \"chat_template_kwargs\": {\"reasoning_effort\": \"low\"}, "
+		    "\"reasoning_effort\": \"max\"", 1, "low" },
+	};
+	struct gx		x;
+	struct rs_gen_req	r;
+	struct rs_gen_error	ge;
+	char			body[256];
+
+	gx_open(&x, F16, 64, 0, NULL);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		snprintf(body, sizeof(body), "{\"messages\": [{\"role\": "
+		    "\"user\", \"content\": \"x\"}]%s}", c[i].fields);
+		rs_gen_req_init(&r, x.g);
+		ck_assert_msg(parse_body(&x, &r, body, &ge) == RS_OK, "%s: %s",
+		    body, ge.err.msg);
+		ck_assert_msg(r.enable_thinking == c[i].thinking, "%s", body);
+		ck_assert_msg(strcmp(r.reasoning_effort, c[i].effort) == 0,
+		    "%s: effort %s", body, r.reasoning_effort);
+		rs_gen_req_cleanup(&r);
+	}
+	gx_close(&x);
+}
+END_TEST
+
+/* §2.3: system merging, late system, developer, parts, tools rebuilt. */
+START_TEST(normalize)
+{
+	struct gx		 x;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge;
+	char			*s;
+
+	gx_open(&x, F16, 64, 0, NULL);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": "
+	    "\"developer\", \"content\": \"A\"}, {\"role\": \"system\", "
+	    "\"content\": [{\"type\": \"text\", \"text\": \"B\"}, {\"type\": "
+	    "\"text\", \"text\": \"C\", \"cache_control\": {}}]}, {\"role\": "
+	    "\"user\", \"content\": \"u\", \"name\": \"n\"}, {\"role\": "
+	    "\"system\", \"content\": \"late\"}, {\"role\": \"assistant\", "
+	    "\"content\": null, \"reasoning\": \"r\", \"tool_calls\": "
+	    "[{\"id\": \"1\", \"function\": {\"name\": \"f\", \"arguments\": "
+	    "\" \"}}]}, {\"role\": \"tool\", \"content\": \"ok\"}], \"tools\": "
+	    "[{\"type\": \"function\", \"function\": {\"name\": \"f\", "
+	    "\"strict\": true}}]}", &ge) == RS_OK);
+	s = rs_json_dumps(r.messages);
+	ck_assert_str_eq(s, "[{\"role\":\"system\",\"content\":\"A\\n\\nBC\"},"
+	    "{\"role\":\"user\",\"content\":\"u\"},{\"role\":\"user\","
+	    "\"content\":\"late\"},{\"role\":\"assistant\",\"content\":null,"
+	    "\"reasoning_content\":\"r\",\"tool_calls\":[{\"type\":"
+	    "\"function\",\"function\":{\"name\":\"f\",\"arguments\":{}}}]},"
+	    "{\"role\":\"tool\",\"content\":\"ok\"}]");
+	free(s);
+	s = rs_json_dumps(r.tools);
+	ck_assert_str_eq(s, "[{\"type\":\"function\",\"function\":{\"name\":"
+	    "\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]");
+	free(s);
+	ck_assert_int_eq(r.tool_choice, RS_GEN_TOOLS_AUTO);
+	rs_gen_req_cleanup(&r);
+	/* tool_choice none leaves the tools out; [] is no tools */
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"x\"}], \"tools\": [{\"function\": {\"name\": "
+	    "\"f\"}}], \"tool_choice\": \"none\"}", &ge) == RS_OK);
+	ck_assert_ptr_null(r.tools);
+	rs_gen_req_cleanup(&r);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"x\"}], \"tools\": [], \"max_tokens\": null}", &ge)
+	    == RS_OK);
+	ck_assert_ptr_null(r.tools);
+	ck_assert_int_eq(r.max_tokens, -1);
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+}
+END_TEST
+
+/* The JSON views: OpenAI shapes. */
+START_TEST(json_views)
+{
+	struct rs_gen_usage	 u = { 10, 4, 6, 2, 16 };
+	struct rs_gen_timings	 t = { .cache_n = 4, .prompt_n = 6,
+				    .predicted_n = 6 };
+	struct rs_gen_error	 ge = { .type = "exceed_context_size_error",
+				    .code = 400, .n_prompt_tokens = 9,
+				    .n_ctx = 8 };
+	struct rs_json		*j;
+	char			*s;
+
+	j = rs_gen_usage_json(&u);
+	s = rs_json_dumps(j);
+	ck_assert_str_eq(s, "{\"prompt_tokens\":10,\"completion_tokens\":6,"
+	    "\"total_tokens\":16,\"prompt_tokens_details\":{\"cached_tokens\":"
+	    "4},\"completion_tokens_details\":{\"reasoning_tokens\":2}}");
+	free(s);
+	rs_json_free(j);
+	j = rs_gen_timings_json(&t);
+	ck_assert_ptr_nonnull(rs_json_get(j, "predicted_per_second"));
+	ck_assert_ptr_nonnull(rs_json_get(j, "ttft_ms"));
+	rs_json_free(j);
+	snprintf(ge.err.msg, sizeof(ge.err.msg), "too long");
+	j = rs_gen_error_json(&ge);
+	s = rs_json_dumps(j);
+	ck_assert_str_eq(s, "{\"message\":\"too long\",\"type\":"
+	    "\"exceed_context_size_error\",\"param\":null,\"code\":400,"
+	    "\"n_prompt_tokens\":9,\"n_ctx\":8}");
+	free(s);
+	rs_json_free(j);
+}
+END_TEST
+
+Suite *
+gen_suite(void)
+{
+	Suite	*s = suite_create("gen");
+	TCase	*tc;
+
+	tc = tcase_create("greedy");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, greedy_reference);
+	tcase_add_test(tc, greedy_prefix_reuse);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("sampling");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, seeded);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("stop");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, stop_string);
+	tcase_add_test(tc, stop_token);
+	tcase_add_test(tc, stop_eog);
+	tcase_add_test(tc, context_end);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("cancel");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, cancel_token);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("chat");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, chat_stream);
+	tcase_add_test(tc, chat_bans);
+	tcase_add_test(tc, chat_prefix_reuse);
+	tcase_add_test(tc, chat_tokens);
+	tcase_add_test(tc, tool_named);
+	tcase_add_test(tc, tool_parallel_and_thinking);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("request");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, thinking_map);
+	tcase_add_test(tc, normalize);
+	tcase_add_test(tc, json_views);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("bad_input");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, bad_request, 0, sizeof(bad) / sizeof(bad[0]));
+	tcase_add_test(tc, bad_prepare);
+	suite_add_tcase(s, tc);
+	return (s);
+}
