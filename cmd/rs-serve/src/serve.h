@@ -1,0 +1,150 @@
+/*
+ * serve.h - what the files of rs-serve share.  rs-serve is a Kore
+ * application built as one binary (cmd/rs-serve/conf/build.conf); this
+ * directory is its glue between Kore and librs:
+ *
+ *   serve_main.c    options, model loading, Kore's servers and limits
+ *                   (kore_parent_configure), the worker's start and end,
+ *                   the seccomp filter
+ *   serve_opts.c    option parsing, --help, --copilot-config
+ *   serve_http.c    the route table, authentication, CORS, error bodies,
+ *                   /health, /v1/models, /metrics, the access log
+ *   serve_job.c     the engine thread and its FIFO queue; events from the
+ *                   engine to the event loop; streaming to connections
+ *
+ * Processes and threads.  Kore's parent process parses the options, loads
+ * and validates the model and the tokenizer (so a bad file fails before
+ * anything listens) and forks one worker.  The worker runs Kore's event
+ * loop (every connection, every Kore call) and one engine thread that owns
+ * the engine, the sequence state and the generator, and runs one request at
+ * a time from a bounded FIFO queue.  The loop parses, validates and
+ * tokenizes requests itself (rs_gen_req_parse/rs_gen_prepare only read
+ * what never changes), so every 4xx goes out before a 200; the engine
+ * thread formats the SSE chunks and hands bytes back through an eventfd
+ * that the loop watches.  No Kore function is called off the loop thread,
+ * and librs never calls Kore.
+ */
+#ifndef SERVE_H
+#define SERVE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rs_engine.h"
+#include "rs_gen.h"
+#include "rs_metrics.h"
+#include "rs_model.h"
+#include "rs_oai.h"
+#include "rs_tok.h"
+
+struct http_request;
+struct connection;
+
+/* ---- configuration (serve_opts.c) ---- */
+
+struct serve_cfg {
+	char		*model_path;
+	char		*host;		/* default 127.0.0.1 */
+	char		*port;		/* default 8081 */
+	int64_t		 n_ctx;		/* 0: the model's context length */
+	char		*api_key;	/* NULL: no authentication */
+	char		*alias;		/* model id; NULL: from the GGUF */
+	enum rs_backend	 backend;
+	int		 threads;	/* 0: online CPUs */
+	int64_t		 queue_max;	/* requests waiting beyond the one
+					   running */
+	int64_t		 body_max;	/* bytes */
+	int		 tok_norm;	/* enum rs_tok_norm */
+	char		*tls_cert;
+	char		*tls_key;
+	char		*cors_origin;	/* NULL: reflect localhost origins */
+	char		*copilot_url;	/* print the Copilot entry and exit */
+	char		*pidfile;
+	char		*runas;		/* NULL: keep the user */
+	char		*chroot;	/* NULL: no chroot */
+	int		 seccomp_trace;
+	int		 quiet;		/* no access log */
+	struct rs_gen_opts gen;		/* server defaults for requests */
+};
+
+extern struct serve_cfg	serve_cfg;
+
+/* Parse argv into serve_cfg; exits for --help, --version, usage errors. */
+void		serve_opts_parse(int argc, char **argv);
+
+/* ---- the model, loaded by the parent and inherited by the worker ---- */
+
+struct serve_model {
+	struct rs_model		*model;
+	struct rs_tok		*tok;
+	struct rs_oai_model	 info;		/* id, n_ctx, capabilities */
+	char			 fingerprint[64];
+};
+
+extern struct serve_model serve_model;
+
+/* ---- the engine and its queue (serve_job.c) ---- */
+
+enum serve_api {
+	SERVE_CHAT,
+	SERVE_COMPLETION
+};
+
+struct serve_job;
+
+/* Start the engine thread (worker).  Exits the worker on failure. */
+void		serve_engine_start(void);
+/* Stop and join it: cancels the running request. */
+void		serve_engine_stop(void);
+/* The generator once the engine is up, else NULL ("Loading model"). */
+const struct rs_gen *serve_engine_gen(void);
+/* Requests waiting and running. */
+void		serve_engine_load(int *waiting, int *running);
+
+/*
+ * Take over REQ, received at T_RECV (serve_now_ms()), for a generation of
+ * the prepared request GREQ (moved into the job: GREQ is left empty),
+ * streamed or not.  Sends the 503 itself when the queue is full.  Returns
+ * the Kore handler result.
+ */
+int		serve_job_submit(struct http_request *req, enum serve_api api,
+		    struct rs_gen_req *greq, int stream, int include_usage,
+		    double t_recv);
+
+/* The handler entered again for a request that has a job. */
+int		serve_job_resume(struct http_request *req);
+
+/* ---- HTTP helpers (serve_http.c) ---- */
+
+extern struct rs_metrics *serve_metrics;
+
+/* Send the OpenAI error envelope J (taken) with status CODE. */
+void		serve_send_json(struct http_request *req, int code,
+		    struct rs_json *j);
+void		serve_send_error(struct http_request *req, int code,
+		    const char *type, const char *param, const char *fmt, ...)
+		    __attribute__((format(printf, 5, 6)));
+
+/* The route name of REQ for logs and metrics. */
+const char	*serve_route_name(struct http_request *req);
+
+/*
+ * One access-log line for REQ with status CODE; the generation figures
+ * come from JOB when it is not NULL (serve_job_log_fields()).
+ */
+struct serve_log {
+	int64_t		 prompt_tokens, cached_tokens, completion_tokens;
+	double		 queue_ms, ttft_ms, total_ms, decode_tps;
+	const char	*finish;	/* NULL: no generation */
+};
+void		serve_access_log(struct http_request *req, int code,
+		    const struct serve_log *gen);
+
+/* After Kore queued a response on C: keep the 413 check on its next read. */
+void		serve_conn_rearm(struct connection *c);
+
+/* Monotonic milliseconds with sub-millisecond precision. */
+double		serve_now_ms(void);
+
+#endif /* SERVE_H */

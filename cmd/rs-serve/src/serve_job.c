@@ -1,0 +1,751 @@
+/*
+ * serve_job.c - the engine thread, its FIFO queue, and the way bytes get
+ * from the engine to the clients.
+ *
+ * One engine thread owns the engine, the sequence state and the generator
+ * (rs_gen), builds them at start (the CUDA context is created and used in
+ * that thread only) and then runs one job at a time, oldest first.  A job
+ * is one generation request: the loop validated and tokenized it already
+ * (serve_http.c), and for a stream it also sent the 200 header and the
+ * role chunk, so the client has its first byte at once.
+ *
+ * Engine to loop.  For each rs_gen event the engine thread formats the SSE
+ * chunk (rs_oai.h), frames it for chunked transfer encoding, appends it to
+ * the job's out buffer under the lock, puts the job on the dirty list and
+ * writes the eventfd.  The loop (notify_handle) drains the eventfd, takes
+ * the dirty list and hands each job's bytes to Kore (net_send_queue +
+ * net_send_flush): one wake-up and one send() per token, a few
+ * microseconds, and tokens that come faster than the loop drains them are
+ * coalesced on their own.  A non-streamed job sends its body at the end.
+ *
+ * Loop to engine.  When a client goes away Kore frees its request; the
+ * request's onfree hook sets the job's cancel flag, which the event
+ * callback returns to rs_gen_run() at the next event: generation stops
+ * within one token (or one prefill chunk).  A job still in the queue is
+ * just removed.
+ *
+ * Ownership.  A job is freed by the loop, once the engine is done with it
+ * (eng_done) and the loop no longer needs it (its request is gone).  The
+ * engine thread never frees a job and never calls Kore.
+ */
+#include <sys/eventfd.h>
+#include <sys/random.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <kore/kore.h>
+#include <kore/http.h>
+
+#include "cli.h"
+#include "serve.h"
+
+/* SSE comment interval while a stream waits or prefills (§4.5). */
+#define KEEPALIVE_MS	10000
+
+void	serve_worker_fail(void);
+
+struct serve_job {
+	/* set by the loop before queueing, then read-only */
+	struct rs_gen_req	 greq;
+	struct rs_oai_resp	 fmt;
+	enum serve_api		 api;
+	int			 stream;
+	int			 chunked;	/* transfer-encoding: chunked */
+	double			 t_recv;	/* serve_now_ms() on arrival */
+
+	/* the engine thread's, until eng_done */
+	double			 t_start;
+	double			 t_first;	/* first output, 0 before */
+
+	/* shared, under eng.lock */
+	struct rs_buf		 out;		/* framed bytes for the client */
+	int			 status;	/* HTTP status of a whole body */
+	int			 queued;	/* in the FIFO */
+	int			 eng_done;	/* the engine is finished with it */
+	int			 dirty;		/* on the dirty list */
+	struct serve_job	*q_next;
+	struct serve_job	*d_next;
+	struct serve_log	 log;		/* complete once eng_done */
+
+	atomic_int		 cancel;	/* the client went away */
+
+	/* the loop's */
+	struct http_request	*http;		/* NULL once Kore freed it */
+	struct rs_buf		 send;		/* OUT, moved out of the lock */
+	int			 answered;	/* the response is complete */
+	int			 close_at_end;
+	double			 last_write;
+	struct serve_job	*l_prev, *l_next;	/* live jobs */
+};
+
+static struct {
+	pthread_mutex_t		 lock;
+	pthread_cond_t		 cond;
+	pthread_t		 thread;
+	int			 started;
+	int			 quit;
+	struct serve_job	*head, *tail;	/* the FIFO */
+	int			 waiting;
+	struct serve_job	*running;
+	struct serve_job	*dirty;
+	int			 failed;
+	char			 why[320];
+
+	/* eventfd from the engine thread to the loop */
+	struct {
+		struct kore_event	 evt;	/* first: Kore casts to it */
+		int			 fd;
+	} notify;
+
+	/* the generator, published once built */
+	_Atomic(const struct rs_gen *) gen;
+	int			 announced;
+
+	/* the engine thread's own */
+	struct rs_engine	*engine;
+	struct rs_state		*state;
+	struct rs_gen		*g;
+	struct rs_buf		 scratch;
+
+	/* the loop's own */
+	struct serve_job	*live;
+	struct kore_timer	*timer;
+} eng = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.notify = { .fd = -1 },
+};
+
+static void	notify_handle(void *, int);
+
+double
+serve_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
+}
+
+const struct rs_gen *
+serve_engine_gen(void)
+{
+	return (atomic_load_explicit(&eng.gen, memory_order_acquire));
+}
+
+void
+serve_engine_load(int *waiting, int *running)
+{
+	pthread_mutex_lock(&eng.lock);
+	*waiting = eng.waiting;
+	*running = eng.running != NULL;
+	pthread_mutex_unlock(&eng.lock);
+}
+
+/* Wake the loop; an eventfd counter never blocks a writer in practice. */
+static void
+wake_loop(void)
+{
+	uint64_t one = 1;
+
+	while (write(eng.notify.fd, &one, sizeof(one)) == -1 && errno == EINTR)
+		;
+}
+
+/* Put JOB on the dirty list; the caller holds the lock. */
+static void
+mark_dirty(struct serve_job *job)
+{
+	if (!job->dirty) {
+		job->dirty = 1;
+		job->d_next = eng.dirty;
+		eng.dirty = job;
+	}
+}
+
+/* Append N bytes at P to JOB's out buffer as one chunk, and wake the loop. */
+static void
+push(struct serve_job *job, const char *p, size_t n, int last)
+{
+	pthread_mutex_lock(&eng.lock);
+	if (n > 0) {
+		if (job->chunked)
+			rs_buf_addf(&job->out, "%zx\r\n", n);
+		rs_buf_add(&job->out, p, n);
+		if (job->chunked)
+			rs_buf_add(&job->out, "\r\n", 2);
+	}
+	if (last) {
+		if (job->stream && job->chunked)
+			rs_buf_add(&job->out, "0\r\n\r\n", 5);
+		job->eng_done = 1;
+	}
+	mark_dirty(job);
+	pthread_mutex_unlock(&eng.lock);
+	wake_loop();
+}
+
+/* ---- the engine thread ---- */
+
+static int
+on_event(const struct rs_gen_event *ev, void *arg)
+{
+	struct serve_job *job = arg;
+
+	if (ev->kind != RS_GEN_EV_PROGRESS && job->t_first == 0)
+		job->t_first = serve_now_ms();
+	if (job->stream) {
+		rs_buf_reset(&eng.scratch);
+		(void)rs_oai_sse_event(&job->fmt, ev, &eng.scratch);
+		if (eng.scratch.len > 0 && !eng.scratch.oom)
+			push(job, eng.scratch.data, eng.scratch.len, 0);
+	}
+	return (atomic_load_explicit(&job->cancel, memory_order_relaxed));
+}
+
+static void
+fill_log(struct serve_job *job, const struct rs_gen_result *res)
+{
+	struct serve_log *l = &job->log;
+
+	l->prompt_tokens = res->usage.prompt_tokens;
+	l->cached_tokens = res->usage.cached_tokens;
+	l->completion_tokens = res->usage.completion_tokens;
+	l->decode_tps = res->timings.predicted_per_second;
+	l->finish = rs_gen_finish_name(res->finish);
+	if (job->t_first > 0) {
+		l->ttft_ms = job->t_first - job->t_recv;
+		rs_metrics_ttft(serve_metrics, l->ttft_ms / 1e3);
+	}
+	rs_metrics_generation(serve_metrics, res->usage.prompt_tokens -
+	    res->usage.cached_tokens, res->timings.prompt_ms,
+	    res->usage.completion_tokens, res->timings.predicted_ms);
+}
+
+/* The whole body J (taken) with STATUS into the scratch buffer. */
+static int
+body(struct rs_json *j, int status)
+{
+	char *s;
+
+	if (j == NULL || (s = rs_json_dumps(j)) == NULL) {
+		rs_json_free(j);
+		rs_buf_adds(&eng.scratch, "{\"error\":{\"message\":\"out of "
+		    "memory\",\"type\":\"server_error\",\"param\":null,"
+		    "\"code\":500}}");
+		return (500);
+	}
+	rs_buf_adds(&eng.scratch, s);
+	free(s);
+	rs_json_free(j);
+	return (status);
+}
+
+static void
+run_job(struct serve_job *job)
+{
+	struct rs_gen_result	res;
+	struct rs_gen_error	ge;
+	enum rs_status		st;
+	int			status = 200;
+
+	job->t_start = serve_now_ms();
+	job->log.queue_ms = job->t_start - job->t_recv;
+	memset(&res, 0, sizeof(res));
+	memset(&ge, 0, sizeof(ge));
+	if (atomic_load(&job->cancel)) {
+		push(job, NULL, 0, 1);
+		return;
+	}
+	st = rs_gen_run(eng.g, &job->greq, on_event, job, &res, &ge);
+	rs_buf_reset(&eng.scratch);
+	if (st != RS_OK) {
+		job->log.finish = "error";
+		if (job->stream)
+			(void)rs_oai_sse_error(&ge, &eng.scratch);
+		else
+			status = body(rs_oai_gen_error(&ge), ge.code);
+		rs_cli_warn("generation failed: %s", ge.err.msg);
+	} else {
+		fill_log(job, &res);
+		if (res.finish == RS_GEN_FINISH_CANCELLED)
+			;	/* nobody is listening */
+		else if (job->stream)
+			(void)rs_oai_sse_end(&job->fmt, &res, &eng.scratch);
+		else
+			status = body(rs_oai_response(&job->fmt, &res), 200);
+	}
+	rs_gen_result_cleanup(&res);
+	job->log.total_ms = serve_now_ms() - job->t_recv;
+	pthread_mutex_lock(&eng.lock);
+	job->status = status;
+	pthread_mutex_unlock(&eng.lock);
+	push(job, eng.scratch.data, eng.scratch.len, 1);
+}
+
+/* Build the engine, the state and the generator; 0 or -1 with eng.why. */
+static int
+build(void)
+{
+	struct rs_engine_opts	eo;
+	struct rs_state_opts	so;
+	struct rs_err		err;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.backend = serve_cfg.backend;
+	eo.n_threads = serve_cfg.threads;
+	if (rs_engine_new(&eng.engine, serve_model.model, &eo, &err) != RS_OK)
+		goto fail;
+	memset(&so, 0, sizeof(so));
+	so.n_ctx = (int32_t)serve_model.info.n_ctx;
+	so.checkpoint = 1;	/* prefix reuse across turns (§2.8) */
+	if (rs_engine_state_new(eng.engine, &so, &eng.state, &err) != RS_OK)
+		goto fail;
+	if (rs_gen_new(&eng.g, eng.engine, eng.state, serve_model.tok,
+	    &serve_cfg.gen, &err) != RS_OK)
+		goto fail;
+	return (0);
+fail:
+	(void)snprintf(eng.why, sizeof(eng.why), "engine: %s", err.msg);
+	return (-1);
+}
+
+static void *
+engine_main(void *arg)
+{
+	struct serve_job *job;
+
+	(void)arg;
+	if (build() != 0) {
+		pthread_mutex_lock(&eng.lock);
+		eng.failed = 1;
+		pthread_mutex_unlock(&eng.lock);
+		wake_loop();
+		return (NULL);
+	}
+	atomic_store_explicit(&eng.gen, eng.g, memory_order_release);
+	wake_loop();
+	for (;;) {
+		pthread_mutex_lock(&eng.lock);
+		while (!eng.quit && eng.head == NULL)
+			pthread_cond_wait(&eng.cond, &eng.lock);
+		if (eng.quit) {
+			pthread_mutex_unlock(&eng.lock);
+			break;
+		}
+		job = eng.head;
+		if ((eng.head = job->q_next) == NULL)
+			eng.tail = NULL;
+		job->queued = 0;
+		eng.waiting--;
+		eng.running = job;
+		rs_metrics_queue(serve_metrics, eng.waiting, 1);
+		pthread_mutex_unlock(&eng.lock);
+
+		run_job(job);
+
+		pthread_mutex_lock(&eng.lock);
+		eng.running = NULL;
+		rs_metrics_queue(serve_metrics, eng.waiting, 0);
+		pthread_mutex_unlock(&eng.lock);
+	}
+	return (NULL);
+}
+
+/* ---- the loop ---- */
+
+static void
+live_add(struct serve_job *job)
+{
+	job->l_prev = NULL;
+	if ((job->l_next = eng.live) != NULL)
+		eng.live->l_prev = job;
+	eng.live = job;
+}
+
+static void
+live_remove(struct serve_job *job)
+{
+	if (job->l_prev != NULL)
+		job->l_prev->l_next = job->l_next;
+	else
+		eng.live = job->l_next;
+	if (job->l_next != NULL)
+		job->l_next->l_prev = job->l_prev;
+	job->l_prev = job->l_next = NULL;
+}
+
+static void
+job_free(struct serve_job *job)
+{
+	rs_gen_req_cleanup(&job->greq);
+	rs_oai_resp_cleanup(&job->fmt);
+	rs_buf_cleanup(&job->out);
+	rs_buf_cleanup(&job->send);
+	free(job);
+}
+
+/* Queue BYTES on JOB's connection and flush; the connection may close. */
+static void
+send_bytes(struct serve_job *job, const char *p, size_t n)
+{
+	struct connection *c = job->http != NULL ? job->http->owner : NULL;
+
+	if (c == NULL)
+		return;
+	if (n > 0) {
+		net_send_queue(c, p, n);
+		job->last_write = serve_now_ms();
+	}
+	if (!net_send_flush(c))
+		kore_connection_disconnect(c);
+}
+
+/* The end of JOB's response: Kore completes the request next. */
+static void
+finish_response(struct serve_job *job)
+{
+	struct http_request	*req = job->http;
+	struct connection	*c = req->owner;
+
+	if (job->stream) {
+		if (c != NULL) {
+			/* the header timeout applies again, to the next request */
+			c->http_start = kore_time_ms();
+			c->http_timeout = http_header_timeout * 1000;
+			if (job->close_at_end)
+				c->flags |= CONN_CLOSE_EMPTY;
+		}
+		send_bytes(job, job->send.data, job->send.len);
+	} else {
+		http_response_header(req, "content-type",
+		    "application/json; charset=utf-8");
+		http_response(req, job->status, job->send.data, job->send.len);
+		serve_conn_rearm(c);
+	}
+	job->answered = 1;
+	http_request_wakeup(req);
+}
+
+static void
+deliver(struct serve_job *job, int done)
+{
+	if (job->http == NULL) {
+		/* the client left; the job is ours to free once the engine is */
+		if (done)
+			job_free(job);
+		return;
+	}
+	if (done)
+		finish_response(job);
+	else if (job->stream)
+		send_bytes(job, job->send.data, job->send.len);
+	rs_buf_reset(&job->send);
+}
+
+static void
+announce(void)
+{
+	const struct rs_gen *g = serve_engine_gen();
+
+	eng.announced = 1;
+	rs_cli_warn("serving %s on %s://%s:%s (backend %s, %d threads, "
+	    "context %d, template %s)", serve_cfg.alias,
+	    serve_cfg.tls_cert != NULL ? "https" : "http", serve_cfg.host,
+	    serve_cfg.port, rs_backend_name(rs_engine_backend(eng.engine)),
+	    rs_engine_n_threads(eng.engine), rs_gen_n_ctx(g),
+	    rs_chat_variant_name(rs_gen_variant(g)));
+}
+
+static void
+notify_handle(void *arg, int error)
+{
+	struct serve_job	*list, *job, *next;
+	struct rs_buf		 tmp;
+	uint64_t		 v;
+	int			 failed, done;
+
+	(void)arg;
+	(void)error;
+	while (read(eng.notify.fd, &v, sizeof(v)) == sizeof(v))
+		;
+	pthread_mutex_lock(&eng.lock);
+	failed = eng.failed;
+	list = eng.dirty;
+	eng.dirty = NULL;
+	for (job = list; job != NULL; job = job->d_next) {
+		job->dirty = 0;
+		/* swap the buffers: the engine appends to an empty one */
+		tmp = job->send;
+		job->send = job->out;
+		job->out = tmp;
+	}
+	pthread_mutex_unlock(&eng.lock);
+	if (failed) {
+		rs_cli_warn("%s", eng.why);
+		serve_worker_fail();
+	}
+	if (!eng.announced && serve_engine_gen() != NULL)
+		announce();
+	for (job = list; job != NULL; job = next) {
+		next = job->d_next;
+		pthread_mutex_lock(&eng.lock);
+		done = job->eng_done;
+		pthread_mutex_unlock(&eng.lock);
+		deliver(job, done);
+	}
+}
+
+/* Every second: keep idle streams alive, refresh the queue gauges. */
+static void
+tick(void *arg, u_int64_t now)
+{
+	struct serve_job	*job;
+	struct rs_buf		 b;
+	double			 t = serve_now_ms();
+	int			 waiting, running;
+
+	(void)arg;
+	(void)now;
+	rs_buf_init(&b);
+	for (job = eng.live; job != NULL; job = job->l_next) {
+		if (!job->stream || job->answered ||
+		    t - job->last_write < KEEPALIVE_MS)
+			continue;
+		rs_buf_reset(&b);
+		(void)rs_oai_sse_keepalive(&b);
+		if (job->chunked) {
+			char hdr[24];
+
+			(void)snprintf(hdr, sizeof(hdr), "%zx\r\n", b.len);
+			send_bytes(job, hdr, strlen(hdr));
+			rs_buf_add(&b, "\r\n", 2);
+		}
+		send_bytes(job, b.data, b.len);
+	}
+	rs_buf_cleanup(&b);
+	serve_engine_load(&waiting, &running);
+	rs_metrics_queue(serve_metrics, waiting, running);
+}
+
+void
+serve_engine_start(void)
+{
+	sigset_t	all, old;
+	int		rc;
+
+	if ((eng.notify.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		rs_cli_warn("eventfd: %s", strerror(errno));
+		serve_worker_fail();
+	}
+	eng.notify.evt.type = 0x7273;	/* any: only handle is used */
+	eng.notify.evt.handle = notify_handle;
+	kore_platform_schedule_read(eng.notify.fd, &eng.notify);
+	rs_buf_init(&eng.scratch);
+	eng.timer = kore_timer_add(tick, 1000, NULL, 0);
+
+	/* signals are the loop's business: the engine threads block them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		rs_cli_warn("engine thread: %s", strerror(rc));
+		serve_worker_fail();
+	}
+	eng.started = 1;
+}
+
+void
+serve_engine_stop(void)
+{
+	if (!eng.started)
+		return;
+	pthread_mutex_lock(&eng.lock);
+	eng.quit = 1;
+	if (eng.running != NULL)
+		atomic_store(&eng.running->cancel, 1);
+	pthread_cond_broadcast(&eng.cond);
+	pthread_mutex_unlock(&eng.lock);
+	pthread_join(eng.thread, NULL);
+	eng.started = 0;
+	rs_gen_free(eng.g);
+	rs_state_free(eng.state);
+	rs_engine_free(eng.engine);
+	rs_buf_cleanup(&eng.scratch);
+}
+
+/* ---- requests ---- */
+
+/* Kore frees REQ: at the end of the response, or because the client left. */
+static void
+job_onfree(struct http_request *req)
+{
+	struct serve_job	*job = req->hdlr_extra;
+	int			 free_now = 0;
+
+	req->hdlr_extra = NULL;
+	job->http = NULL;
+	live_remove(job);
+	if (!job->answered) {
+		/* gone before the end: stop the generation (§4.9) */
+		atomic_store(&job->cancel, 1);
+		rs_metrics_cancelled(serve_metrics);
+		job->log.total_ms = serve_now_ms() - job->t_recv;
+		if (job->log.finish == NULL)
+			job->log.finish = "cancelled";
+		serve_access_log(req, 499, &job->log);
+	}
+	pthread_mutex_lock(&eng.lock);
+	if (job->queued) {
+		/* never started: take it out of the FIFO */
+		struct serve_job **pp;
+
+		for (pp = &eng.head; *pp != job; pp = &(*pp)->q_next)
+			;
+		*pp = job->q_next;
+		if (eng.tail == job) {
+			struct serve_job *t;
+
+			for (t = eng.head; t != NULL && t->q_next != NULL;
+			    t = t->q_next)
+				;
+			eng.tail = t;
+		}
+		eng.waiting--;
+		free_now = 1;
+	} else if (job->answered || (job->eng_done && !job->dirty)) {
+		free_now = 1;
+	}
+	pthread_mutex_unlock(&eng.lock);
+	if (free_now)
+		job_free(job);
+}
+
+int
+serve_job_resume(struct http_request *req)
+{
+	struct serve_job *job = req->hdlr_extra;
+
+	if (!job->answered) {
+		http_request_sleep(req);
+		return (KORE_RESULT_RETRY);
+	}
+	job->log.total_ms = serve_now_ms() - job->t_recv;
+	serve_access_log(req, job->stream ? 200 : job->status, &job->log);
+	return (KORE_RESULT_OK);
+}
+
+/* Send the stream's 200 header and role chunk now (§5.4 item 7). */
+static void
+start_stream(struct serve_job *job)
+{
+	struct http_request	*req = job->http;
+	struct connection	*c;
+	struct rs_buf		 b;
+
+	http_response_header(req, "content-type", "text/event-stream");
+	http_response_header(req, "cache-control", "no-cache");
+	http_response_header(req, "x-accel-buffering", "no");
+	job->chunked = !(req->flags & HTTP_VERSION_1_0);
+	if (job->chunked)
+		http_response_header(req, "transfer-encoding", "chunked");
+	req->flags |= HTTP_REQUEST_NO_CONTENT_LENGTH;
+	http_response(req, 200, NULL, 0);
+	if ((c = req->owner) == NULL)
+		return;
+	/*
+	 * Kore marks a connection to close once its send queue is empty
+	 * (HTTP/1.0, "Connection: close"), which would cut the stream after
+	 * the header; close it at the end instead.  Kore's header timeout
+	 * for the next request must not fire during a long stream either.
+	 */
+	if (c->flags & CONN_CLOSE_EMPTY) {
+		c->flags &= ~CONN_CLOSE_EMPTY;
+		job->close_at_end = 1;
+	}
+	c->http_timeout = 0;
+	serve_conn_rearm(c);
+	rs_buf_init(&b);
+	if (rs_oai_sse_role(&job->fmt, &b) == 0 && b.len > 0) {
+		char hdr[24];
+
+		if (job->chunked) {
+			(void)snprintf(hdr, sizeof(hdr), "%zx\r\n", b.len);
+			net_send_queue(c, hdr, strlen(hdr));
+			rs_buf_add(&b, "\r\n", 2);
+		}
+		net_send_queue(c, b.data, b.len);
+	}
+	rs_buf_cleanup(&b);
+	send_bytes(job, NULL, 0);
+}
+
+int
+serve_job_submit(struct http_request *req, enum serve_api api,
+    struct rs_gen_req *greq, int stream, int include_usage, double t_recv)
+{
+	struct serve_job	*job;
+	unsigned char		 rnd[32];
+	char			 id[RS_OAI_ID_MAX];
+	int			 full;
+
+	pthread_mutex_lock(&eng.lock);
+	full = eng.waiting >= serve_cfg.queue_max &&
+	    (eng.running != NULL || eng.waiting > 0);
+	pthread_mutex_unlock(&eng.lock);
+	if (full || (job = calloc(1, sizeof(*job))) == NULL) {
+		rs_gen_req_cleanup(greq);
+		if (full)
+			http_response_header(req, "retry-after", "1");
+		serve_send_error(req, full ? 503 : 500, NULL, NULL, full ?
+		    "The server is busy: %lld requests are waiting. Retry "
+		    "later." : "out of memory", (long long)serve_cfg.queue_max);
+		return (KORE_RESULT_OK);
+	}
+	job->greq = *greq;
+	memset(greq, 0, sizeof(*greq));
+	job->api = api;
+	job->stream = stream;
+	job->t_recv = t_recv;
+	job->last_write = serve_now_ms();
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		memset(rnd, 0, sizeof(rnd));
+	rs_oai_make_id(api == SERVE_CHAT ? RS_OAI_CHAT : RS_OAI_COMPLETION,
+	    rnd, id);
+	(void)rs_oai_resp_init(&job->fmt, api == SERVE_CHAT ? RS_OAI_CHAT :
+	    RS_OAI_COMPLETION, id, (int64_t)time(NULL), serve_cfg.alias,
+	    serve_model.fingerprint, stream && include_usage);
+	rs_buf_init(&job->out);
+	rs_buf_init(&job->send);
+
+	job->http = req;
+	req->hdlr_extra = job;
+	req->flags |= HTTP_REQUEST_RETAIN_EXTRA;
+	req->onfree = job_onfree;
+	live_add(job);
+	if (stream)
+		start_stream(job);
+
+	pthread_mutex_lock(&eng.lock);
+	job->queued = 1;
+	if (eng.tail != NULL)
+		eng.tail->q_next = job;
+	else
+		eng.head = job;
+	eng.tail = job;
+	eng.waiting++;
+	rs_metrics_queue(serve_metrics, eng.waiting, eng.running != NULL);
+	pthread_cond_signal(&eng.cond);
+	pthread_mutex_unlock(&eng.lock);
+
+	http_request_sleep(req);
+	return (KORE_RESULT_RETRY);
+}
