@@ -126,20 +126,31 @@ void		serve_send_error(struct http_request *req, int code,
 		    const char *type, const char *param, const char *fmt, ...)
 		    __attribute__((format(printf, 5, 6)));
 
-/* The route name of REQ for logs and metrics. */
-const char	*serve_route_name(struct http_request *req);
-
 /*
- * One access-log line for REQ with status CODE; the generation figures
- * come from JOB when it is not NULL (serve_job_log_fields()).
+ * One access-log line (and the request counter of /metrics) per request.
+ * serve_log_init() takes what the line needs from REQ, so that it can be
+ * written after Kore freed the request (a cancelled generation is logged
+ * when the engine has stopped).  The generation fields are printed when
+ * FINISH is set.
  */
 struct serve_log {
+	char		 addr[48];
+	const char	*method;	/* static */
+	char		 path[96];
+	const char	*route;		/* static: the route's name */
+	double		 t_recv;	/* serve_now_ms() on arrival */
 	int64_t		 prompt_tokens, cached_tokens, completion_tokens;
-	double		 queue_ms, ttft_ms, total_ms, decode_tps;
+	double		 queue_ms;	/* arrival to the engine */
+	double		 ttft_ms;	/* arrival to the first token */
+	double		 decode_tps;
+	double		 lag_ms;	/* stream: mean engine-to-socket delay */
+	double		 lag_max_ms;
+	double		 cancel_ms;	/* disconnect to engine stop, or -1 */
 	const char	*finish;	/* NULL: no generation */
 };
-void		serve_access_log(struct http_request *req, int code,
-		    const struct serve_log *gen);
+void		serve_log_init(struct serve_log *l, struct http_request *req,
+		    double t_recv);
+void		serve_log_write(const struct serve_log *l, int code);
 
 /* After Kore queued a response on C: keep the 413 check on its next read. */
 void		serve_conn_rearm(struct connection *c);

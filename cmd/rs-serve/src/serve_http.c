@@ -75,14 +75,6 @@ route_find(const char *path)
 	return (NULL);
 }
 
-const char *
-serve_route_name(struct http_request *req)
-{
-	const struct route *r = route_find(req->path);
-
-	return (r != NULL ? r->name : "other");
-}
-
 /* ---- responses ---- */
 
 void
@@ -135,37 +127,52 @@ method_name(int m)
 }
 
 void
-serve_access_log(struct http_request *req, int code,
-    const struct serve_log *g)
+serve_log_init(struct serve_log *l, struct http_request *req, double t_recv)
 {
 	struct connection	*c = req->owner;
-	char			 addr[INET6_ADDRSTRLEN] = "-", line[512];
-	int			 n;
+	const struct route	*r = route_find(req->path);
 
-	rs_metrics_request(serve_metrics, serve_route_name(req), code);
+	memset(l, 0, sizeof(*l));
+	(void)snprintf(l->addr, sizeof(l->addr), "-");
+	if (c != NULL && c->family == AF_INET)
+		inet_ntop(AF_INET, &c->addr.ipv4.sin_addr, l->addr,
+		    sizeof(l->addr));
+	else if (c != NULL && c->family == AF_INET6)
+		inet_ntop(AF_INET6, &c->addr.ipv6.sin6_addr, l->addr,
+		    sizeof(l->addr));
+	l->method = method_name(req->method);
+	(void)snprintf(l->path, sizeof(l->path), "%s", req->path);
+	l->route = r != NULL ? r->name : "other";
+	l->t_recv = t_recv;
+	l->cancel_ms = -1;
+}
+
+void
+serve_log_write(const struct serve_log *l, int code)
+{
+	char	line[640];
+	int	n;
+
+	rs_metrics_request(serve_metrics, l->route, code);
 	if (serve_cfg.quiet)
 		return;
-	if (c != NULL && c->family == AF_INET)
-		inet_ntop(AF_INET, &c->addr.ipv4.sin_addr, addr, sizeof(addr));
-	else if (c != NULL && c->family == AF_INET6)
-		inet_ntop(AF_INET6, &c->addr.ipv6.sin6_addr, addr,
-		    sizeof(addr));
-	n = snprintf(line, sizeof(line), "%s: %s %s %s %d", rs_cli_name(),
-	    addr, method_name(req->method), req->path, code);
-	if (g != NULL && g->finish != NULL && n > 0 && n < (int)sizeof(line))
+	n = snprintf(line, sizeof(line), "%s: %s %s %s %d total_ms=%.1f",
+	    rs_cli_name(), l->addr, l->method, l->path, code,
+	    serve_now_ms() - l->t_recv);
+	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " prompt=%lld "
 		    "cached=%lld completion=%lld queue_ms=%.1f ttft_ms=%.1f "
-		    "total_ms=%.1f tok_s=%.1f finish=%s",
-		    (long long)g->prompt_tokens, (long long)g->cached_tokens,
-		    (long long)g->completion_tokens, g->queue_ms, g->ttft_ms,
-		    g->total_ms, g->decode_tps, g->finish);
-	else if (g != NULL && n > 0 && n < (int)sizeof(line))
-		n += snprintf(line + n, sizeof(line) - n, " total_ms=%.1f",
-		    g->total_ms);
+		    "tok_s=%.1f lag_ms=%.3f/%.3f finish=%s",
+		    (long long)l->prompt_tokens, (long long)l->cached_tokens,
+		    (long long)l->completion_tokens, l->queue_ms, l->ttft_ms,
+		    l->decode_tps, l->lag_ms, l->lag_max_ms, l->finish);
+	if (l->cancel_ms >= 0 && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " cancel_ms=%.2f",
+		    l->cancel_ms);
 	if (n < 0 || n >= (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	/* one write(2): lines from the worker never interleave */
+	/* one write(2): lines never interleave */
 	(void)write(STDERR_FILENO, line, (size_t)n);
 }
 
@@ -289,11 +296,22 @@ static int
 fail(struct http_request *req, double t0, int code, const char *type,
     const char *param, const char *msg)
 {
-	struct serve_log g = { 0 };
+	struct serve_log l;
 
 	serve_send_error(req, code, type, param, "%s", msg);
-	g.total_ms = serve_now_ms() - t0;
-	serve_access_log(req, code, &g);
+	serve_log_init(&l, req, t0);
+	serve_log_write(&l, code);
+	return (KORE_RESULT_OK);
+}
+
+/* Log a successful small response. */
+static int
+done(struct http_request *req, double t0, int code)
+{
+	struct serve_log l;
+
+	serve_log_init(&l, req, t0);
+	serve_log_write(&l, code);
 	return (KORE_RESULT_OK);
 }
 
@@ -301,7 +319,6 @@ int
 serve_dispatch(struct http_request *req)
 {
 	const struct route	*r;
-	struct serve_log	 g = { 0 };
 	double			 t0;
 	char			 msg[256];
 	int			 allowed;
@@ -318,9 +335,7 @@ serve_dispatch(struct http_request *req)
 	}
 	if (req->method == HTTP_METHOD_OPTIONS) {
 		preflight(req, allowed);
-		g.total_ms = serve_now_ms() - t0;
-		serve_access_log(req, 204, &g);
-		return (KORE_RESULT_OK);
+		return (done(req, t0, 204));
 	}
 	if (!(r->methods & req->method)) {
 		allow_header(req, r->methods);
@@ -345,7 +360,6 @@ serve_dispatch(struct http_request *req)
 static int
 r_health(struct http_request *req, const struct route *r, double t0)
 {
-	struct serve_log	g = { 0 };
 	static const char	ok[] = "{\"status\":\"ok\"}";
 
 	(void)r;
@@ -353,31 +367,25 @@ r_health(struct http_request *req, const struct route *r, double t0)
 	    "application/json; charset=utf-8");
 	http_response(req, 200, ok, sizeof(ok) - 1);
 	serve_conn_rearm(req->owner);
-	g.total_ms = serve_now_ms() - t0;
-	serve_access_log(req, 200, &g);
-	return (KORE_RESULT_OK);
+	return (done(req, t0, 200));
 }
 
 static int
 r_models(struct http_request *req, const struct route *r, double t0)
 {
-	struct serve_log	g = { 0 };
-	struct rs_oai_model	m = serve_model.info;
+	struct rs_oai_model m = serve_model.info;
 
 	(void)r;
 	m.n_ctx = rs_gen_n_ctx(serve_engine_gen());
 	serve_send_json(req, 200, rs_oai_models(&m));
-	g.total_ms = serve_now_ms() - t0;
-	serve_access_log(req, 200, &g);
-	return (KORE_RESULT_OK);
+	return (done(req, t0, 200));
 }
 
 static int
 r_metrics(struct http_request *req, const struct route *r, double t0)
 {
-	struct serve_log	g = { 0 };
-	struct rs_buf		b;
-	int			waiting, running;
+	struct rs_buf	b;
+	int		waiting, running;
 
 	(void)r;
 	serve_engine_load(&waiting, &running);
@@ -392,9 +400,7 @@ r_metrics(struct http_request *req, const struct route *r, double t0)
 	http_response(req, 200, b.data, b.len);
 	serve_conn_rearm(req->owner);
 	rs_buf_cleanup(&b);
-	g.total_ms = serve_now_ms() - t0;
-	serve_access_log(req, 200, &g);
-	return (KORE_RESULT_OK);
+	return (done(req, t0, 200));
 }
 
 /* ---- generation endpoints ---- */
@@ -403,12 +409,8 @@ r_metrics(struct http_request *req, const struct route *r, double t0)
 static int
 fail_gen(struct http_request *req, double t0, const struct rs_gen_error *ge)
 {
-	struct serve_log g = { 0 };
-
 	serve_send_json(req, ge->code, rs_oai_gen_error(ge));
-	g.total_ms = serve_now_ms() - t0;
-	serve_access_log(req, ge->code, &g);
-	return (KORE_RESULT_OK);
+	return (done(req, t0, ge->code));
 }
 
 /*

@@ -63,9 +63,11 @@ struct serve_job {
 	/* the engine thread's, until eng_done */
 	double			 t_start;
 	double			 t_first;	/* first output, 0 before */
+	double			 t_end;
 
 	/* shared, under eng.lock */
 	struct rs_buf		 out;		/* framed bytes for the client */
+	double			 out_t0;	/* when OUT stopped being empty */
 	int			 status;	/* HTTP status of a whole body */
 	int			 queued;	/* in the FIFO */
 	int			 eng_done;	/* the engine is finished with it */
@@ -79,6 +81,10 @@ struct serve_job {
 	/* the loop's */
 	struct http_request	*http;		/* NULL once Kore freed it */
 	struct rs_buf		 send;		/* OUT, moved out of the lock */
+	double			 send_t0;	/* its OUT_T0 */
+	double			 lag_sum;	/* engine-to-socket delays */
+	int64_t			 lag_n;
+	double			 t_cancel;	/* the client left, or 0 */
 	int			 answered;	/* the response is complete */
 	int			 close_at_end;
 	double			 last_write;
@@ -175,6 +181,8 @@ static void
 push(struct serve_job *job, const char *p, size_t n, int last)
 {
 	pthread_mutex_lock(&eng.lock);
+	if (job->out.len == 0)
+		job->out_t0 = serve_now_ms();
 	if (n > 0) {
 		if (job->chunked)
 			rs_buf_addf(&job->out, "%zx\r\n", n);
@@ -261,6 +269,7 @@ run_job(struct serve_job *job)
 	memset(&res, 0, sizeof(res));
 	memset(&ge, 0, sizeof(ge));
 	if (atomic_load(&job->cancel)) {
+		job->t_end = job->t_start;
 		push(job, NULL, 0, 1);
 		return;
 	}
@@ -283,7 +292,7 @@ run_job(struct serve_job *job)
 			status = body(rs_oai_response(&job->fmt, &res), 200);
 	}
 	rs_gen_result_cleanup(&res);
-	job->log.total_ms = serve_now_ms() - job->t_recv;
+	job->t_end = serve_now_ms();
 	pthread_mutex_lock(&eng.lock);
 	job->status = status;
 	pthread_mutex_unlock(&eng.lock);
@@ -434,14 +443,38 @@ finish_response(struct serve_job *job)
 	http_request_wakeup(req);
 }
 
+/* The access-log line of a generation the client abandoned. */
+static void
+log_cancelled(struct serve_job *job)
+{
+	if (job->log.finish == NULL)
+		job->log.finish = "cancelled";
+	job->log.cancel_ms = job->t_end > job->t_cancel ?
+	    job->t_end - job->t_cancel : 0;
+	serve_log_write(&job->log, 499);
+}
+
 static void
 deliver(struct serve_job *job, int done)
 {
+	double	lag;
+
 	if (job->http == NULL) {
 		/* the client left; the job is ours to free once the engine is */
-		if (done)
+		if (done) {
+			log_cancelled(job);
 			job_free(job);
+		}
 		return;
+	}
+	if (job->send.len > 0 && (done || job->stream)) {
+		/* the delay the server adds to a token: engine to socket */
+		lag = serve_now_ms() - job->send_t0;
+		job->lag_sum += lag;
+		job->lag_n++;
+		if (lag > job->log.lag_max_ms)
+			job->log.lag_max_ms = lag;
+		job->log.lag_ms = job->lag_sum / job->lag_n;
 	}
 	if (done)
 		finish_response(job);
@@ -486,6 +519,7 @@ notify_handle(void *arg, int error)
 		tmp = job->send;
 		job->send = job->out;
 		job->out = tmp;
+		job->send_t0 = job->out_t0;
 	}
 	pthread_mutex_unlock(&eng.lock);
 	if (failed) {
@@ -597,11 +631,8 @@ job_onfree(struct http_request *req)
 	if (!job->answered) {
 		/* gone before the end: stop the generation (§4.9) */
 		atomic_store(&job->cancel, 1);
+		job->t_cancel = serve_now_ms();
 		rs_metrics_cancelled(serve_metrics);
-		job->log.total_ms = serve_now_ms() - job->t_recv;
-		if (job->log.finish == NULL)
-			job->log.finish = "cancelled";
-		serve_access_log(req, 499, &job->log);
 	}
 	pthread_mutex_lock(&eng.lock);
 	if (job->queued) {
@@ -620,11 +651,14 @@ job_onfree(struct http_request *req)
 			eng.tail = t;
 		}
 		eng.waiting--;
+		job->t_end = job->t_cancel;
 		free_now = 1;
-	} else if (job->answered || (job->eng_done && !job->dirty)) {
+	} else if (job->answered) {
 		free_now = 1;
 	}
 	pthread_mutex_unlock(&eng.lock);
+	if (free_now && !job->answered)
+		log_cancelled(job);
 	if (free_now)
 		job_free(job);
 }
@@ -638,8 +672,7 @@ serve_job_resume(struct http_request *req)
 		http_request_sleep(req);
 		return (KORE_RESULT_RETRY);
 	}
-	job->log.total_ms = serve_now_ms() - job->t_recv;
-	serve_access_log(req, job->stream ? 200 : job->status, &job->log);
+	serve_log_write(&job->log, job->stream ? 200 : job->status);
 	return (KORE_RESULT_OK);
 }
 
@@ -702,12 +735,16 @@ serve_job_submit(struct http_request *req, enum serve_api api,
 	    (eng.running != NULL || eng.waiting > 0);
 	pthread_mutex_unlock(&eng.lock);
 	if (full || (job = calloc(1, sizeof(*job))) == NULL) {
+		struct serve_log l;
+
 		rs_gen_req_cleanup(greq);
 		if (full)
 			http_response_header(req, "retry-after", "1");
 		serve_send_error(req, full ? 503 : 500, NULL, NULL, full ?
 		    "The server is busy: %lld requests are waiting. Retry "
 		    "later." : "out of memory", (long long)serve_cfg.queue_max);
+		serve_log_init(&l, req, t_recv);
+		serve_log_write(&l, full ? 503 : 500);
 		return (KORE_RESULT_OK);
 	}
 	job->greq = *greq;
@@ -726,6 +763,7 @@ serve_job_submit(struct http_request *req, enum serve_api api,
 	rs_buf_init(&job->out);
 	rs_buf_init(&job->send);
 
+	serve_log_init(&job->log, req, t_recv);
 	job->http = req;
 	req->hdlr_extra = job;
 	req->flags |= HTTP_REQUEST_RETAIN_EXTRA;
