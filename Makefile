@@ -168,7 +168,8 @@ test-man: cmds
 # rs-serve end to end: the OpenAI Python SDK and curl against a server on
 # 127.0.0.1 (tests/serve/requirements.txt; scripts/deps.sh installs it).
 test-serve: cmds
-	RS_BIN=$(BUILD)/bin python3 -m pytest -q tests/serve
+	RS_BIN=$(BUILD)/bin PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q \
+	    -p no:cacheprovider tests/serve
 
 asan:
 	$(MAKE) BUILD=build-asan CUDA=0 OPT=-O1 \

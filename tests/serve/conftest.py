@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
@@ -43,7 +44,9 @@ class Server:
 
     def __init__(self, tmp, *args, name="srv"):
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        tls = "--tls-cert" in args
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+        self.ssl = ssl._create_unverified_context() if tls else None
         self.log_path = os.path.join(tmp, f"{name}-{self.port}.log")
         self.args = [os.path.join(BIN, "rs-serve"), "-m", fixture("tiny/model-q8_0.gguf"),
                      "--backend", "cpu", "-t", "1", "--host", "127.0.0.1",
@@ -59,7 +62,8 @@ class Server:
             if self.proc.poll() is not None:
                 pytest.fail(f"rs-serve exited {self.proc.returncode}: {self.read_log()}")
             try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                with urllib.request.urlopen(self.url + "/health", timeout=2,
+                                            context=self.ssl) as r:
                     if r.status == 200:
                         return
             except (urllib.error.URLError, ConnectionError, OSError):

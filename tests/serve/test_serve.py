@@ -590,6 +590,34 @@ def test_copilot_config():
     assert m["maxInputTokens"] == (inp // 1000 * 1000 if inp >= 1000 else inp)
 
 
+def test_tls(tmp_path_factory):
+    """--tls-cert/--tls-key: served over HTTPS by Kore's TLS, or refused
+    with the reason when this Kore/OpenSSL pair cannot do TLS (Kore 4.1
+    with OpenSSL 3), never a server whose handshakes fail."""
+    tmp = tmp_path_factory.mktemp("tls")
+    cert, key = str(tmp / "cert.pem"), str(tmp / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True, timeout=60)
+    args = ["--tls-cert", cert, "--tls-key", key]
+    p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", fixture("tiny/model-q8_0.gguf"),
+                        "--port", "1", *args], capture_output=True, text=True, timeout=30)
+    if "TLS is not available" in p.stderr:
+        assert p.returncode == 2 and "OpenSSL 3" in p.stderr
+        return
+    srv = start(tmp_path_factory, *args, name="tls")
+    try:
+        import httpx
+        c = openai.OpenAI(base_url=srv.url + "/v1",
+                          api_key="x", max_retries=0, timeout=30,
+                          http_client=httpx.Client(verify=False))
+        r = c.chat.completions.create(model="x", messages=MSG, max_tokens=2)
+        assert r.usage.completion_tokens == 2
+    finally:
+        assert srv.stop() == 0
+
+
 def test_bad_usage():
     exe = os.path.join(BIN, "rs-serve")
     for args, word in [([], "no model"), (["-m", "/nonexistent.gguf"], "nonexistent"),

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
 #include <openssl/dh.h>
 #include <openssl/objects.h>
 
@@ -220,12 +221,33 @@ absolute(const char *opt, const char *path)
 }
 
 /*
- * Kore 4.1 compiles its OpenSSL TLS code whatever the flavor; it needs a
- * Diffie-Hellman group besides the certificate.  We use the RFC 7919
- * ffdhe2048 group that OpenSSL carries, so no dhparam file is needed.
+ * Kore 4.1 compiles its OpenSSL TLS code whatever the flavor.  Its private
+ * keys live in a separate key-manager process: a worker loads only the
+ * certificate and swaps the RSA or EC method of the certificate's public
+ * key for one that asks the key manager to sign.  OpenSSL 3 hands out a
+ * cached copy of that key (EVP_PKEY_get1_RSA/EC_KEY), so the swap does not
+ * reach the key the handshake uses, and every handshake fails with an
+ * internal-error alert when the server must sign.  So with OpenSSL 3 we
+ * refuse --tls-* up front, with the reason, rather than accept
+ * connections that cannot complete; put a TLS-terminating proxy in front,
+ * or reach the server through an SSH tunnel.  With OpenSSL 1.1 Kore's TLS
+ * works and is used: it needs a Diffie-Hellman group besides the
+ * certificate, and we take the RFC 7919 ffdhe2048 group that OpenSSL
+ * carries, so no dhparam file is needed.
  */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void
+check_tls(void)
+{
+	if (serve_cfg.tls_cert != NULL && OpenSSL_version_num() >= 0x30000000L)
+		rs_cli_fatal("--tls-cert: TLS is not available: Kore %s cannot "
+		    "sign handshakes with %s (its key manager relies on "
+		    "OpenSSL 1.1 key methods); terminate TLS in a proxy in "
+		    "front of rs-serve or use an SSH tunnel", kore_version,
+		    OpenSSL_version(OPENSSL_VERSION));
+}
+
 static void
 setup_tls(struct kore_domain *dom)
 {
@@ -302,6 +324,7 @@ kore_parent_configure(int argc, char **argv)
 	struct rs_err err;
 
 	serve_opts_parse(argc, argv);
+	check_tls();
 	load_model();
 	if (serve_cfg.copilot_url != NULL)
 		print_copilot();
