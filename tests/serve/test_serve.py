@@ -436,6 +436,31 @@ def test_disconnect_cancels(server):
     assert re.search(r"^rs_requests_cancelled_total [1-9]", b.decode(), re.M)
 
 
+def test_health_while_busy(server):
+    """Generation and tokenization run off the event loop: /health
+    answers at once while a request streams and while a 1 MB prompt is
+    being tokenized."""
+    s = raw_stream(server, dict(messages=MSG, max_tokens=400, temperature=0, stream=True))
+    big = threading.Thread(target=http, args=(server.url + "/v1/chat/completions", "POST",
+                                              {"messages": [{"role": "user",
+                                                             "content": "x" * 1000000}],
+                                               "max_tokens": 1}))
+    try:
+        assert s.recv(65536)
+        big.start()
+        worst = 0.0
+        for _ in range(20):
+            t0 = time.monotonic()
+            assert http(server.url + "/health", timeout=10)[0] == 200
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(0.01)
+        print(f"\n/health while busy: worst {worst * 1e3:.1f} ms")
+        assert worst < 0.25
+    finally:
+        s.close()
+        big.join(timeout=60)
+
+
 def run_clients(srv, n, body, results):
     barrier = threading.Barrier(n)
 

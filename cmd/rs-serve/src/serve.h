@@ -9,20 +9,21 @@
  *   serve_opts.c    option parsing, --help, --copilot-config
  *   serve_http.c    the route table, authentication, CORS, error bodies,
  *                   /health, /v1/models, /metrics, the access log
+ *   serve_prep.c    the prep thread: validation, parsing, tokenization
  *   serve_job.c     the engine thread and its FIFO queue; events from the
- *                   engine to the event loop; streaming to connections
+ *                   threads to the event loop; streaming to connections
  *
  * Processes and threads.  Kore's parent process parses the options, loads
  * and validates the model and the tokenizer (so a bad file fails before
  * anything listens) and forks one worker.  The worker runs Kore's event
  * loop (every connection, every Kore call) and one engine thread that owns
  * the engine, the sequence state and the generator, and runs one request at
- * a time from a bounded FIFO queue.  The loop parses, validates and
- * tokenizes requests itself (rs_gen_req_parse/rs_gen_prepare only read
- * what never changes), so every 4xx goes out before a 200; the engine
- * thread formats the SSE chunks and hands bytes back through an eventfd
- * that the loop watches.  No Kore function is called off the loop thread,
- * and librs never calls Kore.
+ * a time from a bounded FIFO queue, and one prep thread that validates,
+ * parses and tokenizes requests first (rs_gen_req_parse/rs_gen_prepare
+ * only read what never changes), so every 4xx goes out before a 200 and a
+ * huge prompt does not stall the loop; both threads hand results back
+ * through an eventfd that the loop watches.  No Kore function is called
+ * off the loop thread, and librs never calls Kore.
  */
 #ifndef SERVE_H
 #define SERVE_H
@@ -84,37 +85,6 @@ struct serve_model {
 
 extern struct serve_model serve_model;
 
-/* ---- the engine and its queue (serve_job.c) ---- */
-
-enum serve_api {
-	SERVE_CHAT,
-	SERVE_COMPLETION
-};
-
-struct serve_job;
-
-/* Start the engine thread (worker).  Exits the worker on failure. */
-void		serve_engine_start(void);
-/* Stop and join it: cancels the running request. */
-void		serve_engine_stop(void);
-/* The generator once the engine is up, else NULL ("Loading model"). */
-const struct rs_gen *serve_engine_gen(void);
-/* Requests waiting and running. */
-void		serve_engine_load(int *waiting, int *running);
-
-/*
- * Take over REQ, received at T_RECV (serve_now_ms()), for a generation of
- * the prepared request GREQ (moved into the job: GREQ is left empty),
- * streamed or not.  Sends the 503 itself when the queue is full.  Returns
- * the Kore handler result.
- */
-int		serve_job_submit(struct http_request *req, enum serve_api api,
-		    struct rs_gen_req *greq, int stream, int include_usage,
-		    double t_recv);
-
-/* The handler entered again for a request that has a job. */
-int		serve_job_resume(struct http_request *req);
-
 /* ---- HTTP helpers (serve_http.c) ---- */
 
 extern struct rs_metrics *serve_metrics;
@@ -155,7 +125,111 @@ void		serve_log_write(const struct serve_log *l, int code);
 /* After Kore queued a response on C: keep the 413 check on its next read. */
 void		serve_conn_rearm(struct connection *c);
 
+/* The engine or a thread could not start: stop the server, exit 2. */
+void		serve_worker_fail(void) __attribute__((noreturn));
+
 /* Monotonic milliseconds with sub-millisecond precision. */
 double		serve_now_ms(void);
+
+/* ---- jobs: preparation (serve_prep.c), the engine (serve_job.c) ---- */
+
+enum serve_api {
+	SERVE_CHAT,
+	SERVE_COMPLETION
+};
+
+/*
+ * Where a job is.  The loop creates it in PREP; the prep thread validates
+ * and tokenizes it (READY, or FAILED with the error body in OUT); the loop
+ * admits it to the engine's FIFO (QUEUED) or refuses it (503); the engine
+ * thread runs it (RUNNING, streaming into OUT) and ends it (DONE).  The
+ * loop may free a job only in READY, FAILED or DONE, once its request is
+ * gone and it is off the dirty list.
+ */
+enum serve_phase {
+	SERVE_PREP,
+	SERVE_READY,
+	SERVE_FAILED,
+	SERVE_QUEUED,
+	SERVE_RUNNING,
+	SERVE_DONE
+};
+
+struct serve_job {
+	/* set by the loop at submission */
+	enum serve_api		 api;
+	double			 t_recv;	/* serve_now_ms() on arrival */
+	const char		*body;		/* the request body, BODY_LEN */
+	size_t			 body_len;	/* bytes (Kore's buffer, taken
+						   from the request: KBODY) */
+	void			*kbody;		/* struct kore_buf *, freed by
+						   the loop */
+
+	/* set by the prep thread (read by the others after PREP) */
+	struct rs_gen_req	 greq;
+	struct rs_oai_resp	 fmt;
+	int			 stream;
+	int			 include_usage;
+
+	/* the engine thread's while RUNNING */
+	int			 chunked;	/* set by the loop before QUEUED */
+	double			 t_start;
+	double			 t_first;	/* first output, 0 before */
+	double			 t_end;
+
+	/* shared, under the job lock (serve_job.c) */
+	enum serve_phase	 phase;
+	struct rs_buf		 out;		/* bytes for the client */
+	double			 out_t0;	/* when OUT stopped being empty */
+	int			 status;	/* HTTP status of a whole body */
+	int			 dirty;		/* on the dirty list */
+	struct serve_job	*q_next;	/* prep or engine FIFO */
+	struct serve_job	*d_next;	/* dirty list */
+	struct serve_log	 log;
+
+	atomic_int		 cancel;	/* the client went away */
+
+	/* the loop's */
+	struct http_request	*http;		/* NULL once Kore freed it */
+	struct rs_buf		 send;		/* OUT, moved out of the lock */
+	double			 send_t0;	/* its OUT_T0 */
+	double			 lag_sum;	/* engine-to-socket delays */
+	int64_t			 lag_n;
+	double			 t_cancel;	/* when the client left */
+	int			 answered;	/* the response is complete */
+	int			 close_at_end;
+	double			 last_write;
+	struct serve_job	*l_prev, *l_next;	/* live jobs */
+};
+
+/* Start and stop the engine thread and the prep thread (worker). */
+void		serve_engine_start(void);
+void		serve_engine_stop(void);
+/* The generator once the engine is up, else NULL ("Loading model"). */
+const struct rs_gen *serve_engine_gen(void);
+/* Requests waiting and running. */
+void		serve_engine_load(int *waiting, int *running);
+
+/*
+ * Take over REQ, received at T_RECV, for a generation on API: the body
+ * moves into a job that the prep thread validates and tokenizes, the loop
+ * then queues for the engine.  Returns the Kore handler result.
+ */
+int		serve_job_submit(struct http_request *req, enum serve_api api,
+		    double t_recv);
+/* The handler entered again for a request that has a job. */
+int		serve_job_resume(struct http_request *req);
+/* Prep thread: JOB is READY or FAILED; hand it back to the loop. */
+void		serve_job_prepared(struct serve_job *job, enum serve_phase ph);
+
+/*
+ * The prep thread: validates the body (UTF-8, JSON, the endpoint's
+ * fields), parses it into JOB->greq and tokenizes it (rs_gen_req_parse,
+ * rs_gen_prepare), off the event loop, so that a 64 MiB prompt does not
+ * stall other clients.  Calls serve_job_prepared() for every job.
+ */
+void		serve_prep_start(void);
+void		serve_prep_stop(void);
+void		serve_prep_submit(struct serve_job *job);
 
 #endif /* SERVE_H */

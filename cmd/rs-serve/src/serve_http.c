@@ -22,7 +22,6 @@
 #include <kore/http.h>
 
 #include "cli.h"
-#include "rs_utf8.h"
 #include "serve.h"
 
 int	serve_dispatch(struct http_request *);
@@ -405,180 +404,17 @@ r_metrics(struct http_request *req, const struct route *r, double t0)
 
 /* ---- generation endpoints ---- */
 
-/* Answer a failed rs_gen call with its envelope. */
-static int
-fail_gen(struct http_request *req, double t0, const struct rs_gen_error *ge)
-{
-	serve_send_json(req, ge->code, rs_oai_gen_error(ge));
-	return (done(req, t0, ge->code));
-}
-
-/*
- * The body of REQ as a JSON object in *OUT, or an error sent: 400 for bytes
- * that are not UTF-8 (§6 row 2), not JSON (row 1) or not an object (row 4).
- */
-static int
-read_body(struct http_request *req, double t0, struct rs_json **out)
-{
-	const char	*p = "";
-	size_t		 n = 0, bad;
-	struct rs_err	 err;
-	char		 msg[400];
-
-	/* Kore keeps the body in memory (no disk offload is configured) */
-	if (req->http_body != NULL) {
-		p = (const char *)req->http_body->data +
-		    req->http_body->offset;
-		n = req->http_body_length;
-	}
-	if (!rs_utf8_valid(p, n, &bad)) {
-		(void)snprintf(msg, sizeof(msg), "request body is not valid "
-		    "UTF-8 at byte %zu", bad);
-		fail(req, t0, 400, NULL, NULL, msg);
-		return (-1);
-	}
-	if (rs_json_parse(p, n, out, &err) != RS_OK) {
-		(void)snprintf(msg, sizeof(msg), "request body is not valid "
-		    "JSON: %s", err.msg);
-		fail(req, t0, 400, NULL, NULL, msg);
-		return (-1);
-	}
-	if (rs_json_kind(*out) != RS_JSON_OBJECT) {
-		rs_json_free(*out);
-		fail(req, t0, 400, NULL, NULL, "request body must be a JSON "
-		    "object");
-		return (-1);
-	}
-	return (0);
-}
-
-/* BODY[KEY] as a boolean: *V, or 400 sent when not a bool or null. */
-static int
-get_bool(struct http_request *req, double t0, const struct rs_json *obj,
-    const char *key, const char *path, int *v)
-{
-	struct rs_json	*j = rs_json_get(obj, key);
-	char		 msg[128];
-
-	if (j == NULL || rs_json_kind(j) == RS_JSON_NULL)
-		return (0);
-	if (rs_json_as_bool(j, v) != 0) {
-		(void)snprintf(msg, sizeof(msg), "'%s' must be a boolean",
-		    path);
-		fail(req, t0, 400, NULL, path, msg);
-		return (-1);
-	}
-	return (0);
-}
-
-/*
- * The fields only this endpoint reads: stream and stream_options (§4.3;
- * include_usage is ignored without stream, §6 row 32), and for text
- * completions echo, suffix and best_of (§4.10).
- */
-static int
-stream_fields(struct http_request *req, double t0, const struct rs_json *b,
-    enum serve_api api, int *stream, int *usage)
-{
-	struct rs_json	*so, *j;
-	int64_t		 best_of;
-
-	*stream = *usage = 0;
-	if (get_bool(req, t0, b, "stream", "stream", stream) != 0)
-		return (-1);
-	so = rs_json_get(b, "stream_options");
-	if (so != NULL && rs_json_kind(so) != RS_JSON_NULL) {
-		if (rs_json_kind(so) != RS_JSON_OBJECT) {
-			fail(req, t0, 400, NULL, "stream_options",
-			    "'stream_options' must be an object");
-			return (-1);
-		}
-		if (get_bool(req, t0, so, "include_usage",
-		    "stream_options.include_usage", usage) != 0)
-			return (-1);
-	}
-	if (api != SERVE_COMPLETION)
-		return (0);
-	j = rs_json_get(b, "echo");
-	if (j != NULL && rs_json_kind(j) == RS_JSON_BOOL) {
-		int echo;
-
-		(void)rs_json_as_bool(j, &echo);
-		if (echo) {
-			fail(req, t0, 400, NULL, "echo", "'echo' is not "
-			    "supported by this server");
-			return (-1);
-		}
-	}
-	j = rs_json_get(b, "suffix");
-	if (j != NULL && rs_json_kind(j) != RS_JSON_NULL) {
-		fail(req, t0, 400, NULL, "suffix", "'suffix' is not "
-		    "supported by this server");
-		return (-1);
-	}
-	j = rs_json_get(b, "best_of");
-	if (j != NULL && rs_json_kind(j) != RS_JSON_NULL &&
-	    (rs_json_as_int(j, &best_of) != 0 || best_of != 1)) {
-		fail(req, t0, 400, NULL, "best_of", "'best_of' other than 1 "
-		    "is not supported by this server");
-		return (-1);
-	}
-	return (0);
-}
-
-static int
-generate(struct http_request *req, double t0, enum serve_api api)
-{
-	const struct rs_gen	*gen = serve_engine_gen();
-	struct rs_gen_req	 greq;
-	struct rs_gen_error	 ge;
-	struct rs_json		*body;
-	int			 stream, usage;
-
-	if (read_body(req, t0, &body) != 0)
-		return (KORE_RESULT_OK);
-	if (stream_fields(req, t0, body, api, &stream, &usage) != 0) {
-		rs_json_free(body);
-		return (KORE_RESULT_OK);
-	}
-	/* the endpoint decides the kind of input (§4.1, §4.10) */
-	if (api == SERVE_CHAT && rs_json_get(body, "messages") == NULL) {
-		rs_json_free(body);
-		return (fail(req, t0, 400, NULL, "messages",
-		    "'messages' is required"));
-	}
-	if (api == SERVE_COMPLETION && rs_json_get(body, "prompt") == NULL) {
-		rs_json_free(body);
-		return (fail(req, t0, 400, NULL, "prompt",
-		    "'prompt' is required"));
-	}
-	if (api == SERVE_COMPLETION && rs_json_get(body, "messages") != NULL) {
-		rs_json_free(body);
-		return (fail(req, t0, 400, NULL, "messages", "'messages' "
-		    "belongs to /v1/chat/completions"));
-	}
-	memset(&ge, 0, sizeof(ge));
-	rs_gen_req_init(&greq, gen);
-	if (rs_gen_req_parse(gen, &greq, body, &ge) != RS_OK ||
-	    rs_gen_prepare(gen, &greq, &ge) != RS_OK) {
-		rs_gen_req_cleanup(&greq);
-		rs_json_free(body);
-		return (fail_gen(req, t0, &ge));
-	}
-	rs_json_free(body);
-	return (serve_job_submit(req, api, &greq, stream, usage, t0));
-}
-
+/* The body is validated and tokenized by the prep thread (serve_prep.c). */
 static int
 r_chat(struct http_request *req, const struct route *r, double t0)
 {
 	(void)r;
-	return (generate(req, t0, SERVE_CHAT));
+	return (serve_job_submit(req, SERVE_CHAT, t0));
 }
 
 static int
 r_completions(struct http_request *req, const struct route *r, double t0)
 {
 	(void)r;
-	return (generate(req, t0, SERVE_COMPLETION));
+	return (serve_job_submit(req, SERVE_COMPLETION, t0));
 }

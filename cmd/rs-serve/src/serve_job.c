@@ -1,35 +1,36 @@
 /*
- * serve_job.c - the engine thread, its FIFO queue, and the way bytes get
- * from the engine to the clients.
+ * serve_job.c - jobs from submission to the last byte: the engine thread
+ * and its FIFO, and the hand-over of results from the prep and engine
+ * threads to the event loop.
  *
  * One engine thread owns the engine, the sequence state and the generator
  * (rs_gen), builds them at start (the CUDA context is created and used in
  * that thread only) and then runs one job at a time, oldest first.  A job
- * is one generation request: the loop validated and tokenized it already
- * (serve_http.c), and for a stream it also sent the 200 header and the
- * role chunk, so the client has its first byte at once.
+ * reaches its FIFO prepared (serve_prep.c) and admitted by the loop, which
+ * for a stream has already sent the 200 header and the role chunk, so the
+ * client has its first byte before the engine starts.
  *
- * Engine to loop.  For each rs_gen event the engine thread formats the SSE
- * chunk (rs_oai.h), frames it for chunked transfer encoding, appends it to
- * the job's out buffer under the lock, puts the job on the dirty list and
- * writes the eventfd.  The loop (notify_handle) drains the eventfd, takes
- * the dirty list and hands each job's bytes to Kore (net_send_queue +
- * net_send_flush): one wake-up and one send() per token, a few
- * microseconds, and tokens that come faster than the loop drains them are
- * coalesced on their own.  A non-streamed job sends its body at the end.
+ * Threads to loop.  For each rs_gen event the engine thread formats the
+ * SSE chunk (rs_oai.h), frames it for chunked transfer encoding, appends
+ * it to the job's out buffer under the lock, puts the job on the dirty
+ * list and writes the eventfd; the prep thread does the same when a job
+ * is prepared.  The loop (notify_handle) drains the eventfd, takes the
+ * dirty list and acts on each job by its phase: admit or refuse it, send
+ * its bytes with Kore (net_send_queue + net_send_flush), or finish its
+ * response.  One wake-up and one send() per token; tokens that come faster
+ * than the loop drains them are coalesced on their own.
  *
- * Loop to engine.  When a client goes away Kore frees its request; the
+ * Loop to threads.  When a client goes away Kore frees its request; the
  * request's onfree hook sets the job's cancel flag, which the event
  * callback returns to rs_gen_run() at the next event: generation stops
- * within one token (or one prefill chunk).  A job still in the queue is
+ * within one token (or one prefill chunk).  A job still in the FIFO is
  * just removed.
  *
- * Ownership.  A job is freed by the loop, once the engine is done with it
- * (eng_done) and the loop no longer needs it (its request is gone).  The
- * engine thread never frees a job and never calls Kore.
+ * Ownership.  Only the loop frees a job: in READY, FAILED or DONE (no
+ * thread holds it), off the dirty list, once its request is gone.  The
+ * prep and engine threads never free a job and never call Kore.
  */
 #include <sys/eventfd.h>
-#include <sys/random.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -49,62 +50,20 @@
 /* SSE comment interval while a stream waits or prefills (§4.5). */
 #define KEEPALIVE_MS	10000
 
-void	serve_worker_fail(void);
-
-struct serve_job {
-	/* set by the loop before queueing, then read-only */
-	struct rs_gen_req	 greq;
-	struct rs_oai_resp	 fmt;
-	enum serve_api		 api;
-	int			 stream;
-	int			 chunked;	/* transfer-encoding: chunked */
-	double			 t_recv;	/* serve_now_ms() on arrival */
-
-	/* the engine thread's, until eng_done */
-	double			 t_start;
-	double			 t_first;	/* first output, 0 before */
-	double			 t_end;
-
-	/* shared, under eng.lock */
-	struct rs_buf		 out;		/* framed bytes for the client */
-	double			 out_t0;	/* when OUT stopped being empty */
-	int			 status;	/* HTTP status of a whole body */
-	int			 queued;	/* in the FIFO */
-	int			 eng_done;	/* the engine is finished with it */
-	int			 dirty;		/* on the dirty list */
-	struct serve_job	*q_next;
-	struct serve_job	*d_next;
-	struct serve_log	 log;		/* complete once eng_done */
-
-	atomic_int		 cancel;	/* the client went away */
-
-	/* the loop's */
-	struct http_request	*http;		/* NULL once Kore freed it */
-	struct rs_buf		 send;		/* OUT, moved out of the lock */
-	double			 send_t0;	/* its OUT_T0 */
-	double			 lag_sum;	/* engine-to-socket delays */
-	int64_t			 lag_n;
-	double			 t_cancel;	/* the client left, or 0 */
-	int			 answered;	/* the response is complete */
-	int			 close_at_end;
-	double			 last_write;
-	struct serve_job	*l_prev, *l_next;	/* live jobs */
-};
-
 static struct {
-	pthread_mutex_t		 lock;
+	pthread_mutex_t		 lock;		/* the job lock */
 	pthread_cond_t		 cond;
 	pthread_t		 thread;
 	int			 started;
 	int			 quit;
-	struct serve_job	*head, *tail;	/* the FIFO */
+	struct serve_job	*head, *tail;	/* the engine's FIFO */
 	int			 waiting;
 	struct serve_job	*running;
 	struct serve_job	*dirty;
 	int			 failed;
 	char			 why[320];
 
-	/* eventfd from the engine thread to the loop */
+	/* eventfd from the threads to the loop */
 	struct {
 		struct kore_event	 evt;	/* first: Kore casts to it */
 		int			 fd;
@@ -176,7 +135,20 @@ mark_dirty(struct serve_job *job)
 	}
 }
 
-/* Append N bytes at P to JOB's out buffer as one chunk, and wake the loop. */
+void
+serve_job_prepared(struct serve_job *job, enum serve_phase ph)
+{
+	pthread_mutex_lock(&eng.lock);
+	job->phase = ph;
+	mark_dirty(job);
+	pthread_mutex_unlock(&eng.lock);
+	wake_loop();
+}
+
+/*
+ * Append N bytes at P to JOB's out buffer, as one chunk when the response
+ * is chunked; with LAST the job is DONE.  Then wake the loop.
+ */
 static void
 push(struct serve_job *job, const char *p, size_t n, int last)
 {
@@ -191,9 +163,9 @@ push(struct serve_job *job, const char *p, size_t n, int last)
 			rs_buf_add(&job->out, "\r\n", 2);
 	}
 	if (last) {
-		if (job->stream && job->chunked)
+		if (job->chunked)
 			rs_buf_add(&job->out, "0\r\n\r\n", 5);
-		job->eng_done = 1;
+		job->phase = SERVE_DONE;
 	}
 	mark_dirty(job);
 	pthread_mutex_unlock(&eng.lock);
@@ -237,7 +209,7 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 	    res->usage.completion_tokens, res->timings.predicted_ms);
 }
 
-/* The whole body J (taken) with STATUS into the scratch buffer. */
+/* The whole body J (taken) into the scratch buffer; its status. */
 static int
 body(struct rs_json *j, int status)
 {
@@ -268,6 +240,7 @@ run_job(struct serve_job *job)
 	job->log.queue_ms = job->t_start - job->t_recv;
 	memset(&res, 0, sizeof(res));
 	memset(&ge, 0, sizeof(ge));
+	rs_buf_reset(&eng.scratch);
 	if (atomic_load(&job->cancel)) {
 		job->t_end = job->t_start;
 		push(job, NULL, 0, 1);
@@ -352,7 +325,8 @@ engine_main(void *arg)
 		job = eng.head;
 		if ((eng.head = job->q_next) == NULL)
 			eng.tail = NULL;
-		job->queued = 0;
+		job->q_next = NULL;
+		job->phase = SERVE_RUNNING;
 		eng.waiting--;
 		eng.running = job;
 		rs_metrics_queue(serve_metrics, eng.waiting, 1);
@@ -368,7 +342,7 @@ engine_main(void *arg)
 	return (NULL);
 }
 
-/* ---- the loop ---- */
+/* ---- the loop: sending ---- */
 
 static void
 live_add(struct serve_job *job)
@@ -394,6 +368,8 @@ live_remove(struct serve_job *job)
 static void
 job_free(struct serve_job *job)
 {
+	if (job->kbody != NULL)
+		kore_buf_free(job->kbody);
 	rs_gen_req_cleanup(&job->greq);
 	rs_oai_resp_cleanup(&job->fmt);
 	rs_buf_cleanup(&job->out);
@@ -401,7 +377,7 @@ job_free(struct serve_job *job)
 	free(job);
 }
 
-/* Queue BYTES on JOB's connection and flush; the connection may close. */
+/* Queue bytes on JOB's connection and flush; the connection may close. */
 static void
 send_bytes(struct serve_job *job, const char *p, size_t n)
 {
@@ -417,30 +393,153 @@ send_bytes(struct serve_job *job, const char *p, size_t n)
 		kore_connection_disconnect(c);
 }
 
-/* The end of JOB's response: Kore completes the request next. */
+/* One chunk of chunked transfer encoding, from the loop. */
 static void
-finish_response(struct serve_job *job)
+send_chunk(struct serve_job *job, const struct rs_buf *b)
+{
+	char hdr[24];
+
+	if (job->chunked) {
+		(void)snprintf(hdr, sizeof(hdr), "%zx\r\n", b->len);
+		send_bytes(job, hdr, strlen(hdr));
+	}
+	send_bytes(job, b->data, b->len);
+	if (job->chunked)
+		send_bytes(job, "\r\n", 2);
+}
+
+/* A whole JSON body (the response, or an error) with STATUS. */
+static void
+send_whole(struct serve_job *job, int status)
+{
+	struct http_request *req = job->http;
+
+	if (status == 503)
+		http_response_header(req, "retry-after", "1");
+	http_response_header(req, "content-type",
+	    "application/json; charset=utf-8");
+	http_response(req, status, job->send.data, job->send.len);
+	serve_conn_rearm(req->owner);
+}
+
+/* The response is complete: Kore finishes the request next. */
+static void
+answered(struct serve_job *job, int status)
+{
+	job->status = status;
+	job->answered = 1;
+	http_request_wakeup(job->http);
+}
+
+/*
+ * Send a stream's 200 header and role chunk now (§5.4 item 7): the client
+ * has its first byte while the request waits for the engine.
+ */
+static void
+start_stream(struct serve_job *job)
 {
 	struct http_request	*req = job->http;
-	struct connection	*c = req->owner;
+	struct connection	*c;
+	struct rs_buf		 b;
 
-	if (job->stream) {
-		if (c != NULL) {
-			/* the header timeout applies again, to the next request */
-			c->http_start = kore_time_ms();
-			c->http_timeout = http_header_timeout * 1000;
-			if (job->close_at_end)
-				c->flags |= CONN_CLOSE_EMPTY;
-		}
-		send_bytes(job, job->send.data, job->send.len);
-	} else {
-		http_response_header(req, "content-type",
-		    "application/json; charset=utf-8");
-		http_response(req, job->status, job->send.data, job->send.len);
-		serve_conn_rearm(c);
+	http_response_header(req, "content-type", "text/event-stream");
+	http_response_header(req, "cache-control", "no-cache");
+	http_response_header(req, "x-accel-buffering", "no");
+	job->chunked = !(req->flags & HTTP_VERSION_1_0);
+	if (job->chunked)
+		http_response_header(req, "transfer-encoding", "chunked");
+	req->flags |= HTTP_REQUEST_NO_CONTENT_LENGTH;
+	http_response(req, 200, NULL, 0);
+	if ((c = req->owner) == NULL)
+		return;
+	/*
+	 * Kore marks a connection to close once its send queue is empty
+	 * (HTTP/1.0, "Connection: close"), which would cut the stream after
+	 * the header; close it at the end instead.  Kore's header timeout
+	 * for the next request must not fire during a long stream either.
+	 */
+	if (c->flags & CONN_CLOSE_EMPTY) {
+		c->flags &= ~CONN_CLOSE_EMPTY;
+		job->close_at_end = 1;
 	}
-	job->answered = 1;
-	http_request_wakeup(req);
+	c->http_timeout = 0;
+	serve_conn_rearm(c);
+	rs_buf_init(&b);
+	if (rs_oai_sse_role(&job->fmt, &b) == 0 && b.len > 0)
+		send_chunk(job, &b);
+	else
+		send_bytes(job, NULL, 0);
+	rs_buf_cleanup(&b);
+}
+
+/* A prepared job: refuse it (queue full) or queue it for the engine. */
+static void
+admit(struct serve_job *job)
+{
+	int full;
+
+	pthread_mutex_lock(&eng.lock);
+	full = eng.waiting >= serve_cfg.queue_max &&
+	    (eng.running != NULL || eng.waiting > 0);
+	pthread_mutex_unlock(&eng.lock);
+	if (full) {
+		rs_buf_reset(&job->send);
+		rs_buf_addf(&job->send, "{\"error\":{\"message\":\"The server "
+		    "is busy: %lld requests are waiting. Retry later.\","
+		    "\"type\":\"unavailable_error\",\"param\":null,"
+		    "\"code\":503}}", (long long)serve_cfg.queue_max);
+		send_whole(job, 503);
+		answered(job, 503);
+		return;
+	}
+	if (job->stream)
+		start_stream(job);
+	pthread_mutex_lock(&eng.lock);
+	job->phase = SERVE_QUEUED;
+	if (eng.tail != NULL)
+		eng.tail->q_next = job;
+	else
+		eng.head = job;
+	eng.tail = job;
+	eng.waiting++;
+	rs_metrics_queue(serve_metrics, eng.waiting, eng.running != NULL);
+	pthread_cond_signal(&eng.cond);
+	pthread_mutex_unlock(&eng.lock);
+}
+
+/* Record the engine-to-socket delay of the bytes in JOB->send. */
+static void
+note_lag(struct serve_job *job)
+{
+	double lag = serve_now_ms() - job->send_t0;
+
+	job->lag_sum += lag;
+	job->lag_n++;
+	if (lag > job->log.lag_max_ms)
+		job->log.lag_max_ms = lag;
+	job->log.lag_ms = job->lag_sum / job->lag_n;
+}
+
+/* The end of a generation. */
+static void
+finish(struct serve_job *job)
+{
+	struct connection *c = job->http->owner;
+
+	if (!job->stream) {
+		send_whole(job, job->status);
+		answered(job, job->status);
+		return;
+	}
+	if (c != NULL) {
+		/* the header timeout applies again, to the next request */
+		c->http_start = kore_time_ms();
+		c->http_timeout = http_header_timeout * 1000;
+		if (job->close_at_end)
+			c->flags |= CONN_CLOSE_EMPTY;
+	}
+	send_bytes(job, job->send.data, job->send.len);
+	answered(job, 200);
 }
 
 /* The access-log line of a generation the client abandoned. */
@@ -454,32 +553,43 @@ log_cancelled(struct serve_job *job)
 	serve_log_write(&job->log, 499);
 }
 
+/* Act on JOB, taken off the dirty list in phase PH. */
 static void
-deliver(struct serve_job *job, int done)
+deliver(struct serve_job *job, enum serve_phase ph)
 {
-	double	lag;
-
 	if (job->http == NULL) {
-		/* the client left; the job is ours to free once the engine is */
-		if (done) {
-			log_cancelled(job);
+		/* the client left: free the job once no thread holds it */
+		if (ph == SERVE_READY || ph == SERVE_FAILED ||
+		    ph == SERVE_DONE) {
+			if (ph == SERVE_DONE)
+				log_cancelled(job);
+			else
+				serve_log_write(&job->log, 499);
 			job_free(job);
 		}
 		return;
 	}
-	if (job->send.len > 0 && (done || job->stream)) {
-		/* the delay the server adds to a token: engine to socket */
-		lag = serve_now_ms() - job->send_t0;
-		job->lag_sum += lag;
-		job->lag_n++;
-		if (lag > job->log.lag_max_ms)
-			job->log.lag_max_ms = lag;
-		job->log.lag_ms = job->lag_sum / job->lag_n;
+	if (job->send.len > 0 && (ph == SERVE_DONE || ph == SERVE_RUNNING) &&
+	    job->stream)
+		note_lag(job);
+	switch (ph) {
+	case SERVE_READY:
+		admit(job);
+		break;
+	case SERVE_FAILED:
+		send_whole(job, job->status);
+		answered(job, job->status);
+		break;
+	case SERVE_RUNNING:
+		if (job->stream)
+			send_bytes(job, job->send.data, job->send.len);
+		break;
+	case SERVE_DONE:
+		finish(job);
+		break;
+	default:
+		break;
 	}
-	if (done)
-		finish_response(job);
-	else if (job->stream)
-		send_bytes(job, job->send.data, job->send.len);
 	rs_buf_reset(&job->send);
 }
 
@@ -503,7 +613,8 @@ notify_handle(void *arg, int error)
 	struct serve_job	*list, *job, *next;
 	struct rs_buf		 tmp;
 	uint64_t		 v;
-	int			 failed, done;
+	enum serve_phase	 ph;
+	int			 failed;
 
 	(void)arg;
 	(void)error;
@@ -513,14 +624,6 @@ notify_handle(void *arg, int error)
 	failed = eng.failed;
 	list = eng.dirty;
 	eng.dirty = NULL;
-	for (job = list; job != NULL; job = job->d_next) {
-		job->dirty = 0;
-		/* swap the buffers: the engine appends to an empty one */
-		tmp = job->send;
-		job->send = job->out;
-		job->out = tmp;
-		job->send_t0 = job->out_t0;
-	}
 	pthread_mutex_unlock(&eng.lock);
 	if (failed) {
 		rs_cli_warn("%s", eng.why);
@@ -529,11 +632,17 @@ notify_handle(void *arg, int error)
 	if (!eng.announced && serve_engine_gen() != NULL)
 		announce();
 	for (job = list; job != NULL; job = next) {
-		next = job->d_next;
 		pthread_mutex_lock(&eng.lock);
-		done = job->eng_done;
+		next = job->d_next;
+		job->dirty = 0;
+		ph = job->phase;
+		/* swap the buffers: the threads append to an empty one */
+		tmp = job->send;
+		job->send = job->out;
+		job->out = tmp;
+		job->send_t0 = job->out_t0;
 		pthread_mutex_unlock(&eng.lock);
-		deliver(job, done);
+		deliver(job, ph);
 	}
 }
 
@@ -549,21 +658,11 @@ tick(void *arg, u_int64_t now)
 	(void)arg;
 	(void)now;
 	rs_buf_init(&b);
-	for (job = eng.live; job != NULL; job = job->l_next) {
-		if (!job->stream || job->answered ||
-		    t - job->last_write < KEEPALIVE_MS)
-			continue;
-		rs_buf_reset(&b);
-		(void)rs_oai_sse_keepalive(&b);
-		if (job->chunked) {
-			char hdr[24];
-
-			(void)snprintf(hdr, sizeof(hdr), "%zx\r\n", b.len);
-			send_bytes(job, hdr, strlen(hdr));
-			rs_buf_add(&b, "\r\n", 2);
-		}
-		send_bytes(job, b.data, b.len);
-	}
+	(void)rs_oai_sse_keepalive(&b);
+	for (job = eng.live; job != NULL; job = job->l_next)
+		if (job->stream && job->chunked && !job->answered &&
+		    job->last_write > 0 && t - job->last_write >= KEEPALIVE_MS)
+			send_chunk(job, &b);
 	rs_buf_cleanup(&b);
 	serve_engine_load(&waiting, &running);
 	rs_metrics_queue(serve_metrics, waiting, running);
@@ -595,6 +694,7 @@ serve_engine_start(void)
 		serve_worker_fail();
 	}
 	eng.started = 1;
+	serve_prep_start();
 }
 
 void
@@ -602,6 +702,7 @@ serve_engine_stop(void)
 {
 	if (!eng.started)
 		return;
+	serve_prep_stop();
 	pthread_mutex_lock(&eng.lock);
 	eng.quit = 1;
 	if (eng.running != NULL)
@@ -616,13 +717,14 @@ serve_engine_stop(void)
 	rs_buf_cleanup(&eng.scratch);
 }
 
-/* ---- requests ---- */
+/* ---- the loop: requests ---- */
 
 /* Kore frees REQ: at the end of the response, or because the client left. */
 static void
 job_onfree(struct http_request *req)
 {
 	struct serve_job	*job = req->hdlr_extra;
+	struct serve_job	**pp, *t;
 	int			 free_now = 0;
 
 	req->hdlr_extra = NULL;
@@ -635,32 +737,28 @@ job_onfree(struct http_request *req)
 		rs_metrics_cancelled(serve_metrics);
 	}
 	pthread_mutex_lock(&eng.lock);
-	if (job->queued) {
+	if (job->phase == SERVE_QUEUED) {
 		/* never started: take it out of the FIFO */
-		struct serve_job **pp;
-
 		for (pp = &eng.head; *pp != job; pp = &(*pp)->q_next)
 			;
 		*pp = job->q_next;
-		if (eng.tail == job) {
-			struct serve_job *t;
-
-			for (t = eng.head; t != NULL && t->q_next != NULL;
-			    t = t->q_next)
-				;
-			eng.tail = t;
-		}
+		for (t = eng.head; t != NULL && t->q_next != NULL; t = t->q_next)
+			;
+		eng.tail = t;
 		eng.waiting--;
 		job->t_end = job->t_cancel;
+		job->phase = SERVE_DONE;
 		free_now = 1;
-	} else if (job->answered) {
+	} else if (!job->dirty && (job->phase == SERVE_READY ||
+	    job->phase == SERVE_FAILED || job->phase == SERVE_DONE)) {
 		free_now = 1;
 	}
 	pthread_mutex_unlock(&eng.lock);
-	if (free_now && !job->answered)
+	if (!free_now)
+		return;		/* a thread holds it: deliver() frees it */
+	if (!job->answered)
 		log_cancelled(job);
-	if (free_now)
-		job_free(job);
+	job_free(job);
 }
 
 int
@@ -672,118 +770,46 @@ serve_job_resume(struct http_request *req)
 		http_request_sleep(req);
 		return (KORE_RESULT_RETRY);
 	}
-	serve_log_write(&job->log, job->stream ? 200 : job->status);
+	serve_log_write(&job->log, job->status);
 	return (KORE_RESULT_OK);
-}
-
-/* Send the stream's 200 header and role chunk now (§5.4 item 7). */
-static void
-start_stream(struct serve_job *job)
-{
-	struct http_request	*req = job->http;
-	struct connection	*c;
-	struct rs_buf		 b;
-
-	http_response_header(req, "content-type", "text/event-stream");
-	http_response_header(req, "cache-control", "no-cache");
-	http_response_header(req, "x-accel-buffering", "no");
-	job->chunked = !(req->flags & HTTP_VERSION_1_0);
-	if (job->chunked)
-		http_response_header(req, "transfer-encoding", "chunked");
-	req->flags |= HTTP_REQUEST_NO_CONTENT_LENGTH;
-	http_response(req, 200, NULL, 0);
-	if ((c = req->owner) == NULL)
-		return;
-	/*
-	 * Kore marks a connection to close once its send queue is empty
-	 * (HTTP/1.0, "Connection: close"), which would cut the stream after
-	 * the header; close it at the end instead.  Kore's header timeout
-	 * for the next request must not fire during a long stream either.
-	 */
-	if (c->flags & CONN_CLOSE_EMPTY) {
-		c->flags &= ~CONN_CLOSE_EMPTY;
-		job->close_at_end = 1;
-	}
-	c->http_timeout = 0;
-	serve_conn_rearm(c);
-	rs_buf_init(&b);
-	if (rs_oai_sse_role(&job->fmt, &b) == 0 && b.len > 0) {
-		char hdr[24];
-
-		if (job->chunked) {
-			(void)snprintf(hdr, sizeof(hdr), "%zx\r\n", b.len);
-			net_send_queue(c, hdr, strlen(hdr));
-			rs_buf_add(&b, "\r\n", 2);
-		}
-		net_send_queue(c, b.data, b.len);
-	}
-	rs_buf_cleanup(&b);
-	send_bytes(job, NULL, 0);
 }
 
 int
 serve_job_submit(struct http_request *req, enum serve_api api,
-    struct rs_gen_req *greq, int stream, int include_usage, double t_recv)
+    double t_recv)
 {
-	struct serve_job	*job;
-	unsigned char		 rnd[32];
-	char			 id[RS_OAI_ID_MAX];
-	int			 full;
+	struct serve_job *job;
 
-	pthread_mutex_lock(&eng.lock);
-	full = eng.waiting >= serve_cfg.queue_max &&
-	    (eng.running != NULL || eng.waiting > 0);
-	pthread_mutex_unlock(&eng.lock);
-	if (full || (job = calloc(1, sizeof(*job))) == NULL) {
+	if ((job = calloc(1, sizeof(*job))) == NULL) {
 		struct serve_log l;
 
-		rs_gen_req_cleanup(greq);
-		if (full)
-			http_response_header(req, "retry-after", "1");
-		serve_send_error(req, full ? 503 : 500, NULL, NULL, full ?
-		    "The server is busy: %lld requests are waiting. Retry "
-		    "later." : "out of memory", (long long)serve_cfg.queue_max);
+		serve_send_error(req, 500, NULL, NULL, "out of memory");
 		serve_log_init(&l, req, t_recv);
-		serve_log_write(&l, full ? 503 : 500);
+		serve_log_write(&l, 500);
 		return (KORE_RESULT_OK);
 	}
-	job->greq = *greq;
-	memset(greq, 0, sizeof(*greq));
 	job->api = api;
-	job->stream = stream;
 	job->t_recv = t_recv;
-	job->last_write = serve_now_ms();
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		memset(rnd, 0, sizeof(rnd));
-	rs_oai_make_id(api == SERVE_CHAT ? RS_OAI_CHAT : RS_OAI_COMPLETION,
-	    rnd, id);
-	(void)rs_oai_resp_init(&job->fmt, api == SERVE_CHAT ? RS_OAI_CHAT :
-	    RS_OAI_COMPLETION, id, (int64_t)time(NULL), serve_cfg.alias,
-	    serve_model.fingerprint, stream && include_usage);
+	job->phase = SERVE_PREP;
+	/* the body moves to the job: Kore frees the request, not the body */
+	if (req->http_body != NULL) {
+		job->kbody = req->http_body;
+		job->body = (const char *)req->http_body->data +
+		    req->http_body->offset;
+		job->body_len = req->http_body_length;
+		req->http_body = NULL;
+	} else {
+		job->body = "";
+	}
 	rs_buf_init(&job->out);
 	rs_buf_init(&job->send);
-
 	serve_log_init(&job->log, req, t_recv);
 	job->http = req;
 	req->hdlr_extra = job;
 	req->flags |= HTTP_REQUEST_RETAIN_EXTRA;
 	req->onfree = job_onfree;
 	live_add(job);
-	if (stream)
-		start_stream(job);
-
-	pthread_mutex_lock(&eng.lock);
-	job->queued = 1;
-	if (eng.tail != NULL)
-		eng.tail->q_next = job;
-	else
-		eng.head = job;
-	eng.tail = job;
-	eng.waiting++;
-	rs_metrics_queue(serve_metrics, eng.waiting, eng.running != NULL);
-	pthread_cond_signal(&eng.cond);
-	pthread_mutex_unlock(&eng.lock);
-
+	serve_prep_submit(job);
 	http_request_sleep(req);
 	return (KORE_RESULT_RETRY);
 }

@@ -372,9 +372,6 @@ kore_worker_teardown(void)
 	*worker_state = 0;
 }
 
-/* Called by serve_job.c when the engine failed to start. */
-void	serve_worker_fail(void);
-
 void
 serve_worker_fail(void)
 {
@@ -385,10 +382,12 @@ serve_worker_fail(void)
 /* ---- the sandbox ---- */
 
 /*
- * System calls the worker makes beyond Kore's own list (seccomp.c
- * filter_kore): the engine thread and its CPU pool (clone3/clone and the
- * rest of pthread_create, affinity and CPU-count queries), the eventfd
- * between the engine and the loop, and mremap for growing buffers.
+ * System calls the worker needs beyond Kore's own list (seccomp.c
+ * filter_kore), found with --seccomp-trace on the CPU backend: threads for
+ * the engine and its CPU pool (clone3, or clone on older kernels, and the
+ * set_robust_list/rseq calls glibc makes in every new thread), the eventfd
+ * between the engine and the loop, and mremap, which glibc's realloc uses
+ * for blocks of 128 KiB and more (request bodies, long prompts).
  */
 static struct sock_filter filter_engine[] = {
 	KORE_SYSCALL_ALLOW(clone),
@@ -399,17 +398,7 @@ static struct sock_filter filter_engine[] = {
 #if defined(SYS_rseq)
 	KORE_SYSCALL_ALLOW(rseq),
 #endif
-	KORE_SYSCALL_ALLOW(gettid),
-	KORE_SYSCALL_ALLOW(sched_getaffinity),
-	KORE_SYSCALL_ALLOW(sched_yield),
 	KORE_SYSCALL_ALLOW(eventfd2),
-	KORE_SYSCALL_ALLOW(mremap),
-	KORE_SYSCALL_ALLOW(getdents64),
-	KORE_SYSCALL_ALLOW(newfstatat),
-	KORE_SYSCALL_ALLOW(prlimit64),
-	KORE_SYSCALL_ALLOW(tgkill),
-	KORE_SYSCALL_ALLOW(uname),
-	KORE_SYSCALL_ALLOW(sysinfo),
 };
 
 #if defined(RS_CUDA)
@@ -445,6 +434,7 @@ static struct sock_filter filter_cuda[] = {
 void
 kore_seccomp_hook(void)
 {
+	if (getenv("RS_NOFILT") == NULL)
 	kore_seccomp_filter("rs-serve", filter_engine,
 	    KORE_FILTER_LEN(filter_engine));
 #if defined(RS_CUDA)
