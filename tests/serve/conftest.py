@@ -54,7 +54,11 @@ class Server:
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.log)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
 
     def wait_ready(self, timeout=30):
         end = time.monotonic() + timeout
@@ -69,7 +73,7 @@ class Server:
             except (urllib.error.URLError, ConnectionError, OSError):
                 pass
             time.sleep(0.05)
-        pytest.fail("rs-serve did not become healthy: " + self.read_log())
+        pytest.fail("rs-serve did not become healthy in %ds: %s" % (timeout, self.read_log()))
 
     def read_log(self):
         self.log.flush()
@@ -80,16 +84,32 @@ class Server:
         return [l for l in self.read_log().splitlines() if needle in l]
 
     def stop(self):
+        """SIGTERM, then the exit status; a server that does not stop is
+        killed with its worker (its only child) and fails the test."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
+                children = self.children()
                 self.proc.kill()
                 self.proc.wait()
+                for pid in children:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
                 pytest.fail("rs-serve did not stop on SIGTERM")
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
         return self.proc.returncode
+
+    def children(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                return [int(p) for p in f.read().split()]
+        except OSError:
+            return []
 
 
 def start(tmp_path_factory, *args, name="srv"):

@@ -98,7 +98,7 @@ def test_access_log_and_sandbox(server):
     assert lines and re.search(r"prompt=\d+ cached=\d+ completion=3 .*ttft_ms=.*finish=",
                                lines[-1])
     # the worker (the server's only child) runs under a seccomp filter
-    children = open(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children").read().split()
+    children = server.children()
     assert children
     status = open(f"/proc/{children[0]}/status").read()
     assert re.search(r"^Seccomp:\s+2$", status, re.M), status

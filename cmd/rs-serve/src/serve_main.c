@@ -382,14 +382,97 @@ serve_worker_fail(void)
 /* ---- the sandbox ---- */
 
 /*
- * System calls the worker needs beyond Kore's own list (seccomp.c
- * filter_kore), found with --seccomp-trace on the CPU backend: threads for
- * the engine and its CPU pool (clone3, or clone on older kernels, and the
- * set_robust_list/rseq calls glibc makes in every new thread), the eventfd
- * between the engine and the loop, and mremap, which glibc's realloc uses
- * for blocks of 128 KiB and more (request bodies, long prompts).
+ * The worker's system calls.  Kore's own filter (seccomp.c) ends in
+ * SECCOMP_RET_KILL, which kills only the calling *thread*: an engine
+ * thread stopped that way inside dlopen() (the CUDA runtime loading its
+ * driver) keeps the loader's lock, and the worker then hangs forever in its
+ * next dlsym(), answering "Loading model".  A violation must end the whole
+ * worker, so that the parent sees it and rs-serve exits.  The hook thus
+ * installs one complete list ahead of Kore's (which is never reached):
+ * Kore's own list, kept here as it is in Kore 4.1, then what the engine,
+ * the threads and glibc need besides, then SECCOMP_RET_KILL_PROCESS
+ * (SECCOMP_RET_TRACE with --seccomp-trace, so that the parent logs the
+ * call and lets it through).  The additions, found with --seccomp-trace:
+ * threads for the engine, the prep thread and the CPU pool (clone3, or
+ * clone on older kernels, and the set_robust_list and rseq calls glibc
+ * makes in every new thread), the eventfd between the threads and the
+ * loop, mremap (glibc's realloc of blocks of 128 KiB and more), and
+ * newfstatat (glibc's stat(), which dlopen() uses).
  */
-static struct sock_filter filter_engine[] = {
+static struct sock_filter filter_worker[] = {
+	/* Kore 4.1's filter_kore: refused with an errno */
+	KORE_SYSCALL_DENY(ioctl, EACCES),
+	/* files */
+#if defined(SYS_open)
+	KORE_SYSCALL_ALLOW(open),
+#endif
+	KORE_SYSCALL_ALLOW(read),
+#if defined(SYS_stat)
+	KORE_SYSCALL_ALLOW(stat),
+#endif
+#if defined(SYS_lstat)
+	KORE_SYSCALL_ALLOW(lstat),
+#endif
+	KORE_SYSCALL_ALLOW(fstat),
+	KORE_SYSCALL_ALLOW(write),
+	KORE_SYSCALL_ALLOW(fcntl),
+	KORE_SYSCALL_ALLOW(lseek),
+	KORE_SYSCALL_ALLOW(close),
+	KORE_SYSCALL_ALLOW(openat),
+#if defined(SYS_access)
+	KORE_SYSCALL_ALLOW(access),
+#endif
+	KORE_SYSCALL_ALLOW(writev),
+	KORE_SYSCALL_ALLOW(getcwd),
+#if defined(SYS_unlink)
+	KORE_SYSCALL_ALLOW(unlink),
+#endif
+#if defined(SYS_readlink)
+	KORE_SYSCALL_ALLOW(readlink),
+#endif
+	/* processes */
+	KORE_SYSCALL_ALLOW(exit),
+	KORE_SYSCALL_ALLOW(kill),
+	KORE_SYSCALL_ALLOW(getpid),
+	KORE_SYSCALL_ALLOW(getuid),
+	KORE_SYSCALL_ALLOW(geteuid),
+	KORE_SYSCALL_ALLOW(exit_group),
+	KORE_SYSCALL_ALLOW(nanosleep),
+	KORE_SYSCALL_ALLOW(clock_nanosleep),
+	/* memory: no mapping both writable and executable */
+	KORE_SYSCALL_ALLOW(brk),
+	KORE_SYSCALL_ALLOW(munmap),
+	KORE_SYSCALL_DENY_WITH_FLAG(mmap, 2, PROT_EXEC | PROT_WRITE, EINVAL),
+	KORE_SYSCALL_DENY_WITH_FLAG(mprotect, 2, PROT_EXEC, EINVAL),
+	KORE_SYSCALL_ALLOW(mmap),
+	KORE_SYSCALL_ALLOW(madvise),
+	KORE_SYSCALL_ALLOW(mprotect),
+	/* network */
+#if defined(SYS_poll)
+	KORE_SYSCALL_ALLOW(poll),
+#endif
+	KORE_SYSCALL_ALLOW(ppoll),
+	KORE_SYSCALL_ALLOW(sendto),
+	KORE_SYSCALL_ALLOW(accept),
+	KORE_SYSCALL_ALLOW(sendfile),
+	KORE_SYSCALL_ALLOW(recvfrom),
+	KORE_SYSCALL_ALLOW(epoll_ctl),
+	KORE_SYSCALL_ALLOW(setsockopt),
+#if defined(SYS_epoll_wait)
+	KORE_SYSCALL_ALLOW(epoll_wait),
+#endif
+	KORE_SYSCALL_ALLOW(epoll_pwait),
+	/* signals */
+	KORE_SYSCALL_ALLOW(sigaltstack),
+	KORE_SYSCALL_ALLOW(rt_sigreturn),
+	KORE_SYSCALL_ALLOW(rt_sigaction),
+	KORE_SYSCALL_ALLOW(rt_sigprocmask),
+	/* the rest */
+	KORE_SYSCALL_ALLOW(futex),
+	KORE_SYSCALL_ALLOW(clock_gettime),
+	KORE_SYSCALL_ALLOW(getrandom),
+
+	/* rs-serve's additions */
 	KORE_SYSCALL_ALLOW(clone),
 #if defined(SYS_clone3)
 	KORE_SYSCALL_ALLOW(clone3),
@@ -399,16 +482,20 @@ static struct sock_filter filter_engine[] = {
 	KORE_SYSCALL_ALLOW(rseq),
 #endif
 	KORE_SYSCALL_ALLOW(eventfd2),
+	KORE_SYSCALL_ALLOW(mremap),
+	KORE_SYSCALL_ALLOW(newfstatat),
+
+	/* anything else ends the worker (patched for --seccomp-trace) */
+	KORE_BPF_RET(SECCOMP_RET_KILL_PROCESS)
 };
 
 #if defined(RS_CUDA)
 /*
- * The CUDA driver talks to the kernel module through ioctl() on
- * /dev/nvidia*, maps device memory and its own code pages (which Kore's
- * default refuses: mmap/mprotect with PROT_EXEC), pins memory, and reads
- * /proc and /sys.  These rules come before Kore's, so they win over its
- * "deny ioctl" and W^X rules; they are only installed when the CUDA
- * backend may be used.
+ * The CUDA driver, ahead of the list above when the backend may be CUDA:
+ * it talks to the kernel module through ioctl() on /dev/nvidia* (refused
+ * above), maps device memory and its own code (writable-and-executable
+ * mappings, refused above), pins host memory, reads /proc and /sys, and
+ * sets thread affinity.  Found with --seccomp-trace on an H200.
  */
 static struct sock_filter filter_cuda[] = {
 	KORE_SYSCALL_ALLOW(ioctl),
@@ -419,29 +506,40 @@ static struct sock_filter filter_cuda[] = {
 	KORE_SYSCALL_ALLOW(readlink),
 	KORE_SYSCALL_ALLOW(readlinkat),
 	KORE_SYSCALL_ALLOW(sched_setaffinity),
+	KORE_SYSCALL_ALLOW(sched_getaffinity),
 	KORE_SYSCALL_ALLOW(getppid),
+	KORE_SYSCALL_ALLOW(gettid),
+	KORE_SYSCALL_ALLOW(getdents64),
 	KORE_SYSCALL_ALLOW(memfd_create),
 	KORE_SYSCALL_ALLOW(ftruncate),
-	KORE_SYSCALL_ALLOW(socket),
-	KORE_SYSCALL_ALLOW(connect),
-	KORE_SYSCALL_ALLOW(poll),
+	KORE_SYSCALL_ALLOW(uname),
+	KORE_SYSCALL_ALLOW(sysinfo),
+	KORE_SYSCALL_ALLOW(prlimit64),
 	KORE_SYSCALL_ALLOW(pread64),
 	KORE_SYSCALL_ALLOW(get_mempolicy),
 	KORE_SYSCALL_ALLOW(mbind),
+	KORE_SYSCALL_ALLOW(socket),
+	KORE_SYSCALL_ALLOW(connect),
+	KORE_SYSCALL_ALLOW(poll),
 };
 #endif
 
 void
 kore_seccomp_hook(void)
 {
-	if (getenv("RS_NOFILT") == NULL)
-	kore_seccomp_filter("rs-serve", filter_engine,
-	    KORE_FILTER_LEN(filter_engine));
+	/* the key manager (TLS) keeps Kore's own filter for it */
+	if (worker->id == KORE_WORKER_KEYMGR)
+		return;
 #if defined(RS_CUDA)
 	if (serve_cfg.backend != RS_BACKEND_CPU)
 		kore_seccomp_filter("rs-serve-cuda", filter_cuda,
 		    KORE_FILTER_LEN(filter_cuda));
 #endif
+	if (kore_seccomp_tracing)
+		filter_worker[KORE_FILTER_LEN(filter_worker) - 1].k =
+		    SECCOMP_RET_TRACE;
+	kore_seccomp_filter("rs-serve", filter_worker,
+	    KORE_FILTER_LEN(filter_worker));
 }
 
 /* ---- 413 before the body ---- */
