@@ -396,8 +396,9 @@ serve_worker_fail(void)
  * threads for the engine, the prep thread and the CPU pool (clone3, or
  * clone on older kernels, and the set_robust_list and rseq calls glibc
  * makes in every new thread), the eventfd between the threads and the
- * loop, mremap (glibc's realloc of blocks of 128 KiB and more), and
- * newfstatat (glibc's stat(), which dlopen() uses).
+ * loop, mremap (glibc's realloc of blocks of 128 KiB and more),
+ * newfstatat (glibc's stat(), which dlopen() uses), and gettid and
+ * sched_getaffinity (the sanitizers' runtime, in make asan).
  */
 static struct sock_filter filter_worker[] = {
 	/* Kore 4.1's filter_kore: refused with an errno */
@@ -484,6 +485,8 @@ static struct sock_filter filter_worker[] = {
 	KORE_SYSCALL_ALLOW(eventfd2),
 	KORE_SYSCALL_ALLOW(mremap),
 	KORE_SYSCALL_ALLOW(newfstatat),
+	KORE_SYSCALL_ALLOW(gettid),
+	KORE_SYSCALL_ALLOW(sched_getaffinity),
 
 	/* anything else ends the worker (patched for --seccomp-trace) */
 	KORE_BPF_RET(SECCOMP_RET_KILL_PROCESS)
@@ -506,9 +509,7 @@ static struct sock_filter filter_cuda[] = {
 	KORE_SYSCALL_ALLOW(readlink),
 	KORE_SYSCALL_ALLOW(readlinkat),
 	KORE_SYSCALL_ALLOW(sched_setaffinity),
-	KORE_SYSCALL_ALLOW(sched_getaffinity),
 	KORE_SYSCALL_ALLOW(getppid),
-	KORE_SYSCALL_ALLOW(gettid),
 	KORE_SYSCALL_ALLOW(getdents64),
 	KORE_SYSCALL_ALLOW(memfd_create),
 	KORE_SYSCALL_ALLOW(ftruncate),
