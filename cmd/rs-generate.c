@@ -450,6 +450,34 @@ bad_json(struct rs_gen_error *ge, const struct rs_err *err)
 	ge->code = 400;
 }
 
+/*
+ * rs-tokenize writes {"ids": [...], "n": COUNT}; that "n" is not OpenAI's
+ * number of choices, so a line with ids and n equal to their count loses
+ * n.  Returns BODY, or a new object without n (BODY then freed).
+ */
+static struct rs_json *
+drop_id_count(struct rs_json *body)
+{
+	struct rs_json	*ids = rs_json_get(body, "ids"), *o, *v;
+	const char	*key;
+	size_t		 klen;
+	void		*it = NULL;
+	int64_t		 n;
+
+	if (ids == NULL || rs_json_kind(ids) != RS_JSON_ARRAY ||
+	    rs_json_as_int(rs_json_get(body, "n"), &n) != 0 ||
+	    n != (int64_t)rs_json_arr_len(ids))
+		return (body);
+	if ((o = rs_json_obj()) == NULL)
+		rs_cli_fatal("out of memory");
+	while (rs_json_obj_next(body, &it, &key, &klen, &v) == 0)
+		if (strcmp(key, "n") != 0 && rs_json_set(o, key,
+		    rs_json_ref(v)) != 0)
+			rs_cli_fatal("out of memory");
+	rs_json_free(body);
+	return (o);
+}
+
 /* One input line: a result, or an error object in its place. */
 static void
 json_line(struct run *r, const char *line, size_t n, size_t lineno)
@@ -468,8 +496,10 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	if ((st = rs_json_parse(line, n, &body, &err)) != RS_OK)
 		bad_json(&ge, &err);
 	else {
-		if (rs_json_kind(body) == RS_JSON_OBJECT)
+		if (rs_json_kind(body) == RS_JSON_OBJECT) {
+			body = drop_id_count(body);
 			r->id = rs_json_get(body, "id");
+		}
 		if ((st = rs_gen_req_parse(r->gen, &req, body, &ge)) ==
 		    RS_OK)
 			st = rs_gen_run(r->gen, &req, r->o->stream ? on_event :
@@ -543,7 +573,7 @@ run_raw(struct run *r)
 		if (!r->o->quiet)
 			rs_cli_warn("%s", ge.err.msg);
 	} else {
-		if (putchar('\n') == EOF)
+		if (putchar('\n') == EOF || fflush(stdout) != 0)
 			r->wfail = 1;
 		if (!r->o->quiet)
 			rs_cli_warn("%lld prompt tokens in %.1f ms (%.1f "

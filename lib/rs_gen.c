@@ -1,79 +1,14 @@
 /*
- * rs_gen.c - the generation loop (see rs_gen.h).
- *
- * One run:
- *
- *   prefix reuse   L = common prefix of the prompt and the state's history
- *                  (at most P − 1), rs_engine_truncate(L)
- *   prefill        prompt[L..P) in chunks (a PROGRESS event after each),
- *                  the checkpoint taken at the last message's start, the
- *                  last chunk's last row of logits kept
- *   decode         per token: sample (or take a forced token), then
- *                    end-of-generation / stop id?  -> end (no text)
- *                    bytes -> rs_detok (UTF-8 assembly, §1.8)
- *                          -> rs_stop (stop strings, hold-back)
- *                          -> rs_parse (chat) or content (raw)
- *                          -> events
- *                    max_tokens or context end?   -> end
- *                    TOKEN event; forward the token for the next logits
- *   end            flush what the detokenizer, the stop matcher and the
- *                  parser held back; FINISH event; the result
- *
- * The last token is never forwarded: the state ends at P + n − 1
- * positions, which is what the next request's prefix reuse compares.
+ * rs_gen.c - the generator and a run (see rs_gen.h): the generator's
+ * fixed parts (template, chat bans, buffers), a run's set-up (sampler,
+ * stop matcher, parser), the token loop (rs_gen_loop.c), and the result
+ * with its usage and timings (serving.md §4.8).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "rs_buf.h"
 #include "rs_gen_impl.h"
-#include "rs_parse.h"
-#include "rs_stop.h"
-
-/* How the decode loop ended. */
-enum end {
-	END_NONE,
-	END_TOKEN,	/* end-of-generation or stop token, or the first
-			   </tool_call> with parallel_tool_calls false */
-	END_STRING,	/* a stop string completed */
-	END_LENGTH	/* max_tokens or the context end */
-};
-
-/* One run's working set. */
-struct run {
-	struct rs_gen		*g;
-	struct rs_gen_req	*r;
-	rs_gen_cb		 cb;
-	void			*arg;
-	struct rs_sampler	*smp;
-	struct rs_stop		*stop;
-	struct rs_parse		*parse;		/* RS_GEN_CHAT only */
-	struct rs_detok		 dt;
-	struct rs_buf		 raw;		/* stop-checked output text */
-	int32_t			*out;		/* (limit) output ids */
-	size_t			 n_out, limit;
-	const int32_t		*force;		/* tokens to take, not sample */
-	size_t			 n_force, i_force;
-	int			 forced_think;	/* forced text after </think>
-						   already queued */
-	int			 stopped;	/* a stop string matched */
-	enum end		 end;		/* how decoding ended */
-	int			 cancelled;
-	int64_t			 cached, reasoning;
-	double			 t0, t_prefill, t_first;
-	struct rs_err		 err;
-};
-
-static double
-now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 /* ---- the generator ---- */
 
@@ -170,12 +105,13 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 		    "to another model than the engine"));
 	if ((uint32_t)rs_tok_meta(tok)->n_vocab > m->hp.n_vocab)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "the tokenizer has "
-		    "%d tokens, the model only %u rows", rs_tok_meta(tok)->n_vocab,
-		    m->hp.n_vocab));
+		    "%d tokens, the model only %u rows",
+		    rs_tok_meta(tok)->n_vocab, m->hp.n_vocab));
 	if (effort_static(o->reasoning_effort) == NULL)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "default reasoning "
 		    "effort '%.20s' is not xhigh, medium or low",
-		    o->reasoning_effort != NULL ? o->reasoning_effort : "(null)"));
+		    o->reasoning_effort != NULL ? o->reasoning_effort :
+		    "(null)"));
 	if (o->variant != RS_CHAT_UNKNOWN && o->variant != RS_CHAT_QWEN35 &&
 	    o->variant != RS_CHAT_QWEN36 && o->variant != RS_CHAT_QWEN38)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "chat template "
@@ -270,258 +206,6 @@ rs_gen_finish_name(enum rs_gen_finish f)
 	return ("?");
 }
 
-/* ---- events ---- */
-
-/* Hand EV to the callback; -1 once the run is cancelled. */
-static int
-emit(struct run *u, const struct rs_gen_event *ev)
-{
-	if (u->cancelled)
-		return (-1);
-	if (u->cb != NULL && u->cb(ev, u->arg) != 0)
-		u->cancelled = 1;
-	return (u->cancelled ? -1 : 0);
-}
-
-/* The parser's events of its last feed or finish, as run events. */
-static void
-parse_events(struct run *u)
-{
-	const struct rs_parse_event	*pe;
-	struct rs_gen_event		 ev;
-	size_t				 n;
-
-	pe = rs_parse_events(u->parse, &n);
-	for (size_t i = 0; i < n; i++) {
-		memset(&ev, 0, sizeof(ev));
-		ev.kind = pe[i].kind == RS_PARSE_REASONING ?
-		    RS_GEN_EV_REASONING : pe[i].kind == RS_PARSE_CONTENT ?
-		    RS_GEN_EV_CONTENT : pe[i].kind == RS_PARSE_CALL ?
-		    RS_GEN_EV_TOOL_CALL : RS_GEN_EV_TOOL_ARGS;
-		ev.text = pe[i].text;
-		ev.len = pe[i].len;
-		ev.index = pe[i].index;
-		ev.id = pe[i].id;
-		if (emit(u, &ev) != 0)
-			return;
-	}
-}
-
-/* Stop-checked text: keep it, parse it (chat) or send it as content. */
-static enum rs_status
-deliver(struct run *u, const char *s, size_t n)
-{
-	struct rs_gen_event	ev = { .kind = RS_GEN_EV_CONTENT };
-
-	if (n == 0)
-		return (RS_OK);
-	if (rs_buf_add(&u->raw, s, n) != 0)
-		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
-	if (u->parse != NULL) {
-		if (rs_parse_feed(u->parse, s, n, &u->err) != RS_OK)
-			return (u->err.status);
-		parse_events(u);
-		return (RS_OK);
-	}
-	ev.text = s;
-	ev.len = n;
-	emit(u, &ev);
-	return (RS_OK);
-}
-
-/* Decoded bytes: through the stop-string matcher, then deliver(). */
-static enum rs_status
-text_in(struct run *u, const char *s, size_t n)
-{
-	const char	*out;
-	size_t		 len;
-	enum rs_status	 st;
-
-	if (n == 0 || u->stopped)
-		return (RS_OK);
-	if ((st = rs_stop_feed(u->stop, s, n, &out, &len, &u->stopped,
-	    &u->err)) != RS_OK)
-		return (st);
-	return (deliver(u, out, len));
-}
-
-/* Generation ended (not cancelled): release what was held back. */
-static enum rs_status
-flush(struct run *u, enum end how)
-{
-	const char	*out;
-	size_t		 len;
-	enum rs_status	 st;
-
-	if (how != END_STRING) {
-		len = rs_detok_flush(&u->dt, u->g->piece);
-		if ((st = text_in(u, u->g->piece, len)) != RS_OK)
-			return (st);
-	}
-	if (!u->stopped) {
-		rs_stop_flush(u->stop, &out, &len);
-		if ((st = deliver(u, out, len)) != RS_OK)
-			return (st);
-	}
-	if (u->parse == NULL)
-		return (RS_OK);
-	if ((st = rs_parse_finish(u->parse, how == END_LENGTH && !u->stopped ?
-	    RS_PARSE_END_LENGTH : RS_PARSE_END_STOP, &u->err)) != RS_OK)
-		return (st);
-	parse_events(u);
-	return (RS_OK);
-}
-
-/* ---- prefill ---- */
-
-/*
- * Where to checkpoint: the last <|im_start|> of the prompt (the start of
- * the message the next turn will re-render differently), else P − 1.
- */
-static int32_t
-checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
-{
-	for (int32_t i = n - 1; i > 0 && g->id_im_start >= 0; i--)
-		if (p[i] == g->id_im_start)
-			return (i);
-	return (n - 1);
-}
-
-static enum rs_status
-prefill(struct run *u)
-{
-	struct rs_gen		*g = u->g;
-	const int32_t		*p = u->r->prompt;
-	int32_t			 n = (int32_t)u->r->n_prompt, pos, l = 0, cp;
-	int32_t			 from, to;
-	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
-	enum rs_status		 st;
-
-	pos = rs_state_pos(g->st);
-	while (l < pos && l < n - 1 && rs_state_token(g->st, l) == p[l])
-		l++;
-	if (rs_engine_truncate(g->e, g->st, l, NULL) != RS_OK) {
-		rs_state_reset(g->st);
-		l = 0;
-	}
-	u->cached = l;
-	cp = checkpoint_pos(g, p, n);
-	ev.n_total = n - l;
-	for (from = l; from < n; from = to) {
-		to = from + g->o.prefill_chunk < n ? from +
-		    g->o.prefill_chunk : n;
-		if (cp > from && cp < to)
-			to = cp;
-		if (from == cp && cp > 0)
-			rs_state_checkpoint(g->st, NULL);	/* optional */
-		st = rs_engine_forward(g->e, g->st, p + from, to - from,
-		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
-		    RS_LOGITS_NONE, NULL, &u->err);
-		if (st != RS_OK)
-			return (st);
-		ev.n_done = to - l;
-		if (emit(u, &ev) != 0)
-			return (RS_OK);
-	}
-	return (RS_OK);
-}
-
-/* ---- decode ---- */
-
-/* The next output token: forced, or sampled from the logits. */
-static enum rs_status
-next_token(struct run *u, int32_t *t, int *forced)
-{
-	*forced = u->i_force < u->n_force;
-	if (*forced) {
-		*t = u->force[u->i_force++];
-		return (RS_OK);
-	}
-	return (rs_sample_next(u->smp, u->g->logits, t, &u->err));
-}
-
-/* Decode token T's bytes and pass them on; sets END_STRING on a stop. */
-static enum rs_status
-token_text(struct run *u, int32_t t, enum end *end)
-{
-	size_t		n;
-	enum rs_status	st;
-
-	if ((st = rs_detok_feed(&u->dt, t, u->g->piece, u->g->piece_cap, &n,
-	    &u->err)) != RS_OK || (st = text_in(u, u->g->piece, n)) != RS_OK)
-		return (st);
-	if (u->stopped)
-		*end = END_STRING;
-	return (RS_OK);
-}
-
-/* One output token T: count it, send its text, decide whether it ends. */
-static enum rs_status
-take(struct run *u, int32_t t, int forced, enum end *end)
-{
-	struct rs_gen		*g = u->g;
-	struct rs_gen_req	*r = u->r;
-	enum rs_status		 st;
-
-	if (!forced && u->parse != NULL && rs_parse_in_reasoning(u->parse))
-		u->reasoning++;
-	if ((st = rs_sample_accept(u->smp, t, &u->err)) != RS_OK)
-		return (st);
-	u->out[u->n_out++] = t;
-	if (u->n_out == 1)
-		u->t_first = now_ms();
-	*end = END_NONE;
-	if (!forced && (rs_tok_is_eog(g->tok, t) || rs_stop_token(u->stop, t)))
-		*end = END_TOKEN;
-	else if ((st = token_text(u, t, end)) != RS_OK)
-		return (st);
-	if (*end == END_NONE && r->tools != NULL && !r->parallel_tool_calls &&
-	    t == g->id_call_end)
-		*end = END_TOKEN;
-	if (*end == END_NONE && r->thinking && r->n_forced > 0 &&
-	    !u->forced_think && t == g->id_think_end) {
-		u->force = r->forced;
-		u->n_force = r->n_forced;
-		u->i_force = 0;
-		u->forced_think = 1;
-	}
-	if (*end == END_NONE && u->n_out >= u->limit)
-		*end = END_LENGTH;
-	return (RS_OK);
-}
-
-static enum rs_status
-decode(struct run *u)
-{
-	struct rs_gen_event	ev = { .kind = RS_GEN_EV_TOKEN };
-	enum end		end = END_NONE;
-	enum rs_status		st;
-	int32_t			t;
-	int			forced;
-
-	if (!u->r->thinking && u->r->n_forced > 0) {
-		u->force = u->r->forced;
-		u->n_force = u->r->n_forced;
-	}
-	while (!u->cancelled) {
-		if ((st = next_token(u, &t, &forced)) != RS_OK ||
-		    (st = take(u, t, forced, &end)) != RS_OK)
-			return (st);
-		if (u->cancelled)
-			break;
-		if (end != END_NONE && (st = flush(u, end)) != RS_OK)
-			return (st);
-		ev.token = t;
-		if (emit(u, &ev) != 0 || end != END_NONE)
-			break;
-		if ((st = rs_engine_forward(u->g->e, u->g->st, &t, 1,
-		    u->g->logits, RS_LOGITS_LAST, NULL, &u->err)) != RS_OK)
-			return (st);
-	}
-	u->end = end;
-	return (RS_OK);
-}
-
 /* ---- the result ---- */
 
 void
@@ -578,13 +262,13 @@ copy_calls(struct rs_gen_result *res, const struct rs_parse_result *pr,
 
 /* Texts, calls, tokens, usage and timings into RES. */
 static enum rs_status
-result(struct run *u, struct rs_gen_result *res)
+result(struct rs_gen_job *u, struct rs_gen_result *res)
 {
 	struct rs_parse_result	 pr = { 0 };
 	struct rs_gen_timings	*t = &res->timings;
 	struct rs_gen_usage	*us = &res->usage;
 	const char		*raw = u->raw.data != NULL ? u->raw.data : "";
-	double			 t_end = now_ms();
+	double			 t_end = rs_gen_now_ms();
 
 	if (u->parse != NULL)
 		rs_parse_result(u->parse, &pr);
@@ -608,7 +292,7 @@ result(struct run *u, struct rs_gen_result *res)
 		return (RS_ERR_NOMEM);
 	if (u->cancelled)
 		res->finish = RS_GEN_FINISH_CANCELLED;
-	else if (u->end == END_LENGTH && !u->stopped)
+	else if (u->end == RS_GEN_END_LENGTH && !u->stopped)
 		res->finish = RS_GEN_FINISH_LENGTH;
 	else
 		res->finish = res->n_calls > 0 ? RS_GEN_FINISH_TOOL_CALLS :
@@ -641,7 +325,7 @@ result(struct run *u, struct rs_gen_result *res)
 
 /* The sampler: the request's parameters, plus the chat-mode bans. */
 static enum rs_status
-make_sampler(struct run *u)
+make_sampler(struct rs_gen_job *u)
 {
 	struct rs_gen		*g = u->g;
 	struct rs_gen_req	*r = u->r;
@@ -672,7 +356,7 @@ make_sampler(struct run *u)
 
 /* Everything a run needs besides the state. */
 static enum rs_status
-setup(struct run *u)
+setup(struct rs_gen_job *u)
 {
 	struct rs_gen		*g = u->g;
 	struct rs_gen_req	*r = u->r;
@@ -700,7 +384,7 @@ setup(struct run *u)
 }
 
 static void
-teardown(struct run *u)
+teardown(struct rs_gen_job *u)
 {
 	rs_sample_free(u->smp);
 	rs_stop_free(u->stop);
@@ -713,7 +397,7 @@ enum rs_status
 rs_gen_run(struct rs_gen *g, struct rs_gen_req *r, rs_gen_cb cb, void *arg,
     struct rs_gen_result *res, struct rs_gen_error *ge)
 {
-	struct run		u;
+	struct rs_gen_job		u;
 	struct rs_gen_event	ev = { .kind = RS_GEN_EV_FINISH };
 	enum rs_status		st;
 	int			running = 0;
@@ -727,18 +411,18 @@ rs_gen_run(struct rs_gen *g, struct rs_gen_req *r, rs_gen_cb cb, void *arg,
 	u.cb = cb;
 	u.arg = arg;
 	rs_buf_init(&u.raw);
-	u.t0 = now_ms();
+	u.t0 = rs_gen_now_ms();
 	if ((st = setup(&u)) == RS_OK) {
 		running = 1;
-		if ((st = prefill(&u)) == RS_OK) {
-			u.t_prefill = now_ms();
+		if ((st = rs_gen_prefill(&u)) == RS_OK) {
+			u.t_prefill = rs_gen_now_ms();
 			if (!u.cancelled)
-				st = decode(&u);
+				st = rs_gen_decode(&u);
 		}
 	}
 	if (st == RS_OK && (st = result(&u, res)) == RS_OK && !u.cancelled) {
 		ev.finish = res->finish;
-		emit(&u, &ev);
+		rs_gen_emit(&u, &ev);
 	}
 	if (st != RS_OK) {
 		/* a request the sampler or the stop matcher refuses is the

@@ -25,16 +25,20 @@
  *
  * Prefix reuse (§2.8).  The state keeps the token history of the previous
  * request (its prompt and output, less the last sampled token, which was
- * never run).  A new prompt reuses the longest common prefix L of its
- * tokens with that history (at most P − 1 of its P tokens, since the last
- * one must run to give logits) through rs_engine_truncate(): exact, and
- * cheap when a snapshot or the checkpoint covers L.  Each run takes the
- * state's checkpoint at the start of the prompt's last message (its last
- * <|im_start|> token; P − 1 when there is none): the next turn of a chat
- * re-sends this prompt plus the answer, so it rolls back there and replays
- * only the few tokens of the assistant opener and the part of the answer
- * that re-tokenizes the same.  A state made without opts.checkpoint still
- * works; it then replays from position 0 whenever L is not its position.
+ * never run).  A new prompt of P tokens reuses the longest common prefix L
+ * of its tokens with that history (at most P − 1: the last prompt token
+ * must run to give logits), exactly: the state is cut to L when a snapshot
+ * or the checkpoint allows it (rs_state_truncate), else rolled back to its
+ * checkpoint C <= L and the prefill recomputes C..L, else it starts from
+ * 0.  Each run takes the checkpoint at the start of the prompt's last
+ * message (its last <|im_start|> token; P − 1 when there is none): the
+ * next turn of a chat re-sends this prompt plus the answer (re-rendered,
+ * re-tokenized, so it matches only up to somewhere in the assistant turn),
+ * so it rolls back there and recomputes only the assistant opener and the
+ * part of the answer that matches, not the conversation before it.
+ * cached_tokens counts the prompt tokens not recomputed.  Make the state
+ * with opts.checkpoint set (opts.n_snap snapshots help too); without, only
+ * an exact continuation of the history is reused.
  *
  * Context (§4.9): a prompt of P >= n_ctx − 1 tokens is refused
  * (exceed_context_size_error); max_tokens beyond the room left is clamped
@@ -205,6 +209,10 @@ struct rs_gen_req {
 	   rs_gen_prepare() otherwise */
 	int32_t			*prompt;
 	size_t			 n_prompt;
+	/* set by rs_gen_prepare() for RS_GEN_CHAT: the rendered prompt
+	   (what /apply-template returns), RENDERED_LEN bytes */
+	char			*rendered;
+	size_t			 rendered_len;
 	/* set by rs_gen_prepare(): the output starts as reasoning (the
 	   prompt ends in "<think>\n"); tokens forced after the prompt, or
 	   after "</think>" when thinking (tool_choice required or named) */
@@ -214,7 +222,13 @@ struct rs_gen_req {
 	int			 prepared;
 };
 
-/* Defaults from G's options (G may be NULL: rs_gen_opts_init()'s). */
+/*
+ * Defaults from G's options (G may be NULL: rs_gen_opts_init()'s): chat
+ * switches, sampling, max_tokens −1.  Fields a body leaves out keep what R
+ * holds when rs_gen_req_parse() runs, so a caller sets its own defaults in
+ * between: a server a fresh sample.seed per request (OpenAI: no seed, no
+ * determinism), rs-generate its -s and -n.
+ */
 void		rs_gen_req_init(struct rs_gen_req *r, const struct rs_gen *g);
 void		rs_gen_req_cleanup(struct rs_gen_req *r);
 
@@ -339,7 +353,7 @@ struct rs_gen_call {
 	int	 known;		/* NAME is one of the request's tools */
 };
 
-/* What a run produced; every pointer owned, freed by rs_gen_result_cleanup(). */
+/* What a run produced; every pointer is owned: rs_gen_result_cleanup(). */
 struct rs_gen_result {
 	enum rs_gen_finish	 finish;
 	char			*content;	/* CONTENT_LEN bytes, NUL-ended:
@@ -371,10 +385,13 @@ void		rs_gen_result_cleanup(struct rs_gen_result *res);
  * stream to CB; on RS_OK *RES (initialised here) holds the result, also
  * for a cancelled run.  The same seed and request give the same tokens.
  *
- * Fails with rs_gen_prepare()'s errors, or with an engine or sampler
- * failure (RS_ERR_NOMEM, RS_ERR_CUDA, RS_ERR_INVALID_ARG for NaN logits;
- * type server_error, code 500) after which the cache is dropped; *RES is
- * then empty.  Events already sent stay sent.
+ * Fails, with *RES empty, with rs_gen_prepare()'s errors; with
+ * RS_ERR_INVALID_ARG or RS_ERR_LIMIT (code 400) for sampling or stop
+ * values set directly in R that the sampler or the stop matcher refuse
+ * (rs_gen_req_parse() never lets them through); or, once the prefill has
+ * begun, with an engine or sampler failure (RS_ERR_NOMEM, RS_ERR_CUDA,
+ * RS_ERR_INVALID_ARG for NaN logits; type server_error, code 500), after
+ * which the cache is dropped.  Events already sent stay sent.
  */
 enum rs_status	rs_gen_run(struct rs_gen *g, struct rs_gen_req *r,
 		    rs_gen_cb cb, void *arg, struct rs_gen_result *res,

@@ -1,13 +1,17 @@
 /*
- * rs_gen_impl.h - internal: the generator's fields and the helpers its
- * files share (rs_gen.c the run, rs_gen_req.c the JSON fields,
+ * rs_gen_impl.h - internal: the generator's fields, a run's working set
+ * and the helpers the module's files share (rs_gen.c the generator and a
+ * run, rs_gen_loop.c its token loop, rs_gen_req.c the JSON fields,
  * rs_gen_norm.c the §2.3 normalisation, rs_gen_prompt.c rendering and
  * tokenization, rs_gen_json.c the JSON views).
  */
 #ifndef RS_GEN_IMPL_H
 #define RS_GEN_IMPL_H
 
+#include "rs_buf.h"
 #include "rs_gen.h"
+#include "rs_parse.h"
+#include "rs_stop.h"
 
 struct rs_gen {
 	struct rs_engine	*e;		/* borrowed */
@@ -29,6 +33,61 @@ struct rs_gen {
 	size_t			 piece_cap;
 	uint64_t		 n_runs;	/* varies the tool-call ids */
 };
+
+/* How the decode loop ended. */
+enum rs_gen_end {
+	RS_GEN_END_NONE,
+	RS_GEN_END_TOKEN,	/* end-of-generation or stop token, or the
+				   first </tool_call> without parallel calls */
+	RS_GEN_END_STRING,	/* a stop string completed */
+	RS_GEN_END_LENGTH	/* max_tokens or the context end */
+};
+
+/* One run's working set (rs_gen_run() owns it). */
+struct rs_gen_job {
+	struct rs_gen		*g;
+	struct rs_gen_req	*r;
+	rs_gen_cb		 cb;
+	void			*arg;
+	struct rs_sampler	*smp;
+	struct rs_stop		*stop;
+	struct rs_parse		*parse;		/* RS_GEN_CHAT only */
+	struct rs_detok		 dt;
+	struct rs_buf		 raw;		/* stop-checked output text */
+	int32_t			*out;		/* (limit) output ids */
+	size_t			 n_out, limit;
+	const int32_t		*force;		/* tokens to take, not sample */
+	size_t			 n_force, i_force;
+	int			 forced_think;	/* forced text after </think>
+						   already queued */
+	int			 stopped;	/* a stop string matched */
+	enum rs_gen_end		 end;		/* how decoding ended */
+	int			 cancelled;
+	int64_t			 cached;	/* prompt tokens reused */
+	int64_t			 reasoning;	/* reasoning tokens */
+	double			 t0, t_prefill, t_first;	/* ms */
+	struct rs_err		 err;
+};
+
+/* Milliseconds on a monotonic clock. */
+double		rs_gen_now_ms(void);
+
+/* Hand EV to U's callback; -1 once the run is cancelled. */
+int		rs_gen_emit(struct rs_gen_job *u,
+		    const struct rs_gen_event *ev);
+
+/*
+ * Reuse the cached prefix and run the rest of the prompt; the last
+ * prompt token's logits end in g->logits.  Returns RS_OK also when
+ * cancelled (U->cancelled), else the engine's failure.
+ */
+enum rs_status	rs_gen_prefill(struct rs_gen_job *u);
+
+/*
+ * Generate until an end (U->end) or cancellation, streaming events and
+ * flushing what was held back at the end.
+ */
+enum rs_status	rs_gen_decode(struct rs_gen_job *u);
 
 /*
  * Fill GE: status ST, message FMT, PARAM (NULL: none); the type and code

@@ -275,10 +275,11 @@ norm_call(const struct rs_json *c, const char *path, struct rs_json **out,
 	while (args != NULL && rs_json_obj_next(args, &it, &key, &klen, &v) ==
 	    0)
 		if (!markup_safe(key, klen) || strlen(key) != klen) {
-			rs_json_free(args);
-			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, p,
-			    "%s: argument name '%.40s' is empty or holds '>' "
-			    "or a line break", p, key));
+			rs_gen_fail(ge, RS_ERR_INVALID_ARG, p, "%s: argument "
+			    "name '%.40s' is empty or holds '>' or a line "
+			    "break", p, key);
+			rs_json_free(args);	/* KEY was in it */
+			return (RS_ERR_INVALID_ARG);
 		}
 	o = rs_json_obj();
 	f = rs_json_obj();
@@ -297,7 +298,8 @@ norm_call(const struct rs_json *c, const char *path, struct rs_json **out,
 static enum rs_status
 norm_calls(struct msgctx *m, struct rs_json **out)
 {
-	struct rs_json	*tc = rs_gen_field(m->in, "tool_calls"), *arr, *c = NULL;
+	struct rs_json	*tc = rs_gen_field(m->in, "tool_calls"), *arr;
+	struct rs_json	*c = NULL;
 	char		 path[64];
 	enum rs_status	 st;
 
@@ -311,7 +313,8 @@ norm_calls(struct msgctx *m, struct rs_json **out)
 	if (rs_json_arr_len(tc) == 0)
 		return (RS_OK);
 	if ((arr = rs_json_arr()) == NULL)
-		return (rs_gen_fail(m->ge, RS_ERR_NOMEM, NULL, "out of memory"));
+		return (rs_gen_fail(m->ge, RS_ERR_NOMEM, NULL,
+		    "out of memory"));
 	for (size_t j = 0; j < rs_json_arr_len(tc); j++) {
 		snprintf(path, sizeof(path), "messages[%zu].tool_calls[%zu]",
 		    m->i, j);
@@ -357,7 +360,8 @@ norm_message(struct msgctx *m, struct rs_json **out)
 	    rs_json_ref(r)) != 0) ||
 	    (calls != NULL && rs_json_set(o, "tool_calls", calls) != 0)) {
 		rs_json_free(o);
-		return (rs_gen_fail(m->ge, RS_ERR_NOMEM, NULL, "out of memory"));
+		return (rs_gen_fail(m->ge, RS_ERR_NOMEM, NULL,
+		    "out of memory"));
 	}
 	*out = o;
 	return (RS_OK);

@@ -171,6 +171,9 @@ prepare_chat(const struct rs_gen *g, struct rs_gen_req *r,
 	    (sizeof(think) - 1), think, sizeof(think) - 1) == 0;
 	rs_tok_ids_init(&ids);
 	st = tokenize_chat(g, &p, &ids, &err);
+	r->rendered = p.text;		/* kept: the request owns it now */
+	r->rendered_len = p.len;
+	p.text = NULL;
 	rs_chat_prompt_cleanup(&p);
 	if (st != RS_OK) {
 		rs_tok_ids_cleanup(&ids);
@@ -246,8 +249,10 @@ rs_gen_prepare(const struct rs_gen *g, struct rs_gen_req *r,
 	if (r->kind != RS_GEN_TOKENS) {
 		free(r->prompt);
 		free(r->forced);
+		free(r->rendered);
 		r->prompt = r->forced = NULL;
-		r->n_prompt = r->n_forced = 0;
+		r->rendered = NULL;
+		r->n_prompt = r->n_forced = r->rendered_len = 0;
 		r->thinking = 0;
 	}
 	if (r->kind == RS_GEN_CHAT)

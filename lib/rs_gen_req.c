@@ -87,6 +87,7 @@ rs_gen_req_cleanup(struct rs_gen_req *r)
 	free(r->stop);
 	free(r->stop_ids);
 	free(r->prompt);
+	free(r->rendered);
 	free(r->forced);
 	memset(r, 0, sizeof(*r));
 }
@@ -265,7 +266,8 @@ get_effort(const struct rs_json *v, const char *path, const char **out,
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
 		    "Unsupported %s%s%.32s%s. Accepted: none, minimal, low, "
 		    "medium, high, xhigh, max.", path,
-		    rs_json_kind(v) == RS_JSON_STRING ? " '" : " (not a string)",
+		    rs_json_kind(v) == RS_JSON_STRING ? " '" :
+		    " (not a string)",
 		    rs_json_kind(v) == RS_JSON_STRING ? s : "",
 		    rs_json_kind(v) == RS_JSON_STRING ? "'" : ""));
 	*out = e;
@@ -363,8 +365,8 @@ parse_tool_choice(struct rs_gen_req *r, const struct rs_json *body,
 		    NULL)
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG,
 			    "tool_choice.function.name", "The tool specified "
-			    "in tool_choice ('%.40s') does not match any of the "
-			    "specified tools", name));
+			    "in tool_choice ('%.40s') does not match any of "
+			    "the specified tools", name));
 		if ((r->tool_name = strdup(name)) == NULL)
 			return (rs_gen_fail(ge, RS_ERR_NOMEM, NULL,
 			    "out of memory"));

@@ -38,7 +38,7 @@ struct col {
 	struct rs_buf	 content, reasoning, args, names, ids;
 	size_t		 n_tokens, n_calls, n_progress, n_finish;
 	int32_t		 tokens[512];
-	size_t		 cancel_at;	/* cancel on this TOKEN event (1-based) */
+	size_t		 cancel_at;	/* cancel on TOKEN event k (1-based) */
 	int		 cancel_progress;
 	size_t		 after_cancel;	/* events after asking to cancel */
 	int		 cancelled;
@@ -535,12 +535,17 @@ START_TEST(chat_stream)
 	struct gx		x;
 	struct rs_gen_result	res;
 	struct col		c;
+	char			body[192];
+	int32_t			think_end;
 
 	gx_open(&x, "tiny/model-q8_0.gguf", 0, 1, NULL);
 	ck_assert(rs_gen_chat_ok(x.g, NULL));
 	col_init(&c);
-	run_body(&x, "{\"messages\": [{\"role\": \"user\", \"content\": "
-	    "\"hi\"}], \"max_tokens\": 16, \"seed\": 7}", &res, &c);
+	think_end = rs_tok_find(x.tok, "</think>", 8);
+	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"hi\"}], \"max_tokens\": 16, \"seed\": 7, "
+	    "\"logit_bias\": {\"%d\": -100}}", think_end);
+	run_body(&x, body, &res, &c);
 	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
 	ck_assert_uint_eq(res.n_tokens, 16);
 	ck_assert_uint_eq(c.n_tokens, 16);
@@ -550,12 +555,12 @@ START_TEST(chat_stream)
 	ck_assert_uint_eq(c.reasoning.len, res.reasoning_len);
 	ck_assert(res.reasoning_len == 0 || memcmp(c.reasoning.data,
 	    res.reasoning, res.reasoning_len) == 0);
-	/* the prompt ends in "<think>\n": everything until </think> is
-	   reasoning */
-	if (memmem(res.raw, res.raw_len, "</think>", 8) == NULL) {
-		ck_assert_int_eq(res.usage.reasoning_tokens, 16);
-		ck_assert_uint_eq(res.content_len, 0);
-	}
+	/* the prompt ends in "<think>\n" and </think> is banned: all of it
+	   is reasoning */
+	ck_assert_ptr_null(memmem(res.raw, res.raw_len, "</think>", 8));
+	ck_assert_int_eq(res.usage.reasoning_tokens, 16);
+	ck_assert_uint_eq(res.content_len, 0);
+	ck_assert_uint_gt(res.reasoning_len, 0);
 	rs_gen_result_cleanup(&res);
 	col_cleanup(&c);
 	/* thinking off: no reasoning tokens */
@@ -679,6 +684,8 @@ START_TEST(chat_tokens)
 	ck_assert(rs_json_parse(m, strlen(m), &msgs, &err) == RS_OK);
 	rs_chat_opts_init(&co, rs_gen_variant(x.g));
 	ck_assert(rs_chat_render(&co, msgs, &p, &err) == RS_OK);
+	ck_assert_uint_eq(r.rendered_len, p.len);
+	ck_assert_mem_eq(r.rendered, p.text, p.len);
 	rs_tok_ids_init(&want);
 	t_tok_encode(x.tok, p.text, p.len, RS_TOK_SPECIAL_ALL, &want);
 	t_tok_assert_ids(&(struct rs_tok_ids){ r.prompt, r.n_prompt,
@@ -706,9 +713,10 @@ START_TEST(chat_tokens)
 }
 END_TEST
 
-#define TOOLS	"\"tools\": [{\"type\": \"function\", \"function\": {\"name\": " \
-		"\"get_weather\", \"parameters\": {\"type\": \"object\", " \
-		"\"properties\": {\"city\": {\"type\": \"string\"}}}}}]"
+#define TOOLS	"\"tools\": [{\"type\": \"function\", \"function\": " \
+		"{\"name\": \"get_weather\", \"parameters\": " \
+		"{\"type\": \"object\", \"properties\": {\"city\": " \
+		"{\"type\": \"string\"}}}}}]"
 #define NAMED	"\"tool_choice\": {\"type\": \"function\", \"function\": " \
 		"{\"name\": \"get_weather\"}}"
 
@@ -861,7 +869,8 @@ static const struct bad {
 	{ "{\"tokens\": [1], \"logit_bias\": {\"5\": 101}}", "logit_bias.5",
 	    "[-100, 100]" },
 	{ "{\"tokens\": [1], \"n\": 2}", "n", "n = 1" },
-	{ "{\"tokens\": [1], \"logprobs\": true}", "logprobs", "not supported" },
+	{ "{\"tokens\": [1], \"logprobs\": true}", "logprobs",
+	    "not supported" },
 	{ "{\"tokens\": [1], \"response_format\": {\"type\": \"json_schema\"}}",
 	    "response_format", "json_schema" },
 	{ "{\"messages\": \"hi\"}", "messages", "array" },
@@ -918,11 +927,13 @@ static const struct bad {
 	    "{\"type\": \"function\", \"function\": {\"name\": \"g\"}}}",
 	    "tool_choice.function.name", "does not match" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-	    "\"reasoning_effort\": \"ultra\"}", "reasoning_effort", "Accepted" },
+	    "\"reasoning_effort\": \"ultra\"}", "reasoning_effort",
+	    "Accepted" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	    "\"reasoning_effort\": 3}", "reasoning_effort", "Accepted" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
-	    "\"enable_thinking\": \"yes\"}", "enable_thinking", "true or false" },
+	    "\"enable_thinking\": \"yes\"}", "enable_thinking",
+	    "true or false" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	    "\"chat_template_kwargs\": {\"enable_thinking\": 1}}",
 	    "chat_template_kwargs.enable_thinking", "true or false" },
@@ -1019,8 +1030,8 @@ START_TEST(thinking_map)
 		    0, "low" },
 		{ ", \"chat_template_kwargs\": {\"enable_thinking\": true}, "
 		    "\"reasoning_effort\": \"none\"", 1, "xhigh" },
-		{ ", \"chat_template_kwargs\": {\"reasoning_effort\": \"low\"}, "
-		    "\"reasoning_effort\": \"max\"", 1, "low" },
+		{ ", \"chat_template_kwargs\": {\"reasoning_effort\": "
+		    "\"low\"}, \"reasoning_effort\": \"max\"", 1, "low" },
 	};
 	struct gx		x;
 	struct rs_gen_req	r;

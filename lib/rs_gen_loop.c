@@ -1,0 +1,312 @@
+/*
+ * rs_gen_loop.c - the token loop of a run (see rs_gen.h, rs_gen.c):
+ *
+ *   prefix reuse   L = common prefix of the prompt and the state's history
+ *                  (at most P − 1), kept exactly (reuse())
+ *   prefill        prompt[L..P) in chunks (a PROGRESS event after each),
+ *                  the checkpoint taken at the last message's start, the
+ *                  last chunk's last row of logits kept
+ *   decode         per token: sample (or take a forced token), then
+ *                    end-of-generation / stop id?  -> end (no text)
+ *                    bytes -> rs_detok (UTF-8 assembly, §1.8)
+ *                          -> rs_stop (stop strings, hold-back)
+ *                          -> rs_parse (chat) or content (raw)
+ *                          -> events
+ *                    max_tokens or context end?   -> end
+ *                    TOKEN event; forward the token for the next logits
+ *   end            flush what the detokenizer, the stop matcher and the
+ *                  parser held back
+ *
+ * The last token is never forwarded: the state ends at P + n − 1
+ * positions, which is what the next request's prefix reuse compares.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "rs_gen_impl.h"
+
+double
+rs_gen_now_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
+}
+
+/* ---- events ---- */
+
+/* Hand EV to the callback; -1 once the run is cancelled. */
+int
+rs_gen_emit(struct rs_gen_job *u, const struct rs_gen_event *ev)
+{
+	if (u->cancelled)
+		return (-1);
+	if (u->cb != NULL && u->cb(ev, u->arg) != 0)
+		u->cancelled = 1;
+	return (u->cancelled ? -1 : 0);
+}
+
+/* The parser's events of its last feed or finish, as run events. */
+static void
+parse_events(struct rs_gen_job *u)
+{
+	const struct rs_parse_event	*pe;
+	struct rs_gen_event		 ev;
+	size_t				 n;
+
+	pe = rs_parse_events(u->parse, &n);
+	for (size_t i = 0; i < n; i++) {
+		memset(&ev, 0, sizeof(ev));
+		ev.kind = pe[i].kind == RS_PARSE_REASONING ?
+		    RS_GEN_EV_REASONING : pe[i].kind == RS_PARSE_CONTENT ?
+		    RS_GEN_EV_CONTENT : pe[i].kind == RS_PARSE_CALL ?
+		    RS_GEN_EV_TOOL_CALL : RS_GEN_EV_TOOL_ARGS;
+		ev.text = pe[i].text;
+		ev.len = pe[i].len;
+		ev.index = pe[i].index;
+		ev.id = pe[i].id;
+		if (rs_gen_emit(u, &ev) != 0)
+			return;
+	}
+}
+
+/* Stop-checked text: keep it, parse it (chat) or send it as content. */
+static enum rs_status
+deliver(struct rs_gen_job *u, const char *s, size_t n)
+{
+	struct rs_gen_event	ev = { .kind = RS_GEN_EV_CONTENT };
+
+	if (n == 0)
+		return (RS_OK);
+	if (rs_buf_add(&u->raw, s, n) != 0)
+		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
+	if (u->parse != NULL) {
+		if (rs_parse_feed(u->parse, s, n, &u->err) != RS_OK)
+			return (u->err.status);
+		parse_events(u);
+		return (RS_OK);
+	}
+	ev.text = s;
+	ev.len = n;
+	rs_gen_emit(u, &ev);
+	return (RS_OK);
+}
+
+/* Decoded bytes: through the stop-string matcher, then deliver(). */
+static enum rs_status
+text_in(struct rs_gen_job *u, const char *s, size_t n)
+{
+	const char	*out;
+	size_t		 len;
+	enum rs_status	 st;
+
+	if (n == 0 || u->stopped)
+		return (RS_OK);
+	if ((st = rs_stop_feed(u->stop, s, n, &out, &len, &u->stopped,
+	    &u->err)) != RS_OK)
+		return (st);
+	return (deliver(u, out, len));
+}
+
+/* Generation ended (not cancelled): release what was held back. */
+static enum rs_status
+flush(struct rs_gen_job *u, enum rs_gen_end how)
+{
+	const char	*out;
+	size_t		 len;
+	enum rs_parse_end pe;
+	enum rs_status	 st;
+
+	if (how != RS_GEN_END_STRING) {
+		len = rs_detok_flush(&u->dt, u->g->piece);
+		if ((st = text_in(u, u->g->piece, len)) != RS_OK)
+			return (st);
+	}
+	if (!u->stopped) {
+		rs_stop_flush(u->stop, &out, &len);
+		if ((st = deliver(u, out, len)) != RS_OK)
+			return (st);
+	}
+	if (u->parse == NULL)
+		return (RS_OK);
+	pe = how == RS_GEN_END_LENGTH && !u->stopped ? RS_PARSE_END_LENGTH :
+	    RS_PARSE_END_STOP;
+	if ((st = rs_parse_finish(u->parse, pe, &u->err)) != RS_OK)
+		return (st);
+	parse_events(u);
+	return (RS_OK);
+}
+
+/* ---- prefill ---- */
+
+/*
+ * Where to checkpoint: the last <|im_start|> of the prompt (the start of
+ * the message the next turn will re-render differently), else P − 1.
+ */
+static int32_t
+checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
+{
+	for (int32_t i = n - 1; i > 0 && g->id_im_start >= 0; i--)
+		if (p[i] == g->id_im_start)
+			return (i);
+	return (n - 1);
+}
+
+/*
+ * Reuse what the state holds of prompt P (N tokens): L = the common prefix
+ * of P and the state's history, at most N − 1 (the last prompt token must
+ * run for its logits).  Exact in every case; returns the position to
+ * prefill from:
+ *   L        when rs_state_truncate() reaches it (a snapshot, the
+ *            checkpoint taken at L, nothing to undo, or L = 0);
+ *   C <= L   the checkpoint's position, rolled back to: the tokens from C
+ *            to L are recomputed by the prefill (and counted there);
+ *   0        otherwise (the state is reset).
+ * rs_engine_truncate() would do the same but replay C..L itself; doing it
+ * in the prefill keeps the accounting honest (cached_tokens are tokens not
+ * recomputed) and the replay cancellable.
+ */
+static int32_t
+reuse(struct rs_gen *g, const int32_t *p, int32_t n)
+{
+	int32_t	pos = rs_state_pos(g->st), l = 0, c;
+
+	while (l < pos && l < n - 1 && rs_state_token(g->st, l) == p[l])
+		l++;
+	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
+		return (l);
+	c = rs_state_checkpoint_pos(g->st);
+	if (c >= 0 && c <= l && rs_state_rollback(g->st, NULL) == RS_OK)
+		return (c);
+	rs_state_reset(g->st);
+	return (0);
+}
+
+enum rs_status
+rs_gen_prefill(struct rs_gen_job *u)
+{
+	struct rs_gen		*g = u->g;
+	const int32_t		*p = u->r->prompt;
+	int32_t			 n = (int32_t)u->r->n_prompt, l, cp, from, to;
+	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
+	enum rs_status		 st;
+
+	l = reuse(g, p, n);
+	u->cached = l;
+	cp = checkpoint_pos(g, p, n);
+	ev.n_total = n - l;
+	for (from = l; from < n; from = to) {
+		to = from + g->o.prefill_chunk < n ? from +
+		    g->o.prefill_chunk : n;
+		if (cp > from && cp < to)
+			to = cp;
+		if (from == cp && cp > 0)
+			rs_state_checkpoint(g->st, NULL);	/* optional */
+		st = rs_engine_forward(g->e, g->st, p + from, to - from,
+		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
+		    RS_LOGITS_NONE, NULL, &u->err);
+		if (st != RS_OK)
+			return (st);
+		ev.n_done = to - l;
+		if (rs_gen_emit(u, &ev) != 0)
+			return (RS_OK);
+	}
+	return (RS_OK);
+}
+
+/* ---- decode ---- */
+
+/* The next output token: forced, or sampled from the logits. */
+static enum rs_status
+next_token(struct rs_gen_job *u, int32_t *t, int *forced)
+{
+	*forced = u->i_force < u->n_force;
+	if (*forced) {
+		*t = u->force[u->i_force++];
+		return (RS_OK);
+	}
+	return (rs_sample_next(u->smp, u->g->logits, t, &u->err));
+}
+
+/* Decode token T's bytes and pass them on; sets RS_GEN_END_STRING on a stop. */
+static enum rs_status
+token_text(struct rs_gen_job *u, int32_t t, enum rs_gen_end *end)
+{
+	size_t		n;
+	enum rs_status	st;
+
+	if ((st = rs_detok_feed(&u->dt, t, u->g->piece, u->g->piece_cap, &n,
+	    &u->err)) != RS_OK || (st = text_in(u, u->g->piece, n)) != RS_OK)
+		return (st);
+	if (u->stopped)
+		*end = RS_GEN_END_STRING;
+	return (RS_OK);
+}
+
+/* One output token T: count it, send its text, decide whether it ends. */
+static enum rs_status
+take(struct rs_gen_job *u, int32_t t, int forced, enum rs_gen_end *end)
+{
+	struct rs_gen		*g = u->g;
+	struct rs_gen_req	*r = u->r;
+	enum rs_status		 st;
+
+	if (!forced && u->parse != NULL && rs_parse_in_reasoning(u->parse))
+		u->reasoning++;
+	if ((st = rs_sample_accept(u->smp, t, &u->err)) != RS_OK)
+		return (st);
+	u->out[u->n_out++] = t;
+	if (u->n_out == 1)
+		u->t_first = rs_gen_now_ms();
+	*end = RS_GEN_END_NONE;
+	if (!forced && (rs_tok_is_eog(g->tok, t) || rs_stop_token(u->stop, t)))
+		*end = RS_GEN_END_TOKEN;
+	else if ((st = token_text(u, t, end)) != RS_OK)
+		return (st);
+	if (*end == RS_GEN_END_NONE && r->tools != NULL &&
+	    !r->parallel_tool_calls && t == g->id_call_end)
+		*end = RS_GEN_END_TOKEN;
+	if (*end == RS_GEN_END_NONE && r->thinking && r->n_forced > 0 &&
+	    !u->forced_think && t == g->id_think_end) {
+		u->force = r->forced;
+		u->n_force = r->n_forced;
+		u->i_force = 0;
+		u->forced_think = 1;
+	}
+	if (*end == RS_GEN_END_NONE && u->n_out >= u->limit)
+		*end = RS_GEN_END_LENGTH;
+	return (RS_OK);
+}
+
+enum rs_status
+rs_gen_decode(struct rs_gen_job *u)
+{
+	struct rs_gen_event	ev = { .kind = RS_GEN_EV_TOKEN };
+	enum rs_gen_end		end = RS_GEN_END_NONE;
+	enum rs_status		st;
+	int32_t			t;
+	int			forced;
+
+	if (!u->r->thinking && u->r->n_forced > 0) {
+		u->force = u->r->forced;
+		u->n_force = u->r->n_forced;
+	}
+	while (!u->cancelled) {
+		if ((st = next_token(u, &t, &forced)) != RS_OK ||
+		    (st = take(u, t, forced, &end)) != RS_OK)
+			return (st);
+		if (u->cancelled)
+			break;
+		if (end != RS_GEN_END_NONE && (st = flush(u, end)) != RS_OK)
+			return (st);
+		ev.token = t;
+		if (rs_gen_emit(u, &ev) != 0 || end != RS_GEN_END_NONE)
+			break;
+		if ((st = rs_engine_forward(u->g->e, u->g->st, &t, 1,
+		    u->g->logits, RS_LOGITS_LAST, NULL, &u->err)) != RS_OK)
+			return (st);
+	}
+	u->end = end;
+	return (RS_OK);
+}

@@ -1,0 +1,352 @@
+/*
+ * check_generate.c - rs-generate end to end: JSON lines in and out
+ * (streamed per token and whole), every line parsed back with rs_json,
+ * errors in place and the next line still run, --raw, the pipes from
+ * rs-tokenize and into rs-tokenize --decode, usage errors and exit
+ * statuses (style.md §2.8, §2.9).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_buf.h"
+#include "rs_json.h"
+#include "t_ref.h"
+#include "t_util.h"
+
+#define Q8	"tiny/model-q8_0.gguf"
+#define F16	"tiny/model-f16.gguf"
+#define MAX_LINES	256
+
+static int
+run_cmd(char **out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+run_cmd(char **out, const char *fmt, ...)
+{
+	char	cmd[8192];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return (t_run(cmd, out));
+}
+
+/* OUT split into JSON lines, each parsed (fails on any malformed line). */
+static size_t
+parse_lines(char *out, struct rs_json **lines, size_t max)
+{
+	struct rs_err	 err = { 0 };
+	size_t		 n = 0;
+	char		*p = out, *nl;
+
+	while (*p != '\0') {
+		ck_assert_msg((nl = strchr(p, '\n')) != NULL, "output ends "
+		    "without a newline: '%s'", p);
+		ck_assert(n < max);
+		ck_assert_msg(rs_json_parse(p, (size_t)(nl - p), &lines[n],
+		    &err) == RS_OK, "line %zu '%.*s': %s", n + 1,
+		    (int)(nl - p), p, err.msg);
+		ck_assert(rs_json_kind(lines[n]) == RS_JSON_OBJECT);
+		n++;
+		p = nl + 1;
+	}
+	return (n);
+}
+
+static void
+free_lines(struct rs_json **lines, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		rs_json_free(lines[i]);
+}
+
+static int64_t
+get_int(const struct rs_json *o, const char *key)
+{
+	int64_t	v = -1;
+
+	ck_assert_msg(rs_json_as_int(rs_json_get(o, key), &v) == 0,
+	    "no integer %s", key);
+	return (v);
+}
+
+static const char *
+get_str(const struct rs_json *o, const char *key)
+{
+	const char	*s = NULL;
+	size_t		 n;
+
+	ck_assert_msg(rs_json_as_str(rs_json_get(o, key), &s, &n) == 0,
+	    "no string %s", key);
+	return (s);
+}
+
+/* The final object's usage and timings, consistent with its tokens. */
+static void
+check_final(const struct rs_json *o, size_t n_tokens)
+{
+	struct rs_json	*u = rs_json_get(o, "usage");
+	struct rs_json	*t = rs_json_get(o, "timings");
+	struct rs_json	*toks = rs_json_get(o, "tokens");
+
+	ck_assert_ptr_nonnull(u);
+	ck_assert_ptr_nonnull(t);
+	ck_assert_ptr_nonnull(toks);
+	ck_assert_uint_eq(rs_json_arr_len(toks), n_tokens);
+	ck_assert_int_eq(get_int(u, "completion_tokens"), (int64_t)n_tokens);
+	ck_assert_int_eq(get_int(u, "total_tokens"), get_int(u,
+	    "prompt_tokens") + (int64_t)n_tokens);
+	ck_assert_int_ge(get_int(rs_json_get(u, "prompt_tokens_details"),
+	    "cached_tokens"), 0);
+	ck_assert_int_eq(get_int(t, "predicted_n"), (int64_t)n_tokens);
+	ck_assert_ptr_nonnull(rs_json_get(t, "prompt_ms"));
+	ck_assert_ptr_nonnull(rs_json_get(t, "predicted_per_second"));
+	ck_assert_ptr_nonnull(rs_json_get(t, "ttft_ms"));
+	ck_assert_ptr_nonnull(rs_json_get(o, "text"));
+	ck_assert_ptr_nonnull(rs_json_get(o, "reasoning"));
+	ck_assert(rs_json_kind(rs_json_get(o, "tool_calls")) ==
+	    RS_JSON_ARRAY);
+}
+
+/* The brief's example: a chat, streamed; every line is JSON. */
+START_TEST(cmd_stream)
+{
+	struct rs_json	*l[MAX_LINES];
+	char		*out = NULL;
+	size_t		 n;
+	struct rs_json	*last;
+	struct rs_buf	 cat;
+	const char	*s;
+	size_t		 len;
+	int64_t		 v;
+
+	ck_assert_int_eq(run_cmd(&out, "echo '{\"messages\":[{\"role\":"
+	    "\"user\",\"content\":\"hi\"}],\"max_tokens\":16}' | %s -m %s "
+	    "--stream", t_bin("rs-generate"), t_fixture(Q8)), 0);
+	n = parse_lines(out, l, MAX_LINES);
+	ck_assert_uint_eq(n, 17);
+	last = l[n - 1];
+	check_final(last, 16);
+	ck_assert_str_eq(get_str(last, "finish_reason"), "length");
+	/* one line per token, its id the final object's; the reasoning
+	   deltas concatenate to the reasoning (the prompt ends in <think>) */
+	rs_buf_init(&cat);
+	for (size_t i = 0; i + 1 < n; i++) {
+		ck_assert(rs_json_as_int(rs_json_arr_at(rs_json_get(last,
+		    "tokens"), i), &v) == 0);
+		ck_assert_int_eq(get_int(l[i], "token"), v);
+		ck_assert_ptr_null(rs_json_get(l[i], "finish_reason"));
+		if (rs_json_as_str(rs_json_get(l[i], "reasoning_delta"), &s,
+		    &len) == 0)
+			rs_buf_add(&cat, s, len);
+	}
+	ck_assert(rs_json_as_str(rs_json_get(last, "reasoning"), &s, &len) ==
+	    0);
+	ck_assert_uint_eq(cat.len, len);
+	ck_assert(len == 0 || memcmp(cat.data, s, len) == 0);
+	rs_buf_cleanup(&cat);
+	free_lines(l, n);
+	free(out);
+}
+END_TEST
+
+/*
+ * Greedy from reference.json's prompt as {"tokens": ...}: the reference
+ * continuation; the same prompt through rs-tokenize's {"ids": ...}.
+ */
+START_TEST(cmd_greedy_and_pipes)
+{
+	struct t_ref	 ref;
+	struct rs_json	*l[MAX_LINES], *o, *toks;
+	const char	*dir = t_tmpdir(), *gen = t_bin("rs-generate");
+	const char	*tok = t_bin("rs-tokenize"), *m = t_fixture(F16);
+	char		 path[600], line[4096], *out = NULL, *out2 = NULL;
+	size_t		 n, k = 0;
+	int64_t		 v;
+	int		 p;
+
+	t_ref_load(&ref);
+	p = ref.greedy_prompt;
+	k = (size_t)snprintf(line, sizeof(line), "{\"id\":\"g\",\"tokens\":[");
+	for (int32_t i = 0; i < ref.len[p]; i++)
+		k += (size_t)snprintf(line + k, sizeof(line) - k, i > 0 ?
+		    ",%d" : "%d", (int)ref.prompt[p][i]);
+	snprintf(line + k, sizeof(line) - k, "],\"max_tokens\":40,"
+	    "\"temperature\":0}\n");
+	snprintf(path, sizeof(path), "%s/greedy.jsonl", dir);
+	t_write_file(path, line, strlen(line));
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -t 2 < %s", gen, m, path), 0);
+	ck_assert_uint_eq(parse_lines(out, l, MAX_LINES), 1);
+	o = l[0];
+	ck_assert_str_eq(get_str(o, "id"), "g");
+	toks = rs_json_get(o, "tokens");
+	ck_assert_uint_eq(rs_json_arr_len(toks), 40);
+	for (size_t i = 0; i < 40; i++) {
+		ck_assert(rs_json_as_int(rs_json_arr_at(toks, i), &v) == 0);
+		ck_assert_int_eq(v, ref.greedy[i]);
+	}
+	check_final(o, 40);
+	/* rs-generate's output into rs-tokenize --decode: the same text */
+	ck_assert_int_eq(run_cmd(&out2, "%s -m %s -j -d < /dev/stdin <<'EOF'\n"
+	    "%sEOF", tok, m, out), 0);
+	ck_assert_uint_eq(parse_lines(out2, l + 1, 1), 1);
+	ck_assert_str_eq(get_str(l[1], "text"), get_str(o, "text"));
+	free_lines(l, 2);
+	free(out);
+	free(out2);
+	/* rs-tokenize's {"ids": ..., "n": ...} into rs-generate */
+	ck_assert_int_eq(run_cmd(&out, "echo '{\"text\":\"Hello, world\"}' | "
+	    "%s -m %s -j", tok, m), 0);
+	ck_assert_uint_eq(parse_lines(out, l, 1), 1);
+	v = get_int(l[0], "n");
+	free_lines(l, 1);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "echo '{\"text\":\"Hello, world\"}' | "
+	    "%s -m %s -j | %s -m %s -n 4", tok, m, gen, m), 0);
+	n = parse_lines(out, l, MAX_LINES);
+	ck_assert_uint_eq(n, 1);
+	check_final(l[0], 4);
+	ck_assert_int_eq(get_int(rs_json_get(l[0], "usage"), "prompt_tokens"),
+	    v);
+	free_lines(l, n);
+	free(out);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/*
+ * Bad lines get an error object in place; the other lines still run;
+ * exit 1.  Ids are copied through.
+ */
+START_TEST(cmd_bad_lines)
+{
+	static const char *const req =
+	    "{\"id\":1,\"prompt\":\"Hi\",\"max_tokens\":3}\n"
+	    "{\"prompt\": \n"
+	    "{\"id\":3,\"prompt\":\"Hi\",\"max_tokens\":\"3\"}\n"
+	    "{\"id\":4,\"tokens\":[1,2,100000],\"max_tokens\":3}\n"
+	    "{\"id\":5,\"prompt\":\"Hi\",\"max_tokens\":-3}\n"
+	    "\n"
+	    "[1,2]\n"
+	    "{\"id\":7,\"prompt\":\"Hi hi hi hi hi hi hi hi hi hi hi hi hi hi "
+	    "hi hi hi hi hi hi hi hi hi hi hi hi hi hi hi hi hi hi hi\"}\n"
+	    "{\"id\":8,\"ids\":[10,11],\"max_tokens\":2}\n";
+	static const char *const params[] = { NULL, "", "max_tokens",
+	    "tokens[2]", "max_tokens", "", "prompt", NULL };
+	struct rs_json	*l[MAX_LINES], *e;
+	const char	*dir = t_tmpdir(), *s;
+	char		 path[600], *out = NULL;
+	size_t		 n, len;
+
+	snprintf(path, sizeof(path), "%s/bad.jsonl", dir);
+	t_write_file(path, req, strlen(req));
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -c 32 -q < %s",
+	    t_bin("rs-generate"), t_fixture(Q8), path), 1);
+	n = parse_lines(out, l, MAX_LINES);
+	ck_assert_uint_eq(n, 8);
+	for (size_t i = 0; i < n; i++) {
+		e = rs_json_get(l[i], "error");
+		if (params[i] == NULL) {
+			ck_assert_msg(e == NULL, "line %zu failed", i + 1);
+			continue;
+		}
+		ck_assert_msg(e != NULL, "line %zu did not fail", i + 1);
+		ck_assert(rs_json_as_str(rs_json_get(e, "message"), &s, &len) ==
+		    0 && len > 0);
+		ck_assert(rs_json_get(e, "type") != NULL);
+		if (params[i][0] != '\0')
+			ck_assert_str_eq(get_str(e, "param"), params[i]);
+	}
+	ck_assert_int_eq(get_int(l[0], "id"), 1);
+	ck_assert_int_eq(get_int(l[2], "id"), 3);
+	ck_assert_str_eq(get_str(rs_json_get(l[6], "error"), "type"),
+	    "exceed_context_size_error");
+	ck_assert_int_eq(get_int(l[7], "id"), 8);
+	check_final(l[7], 2);
+	free_lines(l, n);
+	free(out);
+}
+END_TEST
+
+/* --raw prints what the JSON mode calls text, for the same request. */
+START_TEST(cmd_raw)
+{
+	struct rs_json	*l[2];
+	const char	*gen = t_bin("rs-generate"), *m = t_fixture(Q8);
+	char		*raw = NULL, *js = NULL;
+	const char	*text;
+
+	ck_assert_int_eq(run_cmd(&raw, "printf 'Once upon' | %s -m %s --raw "
+	    "-n 12 -s 5 -q", gen, m), 0);
+	ck_assert_int_eq(run_cmd(&js, "echo '{\"prompt\":\"Once upon\"}' | "
+	    "%s -m %s -n 12 -s 5", gen, m), 0);
+	ck_assert_uint_eq(parse_lines(js, l, 2), 1);
+	text = get_str(l[0], "text");
+	ck_assert_uint_eq(strlen(raw), strlen(text) + 1);
+	ck_assert(strncmp(raw, text, strlen(text)) == 0);
+	ck_assert_int_eq(raw[strlen(text)], '\n');
+	free_lines(l, 1);
+	free(raw);
+	free(js);
+}
+END_TEST
+
+START_TEST(cmd_usage)
+{
+	const char	*gen = t_bin("rs-generate"), *m = t_fixture(Q8);
+	const char	*dir = t_tmpdir();
+	char		*out = NULL, path[600];
+
+	ck_assert_int_eq(run_cmd(&out, "%s --help", gen), 0);
+	ck_assert(strstr(out, "--stream") != NULL &&
+	    strstr(out, "--chat-template-file") != NULL &&
+	    strstr(out, "--ctx-size") != NULL);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s --version", gen), 0);
+	free(out);
+	ck_assert_int_eq(run_cmd(NULL, "%s </dev/null 2>/dev/null", gen), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --stream --raw </dev/null "
+	    "2>/dev/null", gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s -n 0 </dev/null 2>/dev/null",
+	    gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s -s x </dev/null 2>/dev/null",
+	    gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --backend tpu </dev/null "
+	    "2>/dev/null", gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s extra </dev/null 2>/dev/null",
+	    gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m /nonexistent.gguf </dev/null "
+	    "2>/dev/null", gen), 2);
+	/* a template file that is not a known template */
+	snprintf(path, sizeof(path), "%s/tpl.jinja", dir);
+	t_write_file(path, "{{ messages }}", 14);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --chat-template-file %s "
+	    "</dev/null 2>/dev/null", gen, m, path), 2);
+	/* empty input: nothing to do */
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s </dev/null", gen, m), 0);
+	ck_assert_str_eq(out, "");
+	free(out);
+}
+END_TEST
+
+Suite *
+generate_suite(void)
+{
+	Suite	*s = suite_create("generate");
+	TCase	*tc = tcase_create("cmd");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, cmd_stream);
+	tcase_add_test(tc, cmd_greedy_and_pipes);
+	tcase_add_test(tc, cmd_bad_lines);
+	tcase_add_test(tc, cmd_raw);
+	tcase_add_test(tc, cmd_usage);
+	suite_add_tcase(s, tc);
+	return (s);
+}
