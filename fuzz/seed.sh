@@ -18,3 +18,7 @@ fuzz_gguf)
 	printf '' >"$dir/seed-empty"
 	;;
 esac
+# checked-in seeds of the target, if any
+if [ -d "fuzz/seeds/$name" ]; then
+	cp fuzz/seeds/"$name"/* "$dir"/
+fi

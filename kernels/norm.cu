@@ -41,8 +41,10 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "rmsnorm: n %lld, rows %lld", (long long)n,
 		    (long long)n_rows));
-	rmsnorm_kernel<<<(unsigned)n_rows, NORM_THREADS, 0, stream>>>(d_x, ldx,
-	    d_w, d_y, ldy, n, eps);
+	/* a wide row gets a wide block: one block per row, ~5 values a thread */
+	int threads = n >= 4096 ? 1024 : NORM_THREADS;
+	rmsnorm_kernel<<<(unsigned)n_rows, threads, 0, stream>>>(d_x, ldx, d_w,
+	    d_y, ldy, n, eps);
 	RS_LAUNCH_CHECK(err, "rmsnorm");
 	return (RS_OK);
 }

@@ -118,8 +118,17 @@ enum rs_status	 rs_chat_identify(const char *text, size_t n,
 		    enum rs_chat_variant *out, struct rs_err *err);
 
 /*
- * The variant of G's tokenizer.chat_template (rs_chat_identify()).
- * RS_ERR_FORMAT when the key is missing or not a string.
+ * GGUF key naming the variant ("qwen38", as rs_chat_variant_name spells
+ * it) of a file without tokenizer.chat_template: what rs-bench --synth
+ * writes, since Redshift carries no template text of its own.
+ */
+#define RS_CHAT_VARIANT_KEY	"redshift.chat_template_variant"
+
+/*
+ * The variant of G's tokenizer.chat_template (rs_chat_identify()), or,
+ * when the file has none, of its RS_CHAT_VARIANT_KEY.  RS_ERR_FORMAT when
+ * neither key is there or the template is not a string,
+ * RS_ERR_UNSUPPORTED for an unknown template or variant name.
  */
 enum rs_status	 rs_chat_identify_gguf(const struct rs_gguf *g,
 		    enum rs_chat_variant *out, struct rs_err *err);

@@ -94,6 +94,25 @@ rs_chat_identify_gguf(const struct rs_gguf *g, enum rs_chat_variant *out,
 	struct rs_gguf_str	s;
 	enum rs_status		st;
 
+	/*
+	 * Files that Redshift writes itself (rs-bench --synth) carry no
+	 * template text, only the name of the variant their tokens are for.
+	 */
+	if (rs_gguf_find_kv(g, "tokenizer.chat_template") == NULL &&
+	    rs_gguf_get_str(g, RS_CHAT_VARIANT_KEY, &s, NULL) == RS_OK) {
+		for (int v = RS_CHAT_QWEN35; v <= RS_CHAT_QWEN38; v++) {
+			const char *name = rs_chat_variant_name(
+			    (enum rs_chat_variant)v);
+			if (s.len == strlen(name) &&
+			    memcmp(s.ptr, name, s.len) == 0) {
+				*out = (enum rs_chat_variant)v;
+				return (RS_OK);
+			}
+		}
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "%s: unknown variant '%.*s'", RS_CHAT_VARIANT_KEY,
+		    (int)(s.len > 32 ? 32 : s.len), s.ptr));
+	}
 	if ((st = rs_gguf_get_str(g, "tokenizer.chat_template", &s, err)) !=
 	    RS_OK)
 		return (st);

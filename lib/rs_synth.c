@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rs_blocks.h"
+#include "rs_chat.h"
 #include "rs_gguf.h"
 #include "rs_gguf_write.h"
 #include "rs_half.h"
@@ -298,7 +299,8 @@ add_vocab(struct rs_gguf_writer *w, const struct rs_synth_cfg *c,
 	    c->n_vocab) ||
 	    rs_gguf_writer_str_array(w, "tokenizer.ggml.merges", NULL, 0) ||
 	    rs_gguf_writer_u32(w, "tokenizer.ggml.eos_token_id", 256 + 2) ||
-	    rs_gguf_writer_u32(w, "tokenizer.ggml.padding_token_id", 256))
+	    rs_gguf_writer_u32(w, "tokenizer.ggml.padding_token_id", 256) ||
+	    rs_gguf_writer_str(w, RS_CHAT_VARIANT_KEY, "qwen38", 6))
 		st = rs_errf(err, RS_ERR_NOMEM, "out of memory");
 out:
 	for (uint32_t i = 0; toks != NULL && i < c->n_vocab; i++)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "rs_json.h"
+#include "rs_tok.h"
 #include "rs_version.h"
 
 #ifndef RS_VERSION
@@ -22,12 +23,12 @@ rs_build_info(void)
 	static char	buf[256];
 
 	if (buf[0] == '\0')
-		snprintf(buf, sizeof(buf), "backends: cpu%s; %s",
+		snprintf(buf, sizeof(buf), "backends: cpu%s; %s; %s",
 #ifdef RS_CUDA
 		    ", cuda",
 #else
 		    "",
 #endif
-		    rs_json_lib_version());
+		    rs_json_lib_version(), rs_tok_lib_versions());
 	return (buf);
 }

@@ -9,6 +9,7 @@
 
 #include <check.h>
 
+#include "rs_chat.h"
 #include "rs_gguf.h"
 #include "rs_gguf_write.h"
 #include "rs_model.h"
@@ -103,6 +104,10 @@ START_TEST(tiny_q4_k_m_types)
 			ck_assert_int_eq(s->ne[1], r->ne[1]);
 	}
 	ck_assert_uint_eq(syn->hp.n_layer, ref->hp.n_layer);
+	/* no template text, but the variant the vocabulary is meant for */
+	enum rs_chat_variant v = RS_CHAT_UNKNOWN;
+	ck_assert_int_eq(rs_chat_identify_gguf(syn->gguf, &v, &err), RS_OK);
+	ck_assert_int_eq(v, RS_CHAT_QWEN38);
 	ck_assert_uint_eq(syn->hp.ssm_n_vh, ref->hp.ssm_n_vh);
 	rs_model_close(syn);
 	rs_model_close(ref);
