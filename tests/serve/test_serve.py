@@ -256,6 +256,45 @@ def test_required_tool_choice_seeded(server):
     assert r.choices[0].finish_reason == ref["finish_reason"]
 
 
+# ---- the debugging endpoints (§4.1) ----
+
+def test_apply_template(server):
+    """/apply-template renders as real Jinja2 does with the template
+    embedded in the tiny GGUF (the fixture's renderings)."""
+    with open(fixture("chat/qwen35-template-cases.json")) as f:
+        cases = json.load(f)["cases"]
+    assert cases
+    for c in cases:
+        body = {"messages": c["messages"], "add_generation_prompt": c["add_generation_prompt"]}
+        if "tools" in c:
+            body["tools"] = c["tools"]
+        if c["kwargs"]:
+            body["chat_template_kwargs"] = c["kwargs"]
+        st, _, b = http(server.url + "/apply-template", "POST", body)
+        assert st == 200, b
+        assert json.loads(b)["prompt"] == c["rendered"]
+
+
+def test_tokenize_detokenize(tmp_path_factory):
+    """/tokenize and /detokenize against the reference tokenizer's ids for
+    the tiny vocabulary (which normalizes to NFC: --nfc)."""
+    with open(fixture("tokenizer/tokenizer-cases.json")) as f:
+        cases = json.load(f)["cases"]
+    srv = start(tmp_path_factory, "--nfc", name="nfc")
+    try:
+        for c in cases:
+            st, _, b = http(srv.url + "/tokenize", "POST", {"content": c["text"]})
+            assert st == 200 and json.loads(b)["tokens"] == c["tiny"], c["text"]
+            st, _, b = http(srv.url + "/detokenize", "POST", {"tokens": c["tiny"]})
+            assert st == 200 and json.loads(b)["content"] == c["tiny_decoded"]
+        st, _, b = http(srv.url + "/detokenize", "POST", {"tokens": [1, -2]})
+        assert st == 400 and err(400, b)["param"] == "tokens"
+        st, _, b = http(srv.url + "/tokenize", "POST", {"content": 5})
+        assert st == 400 and err(400, b)["param"] == "content"
+    finally:
+        assert srv.stop() == 0
+
+
 # ---- errors (§4.6, §6) ----
 
 def err(status, body):

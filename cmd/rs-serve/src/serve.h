@@ -134,22 +134,27 @@ double		serve_now_ms(void);
 /* ---- jobs: preparation (serve_prep.c), the engine (serve_job.c) ---- */
 
 enum serve_api {
-	SERVE_CHAT,
-	SERVE_COMPLETION
+	SERVE_CHAT,		/* POST /v1/chat/completions */
+	SERVE_COMPLETION,	/* POST /v1/completions */
+	SERVE_TOKENIZE,		/* POST /tokenize */
+	SERVE_DETOKENIZE,	/* POST /detokenize */
+	SERVE_TEMPLATE		/* POST /apply-template */
 };
 
 /*
  * Where a job is.  The loop creates it in PREP; the prep thread validates
- * and tokenizes it (READY, or FAILED with the error body in OUT); the loop
+ * and tokenizes it (READY), or answers it itself (ANSWERED: an error, or
+ * the whole answer of /tokenize, /detokenize or /apply-template, in OUT
+ * with its status); the loop
  * admits it to the engine's FIFO (QUEUED) or refuses it (503); the engine
  * thread runs it (RUNNING, streaming into OUT) and ends it (DONE).  The
- * loop may free a job only in READY, FAILED or DONE, once its request is
+ * loop may free a job only in READY, ANSWERED or DONE, once its request is
  * gone and it is off the dirty list.
  */
 enum serve_phase {
 	SERVE_PREP,
 	SERVE_READY,
-	SERVE_FAILED,
+	SERVE_ANSWERED,
 	SERVE_QUEUED,
 	SERVE_RUNNING,
 	SERVE_DONE
@@ -219,14 +224,15 @@ int		serve_job_submit(struct http_request *req, enum serve_api api,
 		    double t_recv);
 /* The handler entered again for a request that has a job. */
 int		serve_job_resume(struct http_request *req);
-/* Prep thread: JOB is READY or FAILED; hand it back to the loop. */
+/* Prep thread: JOB is READY or ANSWERED; hand it back to the loop. */
 void		serve_job_prepared(struct serve_job *job, enum serve_phase ph);
 
 /*
  * The prep thread: validates the body (UTF-8, JSON, the endpoint's
  * fields), parses it into JOB->greq and tokenizes it (rs_gen_req_parse,
- * rs_gen_prepare), off the event loop, so that a 64 MiB prompt does not
- * stall other clients.  Calls serve_job_prepared() for every job.
+ * rs_gen_prepare), or answers the debugging endpoints, off the event
+ * loop, so that a 64 MiB prompt does not stall other clients.  Calls
+ * serve_job_prepared() for every job.
  */
 void		serve_prep_start(void);
 void		serve_prep_stop(void);

@@ -48,6 +48,12 @@ static int	r_completions(struct http_request *, const struct route *,
 static int	r_models(struct http_request *, const struct route *, double);
 static int	r_health(struct http_request *, const struct route *, double);
 static int	r_metrics(struct http_request *, const struct route *, double);
+static int	r_tokenize(struct http_request *, const struct route *,
+		    double);
+static int	r_detokenize(struct http_request *, const struct route *,
+		    double);
+static int	r_template(struct http_request *, const struct route *,
+		    double);
 
 #define GET_HEAD	(HTTP_METHOD_GET | HTTP_METHOD_HEAD)
 
@@ -59,6 +65,12 @@ static const struct route routes[] = {
 	{ "/v1/models", "/models", "models", GET_HEAD, 1, 0, r_models },
 	{ "/health", "/v1/health", "health", GET_HEAD, 1, 0, r_health },
 	{ "/metrics", NULL, "metrics", GET_HEAD, 0, 1, r_metrics },
+	/* debugging helpers with llama.cpp's names (§4.1) */
+	{ "/tokenize", NULL, "tokenize", HTTP_METHOD_POST, 0, 0, r_tokenize },
+	{ "/detokenize", NULL, "detokenize", HTTP_METHOD_POST, 0, 0,
+	    r_detokenize },
+	{ "/apply-template", NULL, "apply-template", HTTP_METHOD_POST, 0, 0,
+	    r_template },
 };
 #define N_ROUTES	(sizeof(routes) / sizeof(routes[0]))
 
@@ -417,4 +429,25 @@ r_completions(struct http_request *req, const struct route *r, double t0)
 {
 	(void)r;
 	return (serve_job_submit(req, SERVE_COMPLETION, t0));
+}
+
+static int
+r_tokenize(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_TOKENIZE, t0));
+}
+
+static int
+r_detokenize(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_DETOKENIZE, t0));
+}
+
+static int
+r_template(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_TEMPLATE, t0));
 }

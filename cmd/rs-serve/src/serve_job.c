@@ -26,7 +26,7 @@
  * within one token (or one prefill chunk).  A job still in the FIFO is
  * just removed.
  *
- * Ownership.  Only the loop frees a job: in READY, FAILED or DONE (no
+ * Ownership.  Only the loop frees a job: in READY, ANSWERED or DONE (no
  * thread holds it), off the dirty list, once its request is gone.  The
  * prep and engine threads never free a job and never call Kore.
  */
@@ -559,7 +559,7 @@ deliver(struct serve_job *job, enum serve_phase ph)
 {
 	if (job->http == NULL) {
 		/* the client left: free the job once no thread holds it */
-		if (ph == SERVE_READY || ph == SERVE_FAILED ||
+		if (ph == SERVE_READY || ph == SERVE_ANSWERED ||
 		    ph == SERVE_DONE) {
 			if (ph == SERVE_DONE)
 				log_cancelled(job);
@@ -576,7 +576,7 @@ deliver(struct serve_job *job, enum serve_phase ph)
 	case SERVE_READY:
 		admit(job);
 		break;
-	case SERVE_FAILED:
+	case SERVE_ANSWERED:
 		send_whole(job, job->status);
 		answered(job, job->status);
 		break;
@@ -750,7 +750,7 @@ job_onfree(struct http_request *req)
 		job->phase = SERVE_DONE;
 		free_now = 1;
 	} else if (!job->dirty && (job->phase == SERVE_READY ||
-	    job->phase == SERVE_FAILED || job->phase == SERVE_DONE)) {
+	    job->phase == SERVE_ANSWERED || job->phase == SERVE_DONE)) {
 		free_now = 1;
 	}
 	pthread_mutex_unlock(&eng.lock);

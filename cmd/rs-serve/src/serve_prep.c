@@ -10,9 +10,10 @@
  * body into a job and this thread does the work: rs_gen_req_parse() and
  * rs_gen_prepare() only read what never changes in the generator, so they
  * may run while the engine thread generates.  Jobs are taken in arrival
- * order; each ends READY or FAILED (error envelope in job->out, status in
+ * order; each ends READY or ANSWERED (error envelope in job->out, status in
  * job->status) and goes back to the loop through serve_job_prepared().
- * Nothing here calls Kore.
+ * The debugging endpoints of §4.1 (/tokenize, /detokenize,
+ * /apply-template) are answered here whole.  Nothing here calls Kore.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -39,9 +40,9 @@ static struct {
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
-/* FAILED with the envelope J (taken) and status CODE. */
+/* ANSWERED with the body J (taken) and status CODE. */
 static void
-failed(struct serve_job *job, int code, struct rs_json *j)
+answer(struct serve_job *job, int code, struct rs_json *j)
 {
 	char *s;
 
@@ -57,14 +58,14 @@ failed(struct serve_job *job, int code, struct rs_json *j)
 	}
 	rs_json_free(j);
 	job->status = code;
-	serve_job_prepared(job, SERVE_FAILED);
+	serve_job_prepared(job, SERVE_ANSWERED);
 }
 
 static void
 bad(struct serve_job *job, const char *param, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* FAILED with a 400 invalid_request_error. */
+/* ANSWERED with a 400 invalid_request_error. */
 static void
 bad(struct serve_job *job, const char *param, const char *fmt, ...)
 {
@@ -74,7 +75,7 @@ bad(struct serve_job *job, const char *param, const char *fmt, ...)
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	failed(job, 400, rs_oai_error(400, NULL, msg, param));
+	answer(job, 400, rs_oai_error(400, NULL, msg, param));
 }
 
 /* BODY[KEY] as a bool in *V (absent or null: unchanged); -1 when not. */
@@ -92,7 +93,7 @@ get_bool(const struct rs_json *obj, const char *key, int *v)
  * The fields only the endpoint reads: stream and stream_options (§4.3;
  * include_usage is ignored without stream, §6 row 32), the input that
  * each endpoint takes (§4.1), and for text completions echo, suffix and
- * best_of (§4.10).  0, or -1 with the job FAILED.
+ * best_of (§4.10).  0, or -1 with the job ANSWERED.
  */
 static int
 endpoint_fields(struct serve_job *job, const struct rs_json *b)
@@ -153,17 +154,156 @@ endpoint_fields(struct serve_job *job, const struct rs_json *b)
 	return (0);
 }
 
+/* {KEY: VALUE} (VALUE taken), or NULL when out of memory. */
+static struct rs_json *
+object1(const char *key, struct rs_json *value)
+{
+	struct rs_json *o = rs_json_obj();
+
+	if (o == NULL || value == NULL || rs_json_set(o, key, value) != 0) {
+		if (o == NULL)
+			rs_json_free(value);
+		rs_json_free(o);
+		return (NULL);
+	}
+	return (o);
+}
+
+/*
+ * POST /tokenize {"content": string, "parse_special": bool (default
+ * true)} -> {"tokens": [ids]}, llama.cpp's names.
+ */
 static void
-prepare(struct serve_job *job)
+tokenize(struct serve_job *job, const struct rs_json *b)
+{
+	struct rs_tok_ids	 ids;
+	struct rs_json		*arr;
+	struct rs_err		 err;
+	const char		*text;
+	size_t			 n, i;
+	int			 special = 1;
+
+	if (rs_json_as_str(rs_json_get(b, "content"), &text, &n) != 0) {
+		bad(job, "content", "'content' must be a string");
+		return;
+	}
+	if (get_bool(b, "parse_special", &special) != 0) {
+		bad(job, "parse_special", "'parse_special' must be a boolean");
+		return;
+	}
+	rs_tok_ids_init(&ids);
+	if (rs_tok_encode(serve_model.tok, text, n, special ?
+	    RS_TOK_SPECIAL_ALL : RS_TOK_SPECIAL_USER, &ids, &err) != RS_OK) {
+		rs_tok_ids_cleanup(&ids);
+		answer(job, 500, rs_oai_error(500, NULL, err.msg, NULL));
+		return;
+	}
+	if ((arr = rs_json_arr()) != NULL)
+		for (i = 0; i < ids.n; i++)
+			if (rs_json_push(arr, rs_json_int(ids.v[i])) != 0) {
+				rs_json_free(arr);
+				arr = NULL;
+				break;
+			}
+	rs_tok_ids_cleanup(&ids);
+	answer(job, 200, object1("tokens", arr));
+}
+
+/* POST /detokenize {"tokens": [ids]} -> {"content": string}. */
+static void
+detokenize(struct serve_job *job, const struct rs_json *b)
+{
+	struct rs_json	*arr = rs_json_get(b, "tokens");
+	struct rs_err	 err;
+	int32_t		*ids;
+	int64_t		 v;
+	size_t		 n, i, len;
+	char		*text;
+
+	if (arr == NULL || rs_json_kind(arr) != RS_JSON_ARRAY) {
+		bad(job, "tokens", "'tokens' must be an array of token ids");
+		return;
+	}
+	n = rs_json_arr_len(arr);
+	if ((ids = calloc(n + 1, sizeof(*ids))) == NULL) {
+		answer(job, 500, NULL);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (rs_json_as_int(rs_json_arr_at(arr, i), &v) != 0 || v < 0 ||
+		    v > INT32_MAX) {
+			free(ids);
+			bad(job, "tokens", "tokens[%zu] is not a token id", i);
+			return;
+		}
+		ids[i] = (int32_t)v;
+	}
+	if (rs_tok_decode(serve_model.tok, ids, n, RS_TOK_DEC_SPECIAL, &text,
+	    &len, &err) != RS_OK) {
+		free(ids);
+		bad(job, "tokens", "%s", err.msg);
+		return;
+	}
+	free(ids);
+	answer(job, 200, object1("content", rs_json_strn(text, len)));
+	free(text);
+}
+
+/*
+ * The generation endpoints, and /apply-template, which answers a chat body
+ * with the prompt it renders to (§4.1).
+ */
+static void
+generation(struct serve_job *job, const struct rs_json *body)
 {
 	const struct rs_gen	*gen = serve_engine_gen();
 	struct rs_gen_error	 ge;
-	struct rs_json		*body;
-	struct rs_err		 err;
 	unsigned char		 rnd[32];
 	char			 id[RS_OAI_ID_MAX];
-	size_t			 at;
 	enum rs_oai_api		 api;
+
+	if (job->api == SERVE_TEMPLATE &&
+	    rs_json_get(body, "messages") == NULL) {
+		bad(job, "messages", "'messages' is required");
+		return;
+	}
+	if (job->api != SERVE_TEMPLATE && endpoint_fields(job, body) != 0)
+		return;
+	memset(&ge, 0, sizeof(ge));
+	rs_gen_req_init(&job->greq, gen);
+	/* no seed, no determinism (as OpenAI): a fresh one per request */
+	if (getrandom(&job->greq.sample.seed, sizeof(job->greq.sample.seed),
+	    0) != (ssize_t)sizeof(job->greq.sample.seed))
+		job->greq.sample.seed = (uint64_t)serve_now_ms();
+	if (rs_gen_req_parse(gen, &job->greq, body, &ge) != RS_OK ||
+	    rs_gen_prepare(gen, &job->greq, &ge) != RS_OK) {
+		answer(job, ge.code, rs_oai_gen_error(&ge));
+		return;
+	}
+	if (job->api == SERVE_TEMPLATE) {
+		answer(job, 200, object1("prompt", rs_json_strn(
+		    job->greq.rendered, job->greq.rendered_len)));
+		return;
+	}
+	api = job->api == SERVE_CHAT ? RS_OAI_CHAT : RS_OAI_COMPLETION;
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		memset(rnd, 0, sizeof(rnd));
+	rs_oai_make_id(api, rnd, id);
+	if (rs_oai_resp_init(&job->fmt, api, id, (int64_t)time(NULL),
+	    serve_cfg.alias, serve_model.fingerprint,
+	    job->include_usage) != 0) {
+		answer(job, 500, NULL);
+		return;
+	}
+	serve_job_prepared(job, SERVE_READY);
+}
+
+static void
+prepare(struct serve_job *job)
+{
+	struct rs_json	*body;
+	struct rs_err	 err;
+	size_t		 at;
 
 	/* §6 rows 1, 2 and 4: bytes, then JSON, then an object */
 	if (!rs_utf8_valid(job->body, job->body_len, &at)) {
@@ -175,36 +315,15 @@ prepare(struct serve_job *job)
 		bad(job, NULL, "request body is not valid JSON: %s", err.msg);
 		return;
 	}
-	if (rs_json_kind(body) != RS_JSON_OBJECT) {
-		rs_json_free(body);
+	if (rs_json_kind(body) != RS_JSON_OBJECT)
 		bad(job, NULL, "request body must be a JSON object");
-		return;
-	}
-	if (endpoint_fields(job, body) != 0) {
-		rs_json_free(body);
-		return;
-	}
-	memset(&ge, 0, sizeof(ge));
-	rs_gen_req_init(&job->greq, gen);
-	if (rs_gen_req_parse(gen, &job->greq, body, &ge) != RS_OK ||
-	    rs_gen_prepare(gen, &job->greq, &ge) != RS_OK) {
-		rs_json_free(body);
-		failed(job, ge.code, rs_oai_gen_error(&ge));
-		return;
-	}
+	else if (job->api == SERVE_TOKENIZE)
+		tokenize(job, body);
+	else if (job->api == SERVE_DETOKENIZE)
+		detokenize(job, body);
+	else
+		generation(job, body);
 	rs_json_free(body);
-	api = job->api == SERVE_CHAT ? RS_OAI_CHAT : RS_OAI_COMPLETION;
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		memset(rnd, 0, sizeof(rnd));
-	rs_oai_make_id(api, rnd, id);
-	if (rs_oai_resp_init(&job->fmt, api, id, (int64_t)time(NULL),
-	    serve_cfg.alias, serve_model.fingerprint,
-	    job->include_usage) != 0) {
-		failed(job, 500, rs_oai_error(500, NULL, "out of memory",
-		    NULL));
-		return;
-	}
-	serve_job_prepared(job, SERVE_READY);
 }
 
 static void *
@@ -227,7 +346,7 @@ prep_main(void *arg)
 		job->q_next = NULL;
 		pthread_mutex_unlock(&prep.lock);
 		if (atomic_load(&job->cancel))
-			failed(job, 499, NULL);	/* nobody will read it */
+			answer(job, 499, NULL);	/* nobody will read it */
 		else
 			prepare(job);
 	}
