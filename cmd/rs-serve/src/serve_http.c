@@ -173,10 +173,16 @@ serve_log_write(const struct serve_log *l, int code)
 	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " prompt=%lld "
 		    "cached=%lld completion=%lld queue_ms=%.1f ttft_ms=%.1f "
-		    "tok_s=%.1f lag_ms=%.3f/%.3f finish=%s",
-		    (long long)l->prompt_tokens, (long long)l->cached_tokens,
+		    "tok_s=%.1f", (long long)l->prompt_tokens,
+		    (long long)l->cached_tokens,
 		    (long long)l->completion_tokens, l->queue_ms, l->ttft_ms,
-		    l->decode_tps, l->lag_ms, l->lag_max_ms, l->finish);
+		    l->decode_tps);
+	if (l->lag_max_ms > 0 && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " lag_ms=%.3f/%.3f",
+		    l->lag_ms, l->lag_max_ms);
+	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " finish=%s",
+		    l->finish);
 	if (l->cancel_ms >= 0 && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " cancel_ms=%.2f",
 		    l->cancel_ms);
