@@ -38,7 +38,7 @@
 #include "rs_err.h"
 
 #define RS_METRICS_MAX_SERIES	64
-#define RS_METRICS_ROUTE_MAX	48	/* bytes of a route name, NUL included */
+#define RS_METRICS_ROUTE_MAX	48	/* bytes of a route name with NUL */
 
 struct rs_metrics;
 
@@ -63,7 +63,8 @@ void		rs_metrics_generation(struct rs_metrics *m, int64_t n_prompt,
 void		rs_metrics_ttft(struct rs_metrics *m, double seconds);
 
 /* Current queue depth and running count. */
-void		rs_metrics_queue(struct rs_metrics *m, int waiting, int running);
+void		rs_metrics_queue(struct rs_metrics *m, int waiting,
+		    int running);
 
 /*
  * Append the exposition text to OUT.  Returns -1 when OUT ran out of

@@ -168,11 +168,13 @@ delta_call(const struct rs_oai_resp *r, struct rs_buf *out,
     const struct rs_gen_event *ev)
 {
 	chunk_open(r, out);
-	rs_buf_addf(out, "\"delta\":{\"tool_calls\":[{\"index\":%zu,", ev->index);
+	rs_buf_addf(out, "\"delta\":{\"tool_calls\":[{\"index\":%zu,",
+	    ev->index);
 	if (ev->kind == RS_GEN_EV_TOOL_CALL) {
 		rs_buf_adds(out, "\"id\":");
 		add_jstrz(out, ev->id);
-		rs_buf_adds(out, ",\"type\":\"function\",\"function\":{\"name\":");
+		rs_buf_adds(out, ",\"type\":\"function\","
+		    "\"function\":{\"name\":");
 		add_jstr(out, ev->text, ev->len);
 		rs_buf_adds(out, ",\"arguments\":\"\"}}]}");
 	} else {
@@ -237,7 +239,8 @@ rs_oai_sse_end(const struct rs_oai_resp *r, const struct rs_gen_result *res,
 	const char *finish = rs_gen_finish_name(res->finish);
 
 	chunk_open(r, out);
-	rs_buf_adds(out, r->api == RS_OAI_CHAT ? "\"delta\":{}" : "\"text\":\"\"");
+	rs_buf_adds(out, r->api == RS_OAI_CHAT ? "\"delta\":{}" :
+	    "\"text\":\"\"");
 	chunk_close(r, out, finish);
 	if (r->include_usage) {
 		rs_buf_add(out, "}\n\n", 3);

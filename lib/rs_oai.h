@@ -58,8 +58,8 @@ struct rs_oai_resp {
  * characters of [A-Za-z0-9] taken from the 32 bytes at RND (random bytes;
  * the caller draws them).
  */
-void		 rs_oai_make_id(enum rs_oai_api api, const unsigned char rnd[32],
-		    char id[RS_OAI_ID_MAX]);
+void		 rs_oai_make_id(enum rs_oai_api api,
+		    const unsigned char rnd[32], char id[RS_OAI_ID_MAX]);
 
 /*
  * Start response ID (copied) of API, created at CREATED (Unix seconds),
@@ -74,7 +74,8 @@ void		 rs_oai_resp_cleanup(struct rs_oai_resp *r);
 /* ---- streaming ---- */
 
 /* The first chunk: delta {"role":"assistant","content":""} (chat only). */
-int		 rs_oai_sse_role(const struct rs_oai_resp *r, struct rs_buf *out);
+int		 rs_oai_sse_role(const struct rs_oai_resp *r,
+		    struct rs_buf *out);
 
 /*
  * The chunk of one rs_gen event, if it has one (REASONING, CONTENT,

@@ -351,10 +351,14 @@ START_TEST(errors)
 		int		 code;
 		const char	*type;
 	} t[] = {
-		{ 400, "invalid_request_error" }, { 401, "authentication_error" },
-		{ 403, "permission_error" }, { 404, "not_found_error" },
-		{ 405, "invalid_request_error" }, { 413, "invalid_request_error" },
-		{ 500, "server_error" }, { 501, "not_supported_error" },
+		{ 400, "invalid_request_error" },
+		{ 401, "authentication_error" },
+		{ 403, "permission_error" },
+		{ 404, "not_found_error" },
+		{ 405, "invalid_request_error" },
+		{ 413, "invalid_request_error" },
+		{ 500, "server_error" },
+		{ 501, "not_supported_error" },
 		{ 503, "unavailable_error" },
 	};
 	struct rs_json	*j, *e;
@@ -415,7 +419,8 @@ START_TEST(copilot)
 		{ "http://h:8081/", "http://h:8081/v1/chat/completions" },
 		{ "https://h/api/v2", "https://h/api/v2/chat/completions" },
 		{ "http://h/v", "http://h/v/v1/chat/completions" },
-		{ "http://h/x/chat/completions", "http://h/x/chat/completions" },
+		{ "http://h/x/chat/completions",
+		    "http://h/x/chat/completions" },
 	};
 	struct rs_oai_model	 m = { "qwen3.8-27b", 0, 131072, 262144, 0,
 	    1, 1 };

@@ -113,7 +113,7 @@ struct serve_log {
 	double		 queue_ms;	/* arrival to the engine */
 	double		 ttft_ms;	/* arrival to the first token */
 	double		 decode_tps;
-	double		 lag_ms;	/* stream: mean engine-to-socket delay */
+	double		 lag_ms;	/* stream: engine-to-socket, mean */
 	double		 lag_max_ms;
 	double		 cancel_ms;	/* disconnect to engine stop, or -1 */
 	const char	*finish;	/* NULL: no generation */
@@ -177,7 +177,7 @@ struct serve_job {
 	int			 include_usage;
 
 	/* the engine thread's while RUNNING */
-	int			 chunked;	/* set by the loop before QUEUED */
+	int			 chunked;	/* set before QUEUED */
 	double			 t_start;
 	double			 t_first;	/* first output, 0 before */
 	double			 t_end;
@@ -185,8 +185,8 @@ struct serve_job {
 	/* shared, under the job lock (serve_job.c) */
 	enum serve_phase	 phase;
 	struct rs_buf		 out;		/* bytes for the client */
-	double			 out_t0;	/* when OUT stopped being empty */
-	int			 status;	/* HTTP status of a whole body */
+	double			 out_t0;	/* OUT's oldest byte */
+	int			 status;	/* HTTP status of OUT */
 	int			 dirty;		/* on the dirty list */
 	struct serve_job	*q_next;	/* prep or engine FIFO */
 	struct serve_job	*d_next;	/* dirty list */

@@ -742,7 +742,8 @@ job_onfree(struct http_request *req)
 		for (pp = &eng.head; *pp != job; pp = &(*pp)->q_next)
 			;
 		*pp = job->q_next;
-		for (t = eng.head; t != NULL && t->q_next != NULL; t = t->q_next)
+		for (t = eng.head; t != NULL && t->q_next != NULL;
+		    t = t->q_next)
 			;
 		eng.tail = t;
 		eng.waiting--;
