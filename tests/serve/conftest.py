@@ -82,7 +82,8 @@ class Server:
         pytest.fail("rs-serve did not become healthy in %ds: %s" % (timeout, self.read_log()))
 
     def read_log(self):
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         with open(self.log_path) as f:
             return f.read()
 
@@ -110,6 +111,11 @@ class Server:
             self.log.close()
         return self.proc.returncode
 
+    def stop_clean(self):
+        """Stop; the exit status must be 0, else the server's log shows."""
+        rc = self.stop()
+        assert rc == 0, f"rs-serve exited {rc}:\n{self.read_log()}"
+
     def children(self):
         try:
             with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
@@ -126,8 +132,7 @@ def start(tmp_path_factory, *args, name="srv"):
 def server(tmp_path_factory):
     s = start(tmp_path_factory)
     yield s
-    rc = s.stop()
-    assert rc == 0, s.read_log()
+    s.stop_clean()
 
 
 def rs_generate(request, *args, stream=False, timeout=120):

@@ -165,7 +165,10 @@ push(struct serve_job *job, const char *p, size_t n, int last)
 	if (last) {
 		if (job->chunked)
 			rs_buf_add(&job->out, "0\r\n\r\n", 5);
+		/* from here the loop may free the job: forget it now */
 		job->phase = SERVE_DONE;
+		if (eng.running == job)
+			eng.running = NULL;
 	}
 	mark_dirty(job);
 	pthread_mutex_unlock(&eng.lock);
@@ -332,10 +335,9 @@ engine_main(void *arg)
 		rs_metrics_queue(serve_metrics, eng.waiting, 1);
 		pthread_mutex_unlock(&eng.lock);
 
-		run_job(job);
+		run_job(job);	/* ends with eng.running NULL */
 
 		pthread_mutex_lock(&eng.lock);
-		eng.running = NULL;
 		rs_metrics_queue(serve_metrics, eng.waiting, 0);
 		pthread_mutex_unlock(&eng.lock);
 	}
