@@ -3,10 +3,10 @@
  * application built as one binary (cmd/rs-serve/conf/build.conf); this
  * directory is its glue between Kore and librs:
  *
- *   serve_main.c    options, model loading, Kore's servers and limits
- *                   (kore_parent_configure), the worker's start and end,
- *                   the seccomp filter
- *   serve_opts.c    option parsing, --help, --copilot-config
+ *   serve_main.c    model loading, --copilot-config, Kore's servers and
+ *                   limits (kore_parent_configure), the worker's start and
+ *                   end, the seccomp filter, the 413 hook
+ *   serve_opts.c    option parsing, --help, --version
  *   serve_http.c    the route table, authentication, CORS, error bodies,
  *                   /health, /v1/models, /metrics, the access log
  *   serve_prep.c    the prep thread: validation, parsing, tokenization
