@@ -1,0 +1,459 @@
+/*
+ * serve_http.c - the request side of rs-serve (serving.md §4): one Kore
+ * route catches every path and serve_dispatch() routes it here, so that
+ * unknown paths (404), wrong methods (405), missing keys (401) and the rest
+ * all get the OpenAI error envelope (§4.6).  Also CORS (§4.2), the small
+ * GET endpoints, request validation before a job is queued, and the access
+ * log: one line per request on stderr.
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <kore/kore.h>
+#include <kore/http.h>
+
+#include "cli.h"
+#include "serve.h"
+
+int	serve_dispatch(struct http_request *);
+
+struct rs_metrics *serve_metrics;
+
+struct route;
+typedef int	(*route_fn)(struct http_request *, const struct route *,
+		    double t_recv);
+
+struct route {
+	const char	*path;
+	const char	*alias;		/* the same without (or with) /v1 */
+	const char	*name;		/* for logs and metrics */
+	int		 methods;	/* HTTP_METHOD_* */
+	int		 open;		/* no API key needed */
+	int		 loading_ok;	/* answers while the model loads */
+	route_fn	 fn;
+};
+
+static int	r_chat(struct http_request *, const struct route *, double);
+static int	r_completions(struct http_request *, const struct route *,
+		    double);
+static int	r_models(struct http_request *, const struct route *, double);
+static int	r_health(struct http_request *, const struct route *, double);
+static int	r_metrics(struct http_request *, const struct route *, double);
+static int	r_tokenize(struct http_request *, const struct route *,
+		    double);
+static int	r_detokenize(struct http_request *, const struct route *,
+		    double);
+static int	r_template(struct http_request *, const struct route *,
+		    double);
+
+#define GET_HEAD	(HTTP_METHOD_GET | HTTP_METHOD_HEAD)
+
+static const struct route routes[] = {
+	{ "/v1/chat/completions", "/chat/completions", "chat",
+	    HTTP_METHOD_POST, 0, 0, r_chat },
+	{ "/v1/completions", "/completions", "completions",
+	    HTTP_METHOD_POST, 0, 0, r_completions },
+	{ "/v1/models", "/models", "models", GET_HEAD, 1, 0, r_models },
+	{ "/health", "/v1/health", "health", GET_HEAD, 1, 0, r_health },
+	{ "/metrics", NULL, "metrics", GET_HEAD, 0, 1, r_metrics },
+	/* debugging helpers with llama.cpp's names (§4.1) */
+	{ "/tokenize", NULL, "tokenize", HTTP_METHOD_POST, 0, 0, r_tokenize },
+	{ "/detokenize", NULL, "detokenize", HTTP_METHOD_POST, 0, 0,
+	    r_detokenize },
+	{ "/apply-template", NULL, "apply-template", HTTP_METHOD_POST, 0, 0,
+	    r_template },
+};
+#define N_ROUTES	(sizeof(routes) / sizeof(routes[0]))
+
+static const struct route *
+route_find(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < N_ROUTES; i++)
+		if (strcmp(path, routes[i].path) == 0 || (routes[i].alias !=
+		    NULL && strcmp(path, routes[i].alias) == 0))
+			return (&routes[i]);
+	return (NULL);
+}
+
+/* ---- responses ---- */
+
+void
+serve_send_json(struct http_request *req, int code, struct rs_json *j)
+{
+	char *s;
+
+	http_response_header(req, "content-type",
+	    "application/json; charset=utf-8");
+	if (j == NULL || (s = rs_json_dumps(j)) == NULL) {
+		static const char oom[] = "{\"error\":{\"message\":\"out of "
+		    "memory\",\"type\":\"server_error\",\"param\":null,"
+		    "\"code\":500}}";
+
+		http_response(req, 500, oom, sizeof(oom) - 1);
+	} else {
+		http_response(req, code, s, strlen(s));
+		free(s);
+	}
+	rs_json_free(j);
+	serve_conn_rearm(req->owner);
+}
+
+void
+serve_send_error(struct http_request *req, int code, const char *type,
+    const char *param, const char *fmt, ...)
+{
+	va_list	ap;
+	char	msg[512];
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	serve_send_json(req, code, rs_oai_error(code, type, msg, param));
+}
+
+static const char *
+method_name(int m)
+{
+	switch (m) {
+	case HTTP_METHOD_GET: return ("GET");
+	case HTTP_METHOD_POST: return ("POST");
+	case HTTP_METHOD_PUT: return ("PUT");
+	case HTTP_METHOD_DELETE: return ("DELETE");
+	case HTTP_METHOD_HEAD: return ("HEAD");
+	case HTTP_METHOD_OPTIONS: return ("OPTIONS");
+	case HTTP_METHOD_PATCH: return ("PATCH");
+	default: return ("?");
+	}
+}
+
+void
+serve_log_init(struct serve_log *l, struct http_request *req, double t_recv)
+{
+	struct connection	*c = req->owner;
+	const struct route	*r = route_find(req->path);
+
+	memset(l, 0, sizeof(*l));
+	(void)snprintf(l->addr, sizeof(l->addr), "-");
+	if (c != NULL && c->family == AF_INET)
+		inet_ntop(AF_INET, &c->addr.ipv4.sin_addr, l->addr,
+		    sizeof(l->addr));
+	else if (c != NULL && c->family == AF_INET6)
+		inet_ntop(AF_INET6, &c->addr.ipv6.sin6_addr, l->addr,
+		    sizeof(l->addr));
+	l->method = method_name(req->method);
+	(void)snprintf(l->path, sizeof(l->path), "%s", req->path);
+	l->route = r != NULL ? r->name : "other";
+	l->t_recv = t_recv;
+	l->cancel_ms = -1;
+}
+
+void
+serve_log_write(const struct serve_log *l, int code)
+{
+	char	line[640];
+	int	n;
+
+	rs_metrics_request(serve_metrics, l->route, code);
+	if (serve_cfg.quiet)
+		return;
+	n = snprintf(line, sizeof(line), "%s: %s %s %s %d total_ms=%.1f",
+	    rs_cli_name(), l->addr, l->method, l->path, code,
+	    serve_now_ms() - l->t_recv);
+	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " prompt=%lld "
+		    "cached=%lld completion=%lld queue_ms=%.1f ttft_ms=%.1f "
+		    "tok_s=%.1f", (long long)l->prompt_tokens,
+		    (long long)l->cached_tokens,
+		    (long long)l->completion_tokens, l->queue_ms, l->ttft_ms,
+		    l->decode_tps);
+	if (l->lag_max_ms > 0 && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " lag_ms=%.3f/%.3f",
+		    l->lag_ms, l->lag_max_ms);
+	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " finish=%s",
+		    l->finish);
+	if (l->cancel_ms >= 0 && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " cancel_ms=%.2f",
+		    l->cancel_ms);
+	if (n < 0 || n >= (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	/* one write(2): lines never interleave */
+	(void)write(STDERR_FILENO, line, (size_t)n);
+}
+
+/* ---- CORS (§4.2) ---- */
+
+/* Is ORIGIN http(s)://localhost, 127.0.0.1 or [::1], any port? */
+static int
+local_origin(const char *o)
+{
+	static const char *const hosts[] = { "localhost", "127.0.0.1",
+	    "[::1]" };
+	const char	*p;
+	size_t		 i, n;
+
+	if (strncmp(o, "http://", 7) == 0)
+		p = o + 7;
+	else if (strncmp(o, "https://", 8) == 0)
+		p = o + 8;
+	else
+		return (0);
+	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		n = strlen(hosts[i]);
+		if (strncmp(p, hosts[i], n) != 0)
+			continue;
+		p += n;
+		if (*p == '\0')
+			return (1);
+		if (*p++ != ':' || *p == '\0')
+			return (0);
+		while (isdigit((unsigned char)*p))
+			p++;
+		return (*p == '\0');
+	}
+	return (0);
+}
+
+/* Add the CORS response headers when REQ's Origin is allowed. */
+static int
+cors(struct http_request *req)
+{
+	const char *origin;
+
+	if (!http_request_header(req, "origin", &origin))
+		return (0);
+	if (serve_cfg.cors_origin != NULL ?
+	    strcmp(serve_cfg.cors_origin, "*") != 0 &&
+	    strcmp(serve_cfg.cors_origin, origin) != 0 : !local_origin(origin))
+		return (0);
+	http_response_header(req, "access-control-allow-origin",
+	    serve_cfg.cors_origin != NULL &&
+	    strcmp(serve_cfg.cors_origin, "*") == 0 ? "*" : origin);
+	http_response_header(req, "vary", "Origin");
+	return (1);
+}
+
+static int
+preflight(struct http_request *req, int allowed)
+{
+	const char *h;
+
+	if (allowed) {
+		http_response_header(req, "access-control-allow-methods",
+		    "GET, POST, OPTIONS");
+		http_response_header(req, "access-control-allow-headers",
+		    http_request_header(req, "access-control-request-headers",
+		    &h) ? h : "Authorization, Content-Type, X-Api-Key");
+		http_response_header(req, "access-control-max-age", "600");
+	}
+	http_response(req, 204, NULL, 0);
+	serve_conn_rearm(req->owner);
+	return (KORE_RESULT_OK);
+}
+
+/* ---- authentication (§4.2) ---- */
+
+/* Compare without an early exit, so timing does not leak the key. */
+static int
+key_equal(const char *a, const char *key)
+{
+	size_t		na = strlen(a), nk = strlen(key), i;
+	unsigned char	d = na != nk;
+
+	for (i = 0; i < nk; i++)
+		d |= (unsigned char)key[i] ^ (unsigned char)(i < na ? a[i] : 0);
+	return (d == 0);
+}
+
+static int
+authorized(struct http_request *req)
+{
+	const char *h;
+
+	if (serve_cfg.api_key == NULL)
+		return (1);
+	if (http_request_header(req, "authorization", &h) &&
+	    strncasecmp(h, "Bearer ", 7) == 0) {
+		for (h += 7; *h == ' '; h++)
+			;
+		return (key_equal(h, serve_cfg.api_key));
+	}
+	if (http_request_header(req, "x-api-key", &h))
+		return (key_equal(h, serve_cfg.api_key));
+	return (0);
+}
+
+/* ---- the dispatcher ---- */
+
+static void
+allow_header(struct http_request *req, int methods)
+{
+	char buf[64];
+
+	(void)snprintf(buf, sizeof(buf), "%s%sOPTIONS",
+	    methods & HTTP_METHOD_GET ? "GET, HEAD, " : "",
+	    methods & HTTP_METHOD_POST ? "POST, " : "");
+	http_response_header(req, "allow", buf);
+}
+
+/* Answer REQ with an error and log it. */
+static int
+fail(struct http_request *req, double t0, int code, const char *type,
+    const char *param, const char *msg)
+{
+	struct serve_log l;
+
+	serve_send_error(req, code, type, param, "%s", msg);
+	serve_log_init(&l, req, t0);
+	serve_log_write(&l, code);
+	return (KORE_RESULT_OK);
+}
+
+/* Log a successful small response. */
+static int
+done(struct http_request *req, double t0, int code)
+{
+	struct serve_log l;
+
+	serve_log_init(&l, req, t0);
+	serve_log_write(&l, code);
+	return (KORE_RESULT_OK);
+}
+
+int
+serve_dispatch(struct http_request *req)
+{
+	const struct route	*r;
+	double			 t0;
+	char			 msg[256];
+	int			 allowed;
+
+	if (req->hdlr_extra != NULL)
+		return (serve_job_resume(req));
+	t0 = serve_now_ms();
+	r = route_find(req->path);
+	allowed = cors(req);
+	if (r == NULL) {
+		(void)snprintf(msg, sizeof(msg), "Unknown path '%.200s'. Try "
+		    "POST /v1/chat/completions.", req->path);
+		return (fail(req, t0, 404, NULL, NULL, msg));
+	}
+	if (req->method == HTTP_METHOD_OPTIONS) {
+		preflight(req, allowed);
+		return (done(req, t0, 204));
+	}
+	if (!(r->methods & req->method)) {
+		allow_header(req, r->methods);
+		(void)snprintf(msg, sizeof(msg), "Method %s is not allowed on "
+		    "%s; use %s.", method_name(req->method), req->path,
+		    r->methods & HTTP_METHOD_POST ? "POST" : "GET");
+		return (fail(req, t0, 405, NULL, NULL, msg));
+	}
+	if (!r->open && !authorized(req)) {
+		http_response_header(req, "www-authenticate", "Bearer");
+		return (fail(req, t0, 401, NULL, NULL, "Invalid API Key"));
+	}
+	if (!r->loading_ok && serve_engine_gen() == NULL) {
+		http_response_header(req, "retry-after", "1");
+		return (fail(req, t0, 503, NULL, NULL, "Loading model"));
+	}
+	return (r->fn(req, r, t0));
+}
+
+/* ---- GET endpoints ---- */
+
+static int
+r_health(struct http_request *req, const struct route *r, double t0)
+{
+	static const char	ok[] = "{\"status\":\"ok\"}";
+
+	(void)r;
+	http_response_header(req, "content-type",
+	    "application/json; charset=utf-8");
+	http_response(req, 200, ok, sizeof(ok) - 1);
+	serve_conn_rearm(req->owner);
+	return (done(req, t0, 200));
+}
+
+static int
+r_models(struct http_request *req, const struct route *r, double t0)
+{
+	struct rs_oai_model m = serve_model.info;
+
+	(void)r;
+	m.n_ctx = rs_gen_n_ctx(serve_engine_gen());
+	serve_send_json(req, 200, rs_oai_models(&m));
+	return (done(req, t0, 200));
+}
+
+static int
+r_metrics(struct http_request *req, const struct route *r, double t0)
+{
+	struct rs_buf	b;
+	int		waiting, running;
+
+	(void)r;
+	serve_engine_load(&waiting, &running);
+	rs_metrics_queue(serve_metrics, waiting, running);
+	rs_buf_init(&b);
+	if (rs_metrics_format(serve_metrics, &b) != 0) {
+		rs_buf_cleanup(&b);
+		return (fail(req, t0, 500, NULL, NULL, "out of memory"));
+	}
+	http_response_header(req, "content-type",
+	    "text/plain; version=0.0.4; charset=utf-8");
+	http_response(req, 200, b.data, b.len);
+	serve_conn_rearm(req->owner);
+	rs_buf_cleanup(&b);
+	return (done(req, t0, 200));
+}
+
+/* ---- generation endpoints ---- */
+
+/* The body is validated and tokenized by the prep thread (serve_prep.c). */
+static int
+r_chat(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_CHAT, t0));
+}
+
+static int
+r_completions(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_COMPLETION, t0));
+}
+
+static int
+r_tokenize(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_TOKENIZE, t0));
+}
+
+static int
+r_detokenize(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_DETOKENIZE, t0));
+}
+
+static int
+r_template(struct http_request *req, const struct route *r, double t0)
+{
+	(void)r;
+	return (serve_job_submit(req, SERVE_TEMPLATE, t0));
+}

@@ -1,0 +1,653 @@
+/*
+ * serve_main.c - rs-serve's entry points into Kore: the parent's
+ * configuration (options, the model, listeners, limits, privilege
+ * separation), the worker's start and end, the seccomp filter, and the
+ * connection hook that answers an oversized body with a JSON 413 before
+ * reading it.
+ *
+ * Kore's main() (single-binary mode) calls kore_parent_configure(argc,
+ * argv) before anything listens, forks one worker (worker_count 1: one
+ * engine per process), and in the worker calls kore_seccomp_hook() while
+ * sandboxing and kore_worker_configure() when the event loop is about to
+ * run.  A dead worker stops the server (worker policy "terminate"): a
+ * generation engine that crashed is not silently reloaded in a loop.
+ */
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/dh.h>
+#include <openssl/objects.h>
+
+#include <kore/kore.h>
+#include <kore/http.h>
+#include <kore/seccomp.h>
+
+#include "cli.h"
+#include "rs_chat.h"
+#include "rs_version.h"
+#include "serve.h"
+
+/* Kore finds these by name (dlsym), so they need external linkage. */
+void	kore_parent_configure(int, char **);
+void	kore_parent_teardown(void);
+void	kore_worker_configure(void);
+void	kore_worker_teardown(void);
+void	kore_seccomp_hook(void);
+void	serve_connect(struct connection *);
+
+struct serve_model serve_model;
+
+/*
+ * The worker's fate, in memory shared with the parent: 1 while it runs, 0
+ * after a clean teardown, 2 when the engine could not start.  Anything but
+ * 0 when the parent tears down makes rs-serve exit 2.
+ */
+static volatile int	*worker_state;
+
+static int	serve_header_recv(struct netbuf *);
+static int	serve_discard(struct netbuf *);
+
+/* ---- the model ---- */
+
+/* general.name in lower case, blanks as '-'; else the file's base name. */
+static char *
+default_alias(const struct rs_model *m, const char *path)
+{
+	struct rs_gguf_str	 s;
+	const char		*base;
+	char			*a, *p;
+	size_t			 n;
+
+	if (rs_gguf_get_str(m->gguf, "general.name", &s, NULL) == RS_OK &&
+	    s.len > 0) {
+		a = strndup(s.ptr, s.len);
+	} else {
+		base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 :
+		    path;
+		n = strlen(base);
+		if (n > 5 && strcmp(base + n - 5, ".gguf") == 0)
+			n -= 5;
+		a = strndup(base, n);
+	}
+	if (a == NULL)
+		rs_cli_fatal("out of memory");
+	for (p = a; *p != '\0'; p++)
+		*p = isspace((unsigned char)*p) ? '-' :
+		    (char)tolower((unsigned char)*p);
+	return (a);
+}
+
+static void
+load_model(void)
+{
+	struct serve_cfg	*c = &serve_cfg;
+	struct serve_model	*sm = &serve_model;
+	enum rs_chat_variant	 v;
+	struct rs_err		 err;
+
+	if (rs_model_open(&sm->model, c->model_path, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", c->model_path, err.msg);
+	if (rs_tok_new(&sm->tok, sm->model->gguf, c->tok_norm, &err) != RS_OK)
+		rs_cli_fatal("%s: tokenizer: %s", c->model_path, err.msg);
+	if (c->alias == NULL)
+		c->alias = default_alias(sm->model, c->model_path);
+	sm->info.id = c->alias;
+	sm->info.created = (int64_t)time(NULL);
+	sm->info.n_ctx_train = sm->model->hp.n_ctx_train;
+	sm->info.n_ctx = c->n_ctx > 0 ? c->n_ctx : sm->info.n_ctx_train;
+	sm->info.n_vocab = rs_tok_meta(sm->tok)->n_vocab;
+	/* every known Qwen template thinks; only Qwen3.8's takes efforts */
+	if (rs_chat_identify_gguf(sm->model->gguf, &v, NULL) == RS_OK) {
+		sm->info.thinking = 1;
+		sm->info.effort = v == RS_CHAT_QWEN38;
+	}
+	(void)snprintf(sm->fingerprint, sizeof(sm->fingerprint),
+	    "redshift-%s", rs_version());
+	if (c->n_ctx > sm->info.n_ctx_train)
+		rs_cli_warn("--ctx %lld is beyond the model's context length "
+		    "%lld", (long long)c->n_ctx,
+		    (long long)sm->info.n_ctx_train);
+}
+
+/* ---- --copilot-config ---- */
+
+/* J indented by two spaces per level (jq's layout), on stdout. */
+static void
+print_pretty(const struct rs_json *j, int depth)
+{
+	struct rs_json	*v;
+	const char	*key;
+	void		*it = NULL;
+	size_t		 i, n, klen;
+	char		*s;
+
+	switch (rs_json_kind(j)) {
+	case RS_JSON_ARRAY:
+		if ((n = rs_json_arr_len(j)) == 0) {
+			fputs("[]", stdout);
+			break;
+		}
+		fputs("[\n", stdout);
+		for (i = 0; i < n; i++) {
+			printf("%*s", 2 * (depth + 1), "");
+			print_pretty(rs_json_arr_at(j, i), depth + 1);
+			fputs(i + 1 < n ? ",\n" : "\n", stdout);
+		}
+		printf("%*s]", 2 * depth, "");
+		break;
+	case RS_JSON_OBJECT:
+		if ((n = rs_json_obj_len(j)) == 0) {
+			fputs("{}", stdout);
+			break;
+		}
+		fputs("{\n", stdout);
+		for (i = 0; rs_json_obj_next(j, &it, &key, &klen, &v) == 0;
+		    i++) {
+			struct rs_json *k = rs_json_str(key);
+
+			if (k == NULL || (s = rs_json_dumps(k)) == NULL)
+				rs_cli_fatal("out of memory");
+			printf("%*s%s: ", 2 * (depth + 1), "", s);
+			free(s);
+			rs_json_free(k);
+			print_pretty(v, depth + 1);
+			fputs(i + 1 < n ? ",\n" : "\n", stdout);
+		}
+		printf("%*s}", 2 * depth, "");
+		break;
+	default:
+		if ((s = rs_json_dumps(j)) == NULL)
+			rs_cli_fatal("out of memory");
+		fputs(s, stdout);
+		free(s);
+		break;
+	}
+}
+
+static void
+print_copilot(void)
+{
+	struct rs_json	*j;
+	char		 name[128];
+
+	(void)snprintf(name, sizeof(name), "%s (Redshift)", serve_cfg.alias);
+	if ((j = rs_oai_copilot(&serve_model.info, name,
+	    serve_cfg.copilot_url)) == NULL)
+		rs_cli_fatal("out of memory");
+	print_pretty(j, 0);
+	putchar('\n');
+	rs_json_free(j);
+	exit(rs_cli_finish(RS_EXIT_OK));
+}
+
+/* ---- listening ---- */
+
+/* Resolve HOST:PORT as Kore will, so that a typo is a clean exit 2. */
+static void
+check_address(const char *host, const char *port)
+{
+	struct addrinfo	 hints, *res;
+	int		 rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0)
+		rs_cli_fatal("--host %s: %s", host, gai_strerror(rc));
+	freeaddrinfo(res);
+}
+
+static char *
+absolute(const char *opt, const char *path)
+{
+	char	buf[PATH_MAX], *p;
+
+	if (realpath(path, buf) == NULL)
+		rs_cli_fatal("%s %s: %s", opt, path, strerror(errno));
+	p = kore_strdup(buf);	/* Kore's allocator never returns NULL */
+	return (p);
+}
+
+/*
+ * Kore 4.1 compiles its OpenSSL TLS code whatever the flavor.  Its private
+ * keys live in a separate key-manager process: a worker loads only the
+ * certificate and swaps the RSA or EC method of the certificate's public
+ * key for one that asks the key manager to sign.  OpenSSL 3 hands out a
+ * cached copy of that key (EVP_PKEY_get1_RSA/EC_KEY), so the swap does not
+ * reach the key the handshake uses, and every handshake fails with an
+ * internal-error alert when the server must sign.  So with OpenSSL 3 we
+ * refuse --tls-* up front, with the reason, rather than accept
+ * connections that cannot complete; put a TLS-terminating proxy in front,
+ * or reach the server through an SSH tunnel.  With OpenSSL 1.1 Kore's TLS
+ * works and is used: it needs a Diffie-Hellman group besides the
+ * certificate, and we take the RFC 7919 ffdhe2048 group that OpenSSL
+ * carries, so no dhparam file is needed.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void
+check_tls(void)
+{
+	if (serve_cfg.tls_cert != NULL && OpenSSL_version_num() >= 0x30000000L)
+		rs_cli_fatal("--tls-cert: TLS is not available: Kore %s cannot "
+		    "sign handshakes with %s (its key manager relies on "
+		    "OpenSSL 1.1 key methods); terminate TLS in a proxy in "
+		    "front of rs-serve or use an SSH tunnel", kore_version,
+		    OpenSSL_version(OPENSSL_VERSION));
+}
+
+static void
+setup_tls(struct kore_domain *dom)
+{
+	dom->certfile = absolute("--tls-cert", serve_cfg.tls_cert);
+	dom->certkey = absolute("--tls-key", serve_cfg.tls_key);
+	if ((tls_dhparam = DH_new_by_nid(NID_ffdhe2048)) == NULL)
+		rs_cli_fatal("TLS: OpenSSL has no ffdhe2048 group");
+}
+#pragma GCC diagnostic pop
+
+static void
+setup_server(void)
+{
+	struct serve_cfg	*c = &serve_cfg;
+	struct kore_server	*srv;
+	struct kore_domain	*dom;
+	int			 tls = c->tls_cert != NULL;
+
+	check_address(c->host, c->port);
+	srv = kore_server_create("rs-serve");
+	srv->tls = tls;
+	if (!kore_server_bind(srv, c->host, c->port, "serve_connect"))
+		rs_cli_fatal("cannot listen on %s port %s: %s", c->host,
+		    c->port, strerror(errno));
+	dom = kore_domain_new("*");
+	if (tls)
+		setup_tls(dom);
+	if (!kore_domain_attach(dom, srv))
+		rs_cli_fatal("cannot attach the domain to the server");
+	/* one catch-all route: serve_http.c routes, so 404 and 405 are JSON */
+	if (!kore_module_handler_new(dom, "^/.*$", "serve_dispatch", NULL,
+	    HANDLER_TYPE_DYNAMIC))
+		rs_cli_fatal("cannot install the request handler");
+}
+
+/* Kore's knobs that rs-serve decides (Kore parses no flags here). */
+static void
+setup_kore(void)
+{
+	struct serve_cfg *c = &serve_cfg;
+
+	kore_foreground = 1;
+	kore_quiet = 1;
+	worker_count = 1;
+	worker_policy = KORE_WORKER_POLICY_TERMINATE;
+	/* the engine's threads inherit the worker's CPU mask: keep it whole */
+	worker_set_affinity = 0;
+	skip_chroot = c->chroot == NULL;
+	if (c->chroot != NULL)
+		kore_root_path = absolute("--chroot", c->chroot);
+	skip_runas = c->runas == NULL;
+	if (c->runas != NULL)
+		kore_runas_user = kore_strdup(c->runas);
+	else if (geteuid() == 0)
+		rs_cli_warn("running as root; consider --runas USER");
+	kore_seccomp_tracing = c->seccomp_trace;
+	/* Kore always writes a pid file: /dev/null unless asked for one */
+	kore_pidfile = kore_strdup(c->pidfile != NULL ? c->pidfile :
+	    "/dev/null");
+	http_body_max = (size_t)c->body_max;
+	http_header_max = 32768;	/* agent clients send long headers */
+	http_hsts_enable = 0;
+	{
+		char v[64];
+
+		(void)snprintf(v, sizeof(v), "rs-serve/%s", rs_version());
+		http_server_version(v);
+	}
+}
+
+void
+kore_parent_configure(int argc, char **argv)
+{
+	struct rs_err err;
+
+	serve_opts_parse(argc, argv);
+	check_tls();
+	load_model();
+	if (serve_cfg.copilot_url != NULL)
+		print_copilot();
+	if (rs_metrics_new(&serve_metrics, &err) != RS_OK)
+		rs_cli_fatal("%s", err.msg);
+	worker_state = mmap(NULL, sizeof(*worker_state), PROT_READ |
+	    PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (worker_state == MAP_FAILED)
+		rs_cli_fatal("mmap: %s", strerror(errno));
+	*worker_state = 0;
+	setup_kore();
+	setup_server();
+	/* stdout is for data; Kore's own messages go to stderr */
+	if (dup2(STDERR_FILENO, STDOUT_FILENO) == -1)
+		rs_cli_fatal("dup2: %s", strerror(errno));
+}
+
+void
+kore_parent_teardown(void)
+{
+	if (serve_cfg.pidfile == NULL)
+		kore_pidfile = "";	/* Kore unlinks it next: ENOENT */
+	if (*worker_state != 0) {
+		if (serve_cfg.pidfile != NULL)
+			(void)unlink(serve_cfg.pidfile);
+		rs_cli_warn("the worker %s; exiting", *worker_state == 2 ?
+		    "could not start the engine" : "died");
+		exit(RS_EXIT_ERROR);
+	}
+}
+
+/* ---- the worker ---- */
+
+void
+kore_worker_configure(void)
+{
+	*worker_state = 1;
+	serve_engine_start();
+}
+
+void
+kore_worker_teardown(void)
+{
+	serve_engine_stop();
+	*worker_state = 0;
+}
+
+void
+serve_worker_fail(void)
+{
+	*worker_state = 2;
+	exit(RS_EXIT_ERROR);
+}
+
+/* ---- the sandbox ---- */
+
+/*
+ * The worker's system calls.  Kore's own filter (seccomp.c) ends in
+ * SECCOMP_RET_KILL, which kills only the calling *thread*: an engine
+ * thread stopped that way inside dlopen() (the CUDA runtime loading its
+ * driver) keeps the loader's lock, and the worker then hangs forever in its
+ * next dlsym(), answering "Loading model".  A violation must end the whole
+ * worker, so that the parent sees it and rs-serve exits.  The hook thus
+ * installs one complete list ahead of Kore's (which is never reached):
+ * Kore's own list, kept here as it is in Kore 4.1, then what the engine,
+ * the threads and glibc need besides, then SECCOMP_RET_KILL_PROCESS
+ * (SECCOMP_RET_TRACE with --seccomp-trace, so that the parent logs the
+ * call and lets it through).  The additions, found with --seccomp-trace:
+ * threads for the engine, the prep thread and the CPU pool (clone3, or
+ * clone on older kernels, and the set_robust_list and rseq calls glibc
+ * makes in every new thread), the eventfd between the threads and the
+ * loop, mremap (glibc's realloc of blocks of 128 KiB and more),
+ * newfstatat (glibc's stat(), which dlopen() uses), and gettid and
+ * sched_getaffinity (the sanitizers' runtime, in make asan).
+ */
+static struct sock_filter filter_worker[] = {
+	/* Kore 4.1's filter_kore: refused with an errno */
+	KORE_SYSCALL_DENY(ioctl, EACCES),
+	/* files */
+#if defined(SYS_open)
+	KORE_SYSCALL_ALLOW(open),
+#endif
+	KORE_SYSCALL_ALLOW(read),
+#if defined(SYS_stat)
+	KORE_SYSCALL_ALLOW(stat),
+#endif
+#if defined(SYS_lstat)
+	KORE_SYSCALL_ALLOW(lstat),
+#endif
+	KORE_SYSCALL_ALLOW(fstat),
+	KORE_SYSCALL_ALLOW(write),
+	KORE_SYSCALL_ALLOW(fcntl),
+	KORE_SYSCALL_ALLOW(lseek),
+	KORE_SYSCALL_ALLOW(close),
+	KORE_SYSCALL_ALLOW(openat),
+#if defined(SYS_access)
+	KORE_SYSCALL_ALLOW(access),
+#endif
+	KORE_SYSCALL_ALLOW(writev),
+	KORE_SYSCALL_ALLOW(getcwd),
+#if defined(SYS_unlink)
+	KORE_SYSCALL_ALLOW(unlink),
+#endif
+#if defined(SYS_readlink)
+	KORE_SYSCALL_ALLOW(readlink),
+#endif
+	/* processes */
+	KORE_SYSCALL_ALLOW(exit),
+	KORE_SYSCALL_ALLOW(kill),
+	KORE_SYSCALL_ALLOW(getpid),
+	KORE_SYSCALL_ALLOW(getuid),
+	KORE_SYSCALL_ALLOW(geteuid),
+	KORE_SYSCALL_ALLOW(exit_group),
+	KORE_SYSCALL_ALLOW(nanosleep),
+	KORE_SYSCALL_ALLOW(clock_nanosleep),
+	/* memory: no mapping both writable and executable */
+	KORE_SYSCALL_ALLOW(brk),
+	KORE_SYSCALL_ALLOW(munmap),
+	KORE_SYSCALL_DENY_WITH_FLAG(mmap, 2, PROT_EXEC | PROT_WRITE, EINVAL),
+	KORE_SYSCALL_DENY_WITH_FLAG(mprotect, 2, PROT_EXEC, EINVAL),
+	KORE_SYSCALL_ALLOW(mmap),
+	KORE_SYSCALL_ALLOW(madvise),
+	KORE_SYSCALL_ALLOW(mprotect),
+	/* network */
+#if defined(SYS_poll)
+	KORE_SYSCALL_ALLOW(poll),
+#endif
+	KORE_SYSCALL_ALLOW(ppoll),
+	KORE_SYSCALL_ALLOW(sendto),
+	KORE_SYSCALL_ALLOW(accept),
+	KORE_SYSCALL_ALLOW(sendfile),
+	KORE_SYSCALL_ALLOW(recvfrom),
+	KORE_SYSCALL_ALLOW(epoll_ctl),
+	KORE_SYSCALL_ALLOW(setsockopt),
+#if defined(SYS_epoll_wait)
+	KORE_SYSCALL_ALLOW(epoll_wait),
+#endif
+	KORE_SYSCALL_ALLOW(epoll_pwait),
+	/* signals */
+	KORE_SYSCALL_ALLOW(sigaltstack),
+	KORE_SYSCALL_ALLOW(rt_sigreturn),
+	KORE_SYSCALL_ALLOW(rt_sigaction),
+	KORE_SYSCALL_ALLOW(rt_sigprocmask),
+	/* the rest */
+	KORE_SYSCALL_ALLOW(futex),
+	KORE_SYSCALL_ALLOW(clock_gettime),
+	KORE_SYSCALL_ALLOW(getrandom),
+
+	/* rs-serve's additions */
+	KORE_SYSCALL_ALLOW(clone),
+#if defined(SYS_clone3)
+	KORE_SYSCALL_ALLOW(clone3),
+#endif
+	KORE_SYSCALL_ALLOW(set_robust_list),
+#if defined(SYS_rseq)
+	KORE_SYSCALL_ALLOW(rseq),
+#endif
+	KORE_SYSCALL_ALLOW(eventfd2),
+	KORE_SYSCALL_ALLOW(mremap),
+	KORE_SYSCALL_ALLOW(newfstatat),
+	KORE_SYSCALL_ALLOW(gettid),
+	KORE_SYSCALL_ALLOW(sched_getaffinity),
+
+	/* anything else ends the worker (patched for --seccomp-trace) */
+	KORE_BPF_RET(SECCOMP_RET_KILL_PROCESS)
+};
+
+#if defined(RS_CUDA)
+/*
+ * The CUDA driver, ahead of the list above when the backend may be CUDA:
+ * it talks to the kernel module through ioctl() on /dev/nvidia* (refused
+ * above), maps device memory and its own code (writable-and-executable
+ * mappings, refused above), pins host memory, reads /proc and /sys, and
+ * sets thread affinity.  Found with --seccomp-trace on an H200.
+ */
+static struct sock_filter filter_cuda[] = {
+	KORE_SYSCALL_ALLOW(ioctl),
+	KORE_SYSCALL_ALLOW(mmap),
+	KORE_SYSCALL_ALLOW(mprotect),
+	KORE_SYSCALL_ALLOW(mlock),
+	KORE_SYSCALL_ALLOW(munlock),
+	KORE_SYSCALL_ALLOW(readlink),
+	KORE_SYSCALL_ALLOW(readlinkat),
+	KORE_SYSCALL_ALLOW(sched_setaffinity),
+	KORE_SYSCALL_ALLOW(getppid),
+	KORE_SYSCALL_ALLOW(getdents64),
+	KORE_SYSCALL_ALLOW(memfd_create),
+	KORE_SYSCALL_ALLOW(ftruncate),
+	KORE_SYSCALL_ALLOW(uname),
+	KORE_SYSCALL_ALLOW(sysinfo),
+	KORE_SYSCALL_ALLOW(prlimit64),
+	KORE_SYSCALL_ALLOW(pread64),
+	KORE_SYSCALL_ALLOW(get_mempolicy),
+	KORE_SYSCALL_ALLOW(mbind),
+	KORE_SYSCALL_ALLOW(socket),
+	KORE_SYSCALL_ALLOW(connect),
+	KORE_SYSCALL_ALLOW(poll),
+};
+#endif
+
+void
+kore_seccomp_hook(void)
+{
+	/* the key manager (TLS) keeps Kore's own filter for it */
+	if (worker->id == KORE_WORKER_KEYMGR)
+		return;
+#if defined(RS_CUDA)
+	if (serve_cfg.backend != RS_BACKEND_CPU)
+		kore_seccomp_filter("rs-serve-cuda", filter_cuda,
+		    KORE_FILTER_LEN(filter_cuda));
+#endif
+	if (kore_seccomp_tracing)
+		filter_worker[KORE_FILTER_LEN(filter_worker) - 1].k =
+		    SECCOMP_RET_TRACE;
+	kore_seccomp_filter("rs-serve", filter_worker,
+	    KORE_FILTER_LEN(filter_worker));
+}
+
+/* ---- 413 before the body ---- */
+
+/*
+ * Kore answers a Content-Length beyond http_body_max with a bare 413.  To
+ * send the JSON envelope instead, every connection starts with our own
+ * header callback, which looks at Content-Length once the headers are in
+ * and hands everything else to Kore's http_header_recv().  After each
+ * response Kore re-arms its own callback; serve_conn_rearm() puts ours
+ * back.  (http_body_max stays set as the backstop.)
+ */
+void
+serve_connect(struct connection *c)
+{
+	c->proto = CONN_PROTO_HTTP;
+	if (http_keepalive_time != 0)
+		c->idle_timer.length = http_keepalive_time * 1000;
+	net_recv_queue(c, http_header_max, NETBUF_CALL_CB_ALWAYS,
+	    serve_header_recv);
+}
+
+void
+serve_conn_rearm(struct connection *c)
+{
+	if (c != NULL && c->rnb != NULL && c->rnb->cb == http_header_recv)
+		c->rnb->cb = serve_header_recv;
+}
+
+/* The Content-Length value in the header block H (N bytes), or -1. */
+static int64_t
+content_length(const char *h, size_t n)
+{
+	static const char	 key[] = "\ncontent-length:";
+	const char		*p, *end = h + n;
+	size_t			 k = sizeof(key) - 1, i;
+	int64_t			 v;
+
+	for (p = h; p + k < end; p++) {
+		for (i = 0; i < k && tolower((unsigned char)p[i]) == key[i];
+		    i++)
+			;
+		if (i < k)
+			continue;
+		p += k;
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == end || !isdigit((unsigned char)*p))
+			return (-1);
+		for (v = 0; p < end && isdigit((unsigned char)*p); p++) {
+			if (v > (INT64_MAX - 9) / 10)
+				return (INT64_MAX);
+			v = v * 10 + (*p - '0');
+		}
+		return (v);
+	}
+	return (-1);
+}
+
+static int
+serve_header_recv(struct netbuf *nb)
+{
+	struct connection	*c = nb->owner;
+	struct rs_json		*j;
+	struct rs_buf		 b;
+	const char		*h = (const char *)nb->buf, *eoh;
+	char			*body;
+	int64_t			 len;
+
+	if (nb->s_off < 4)
+		return (KORE_RESULT_OK);
+	eoh = memmem(h, nb->s_off, "\r\n\r\n", 4);
+	if (eoh == NULL && (eoh = memmem(h, nb->s_off, "\n\n", 2)) == NULL)
+		return (KORE_RESULT_OK);
+	len = content_length(h, (size_t)(eoh - h));
+	if (len <= serve_cfg.body_max)
+		return (http_header_recv(nb));
+
+	j = rs_oai_error(413, NULL, "request body too large", NULL);
+	body = j != NULL ? rs_json_dumps(j) : NULL;
+	rs_json_free(j);
+	rs_buf_init(&b);
+	rs_buf_addf(&b, "HTTP/1.1 413 Payload Too Large\r\n"
+	    "server: rs-serve/%s\r\n"
+	    "content-type: application/json; charset=utf-8\r\n"
+	    "content-length: %zu\r\nconnection: close\r\n\r\n%s", rs_version(),
+	    body != NULL ? strlen(body) : 0, body != NULL ? body : "");
+	free(body);
+	if (!serve_cfg.quiet)
+		rs_cli_warn("413 request body of %lld bytes (limit %lld)",
+		    (long long)len, (long long)serve_cfg.body_max);
+	rs_metrics_request(serve_metrics, "other", 413);
+	nb->s_off = 0;
+	nb->cb = serve_discard;
+	c->flags |= CONN_CLOSE_EMPTY;
+	if (!b.oom)
+		net_send_queue(c, b.data, b.len);
+	rs_buf_cleanup(&b);
+	if (!net_send_flush(c))
+		kore_connection_disconnect(c);
+	return (KORE_RESULT_OK);
+}
+
+/* Drop what a refused client still sends until the connection closes. */
+static int
+serve_discard(struct netbuf *nb)
+{
+	nb->s_off = 0;
+	return (KORE_RESULT_OK);
+}

@@ -1,0 +1,275 @@
+/*
+ * serve_opts.c - rs-serve's command line.  Kore's single-binary mode parses
+ * no flags, so this is the whole interface; kore_parent_configure() calls
+ * serve_opts_parse() first.  Kore rewrites argv for the process title once
+ * configuration is done, so every string kept here is a copy.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kore/kore.h>
+
+#include "cli.h"
+#include "serve.h"
+
+#define USAGE	"rs-serve -m MODEL [--host ADDR] [--port N] [-c N] " \
+		"[--api-key KEY] [options]"
+
+struct serve_cfg serve_cfg;
+
+static void
+usage_full(void)
+{
+	printf("usage: %s\n\n"
+	    "Serve MODEL over an OpenAI-compatible HTTP API (chat and text "
+	    "completions,\nstreaming, tool calls, reasoning) for VS Code "
+	    "Copilot and other clients.\n\n"
+	    "  -m, --model FILE          GGUF model to serve (required)\n"
+	    "      --host ADDR           address to listen on (default "
+	    "127.0.0.1)\n"
+	    "      --port N              TCP port (default 8081)\n"
+	    "  -c, --ctx N               context size in tokens (default: "
+	    "the model's);\n"
+	    "                            --ctx-size N as in rs-generate\n"
+	    "      --api-key KEY         require 'Authorization: Bearer KEY' "
+	    "or 'X-Api-Key: KEY'\n"
+	    "                            (except /health and /v1/models); "
+	    "default $RS_API_KEY\n"
+	    "      --alias NAME          model id in answers and /v1/models "
+	    "(default: the\n"
+	    "                            GGUF's general.name in lower case)\n"
+	    "      --backend NAME        cpu, cuda or auto (default auto)\n"
+	    "  -t, --threads N           CPU threads (default: online CPUs)\n"
+	    "      --queue N             requests that may wait for the "
+	    "engine (default 16);\n"
+	    "                            more are refused with 503 and "
+	    "Retry-After\n"
+	    "      --max-body BYTES      largest request body (default "
+	    "67108864); larger: 413\n"
+	    "      --nfc                 normalize prompt text to NFC "
+	    "(default for pre-tokenizer qwen2)\n"
+	    "      --no-nfc              do not normalize (default for "
+	    "pre-tokenizer qwen35)\n"
+	    "      --client-specials     control-token texts in client text "
+	    "become control tokens\n"
+	    "                            (as the reference does; default: "
+	    "they stay text)\n"
+	    "      --no-thinking         thinking off unless a request asks "
+	    "for it\n"
+	    "      --reasoning-effort E  default effort: xhigh, medium or low "
+	    "(default xhigh)\n"
+	    "      --tls-cert FILE       serve HTTPS with this PEM "
+	    "certificate (chain)\n"
+	    "      --tls-key FILE        and this PEM private key\n"
+	    "      --cors-origin ORIGIN  browser origin allowed by CORS, or "
+	    "'*' (default: any\n"
+	    "                            http(s)://localhost, 127.0.0.1 or "
+	    "[::1] origin)\n"
+	    "      --copilot-config URL  print the VS Code "
+	    "chatLanguageModels.json for this\n"
+	    "                            model served at URL, and exit\n"
+	    "      --pidfile FILE        write the server's process id to "
+	    "FILE\n"
+	    "      --runas USER          run the worker as USER (when started "
+	    "as root)\n"
+	    "      --chroot DIR          chroot the worker into DIR (when "
+	    "started as root)\n"
+	    "      --seccomp-trace       log system calls the sandbox would "
+	    "refuse, instead of\n"
+	    "                            killing the worker (to debug the "
+	    "filter)\n"
+	    "  -q, --quiet               no access log on stderr\n"
+	    "  -h, --help                show this help and exit\n"
+	    "      --version             show version and build "
+	    "configuration\n\n"
+	    "Endpoints: POST /v1/chat/completions, POST /v1/completions, "
+	    "GET /v1/models,\nGET /health, GET /metrics (and the aliases "
+	    "without /v1).\n"
+	    "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM), 2 "
+	    "error.\n", USAGE);
+}
+
+static char *
+dup_or_die(const char *s)
+{
+	char *d;
+
+	if ((d = strdup(s)) == NULL)
+		rs_cli_fatal("out of memory");
+	return (d);
+}
+
+static int64_t
+number(const char *opt, const char *s, int64_t min, int64_t max)
+{
+	int64_t v;
+
+	if (rs_cli_parse_i64(s, min, max, &v) != 0)
+		rs_cli_usage_error(USAGE, "%s: '%s' is not an integer in "
+		    "[%lld, %lld]", opt, s, (long long)min, (long long)max);
+	return (v);
+}
+
+enum {
+	OPT_HOST = 256, OPT_PORT, OPT_API_KEY, OPT_ALIAS, OPT_BACKEND,
+	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
+	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
+	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
+	OPT_VERSION
+};
+
+static const struct option longopts[] = {
+	{ "alias", required_argument, NULL, OPT_ALIAS },
+	{ "api-key", required_argument, NULL, OPT_API_KEY },
+	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "chroot", required_argument, NULL, OPT_CHROOT },
+	{ "client-specials", no_argument, NULL, OPT_CLIENT_SPECIALS },
+	{ "copilot-config", required_argument, NULL, OPT_COPILOT },
+	{ "cors-origin", required_argument, NULL, OPT_CORS },
+	{ "ctx", required_argument, NULL, 'c' },
+	{ "ctx-size", required_argument, NULL, 'c' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "host", required_argument, NULL, OPT_HOST },
+	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
+	{ "model", required_argument, NULL, 'm' },
+	{ "nfc", no_argument, NULL, OPT_NFC },
+	{ "no-nfc", no_argument, NULL, OPT_NO_NFC },
+	{ "no-thinking", no_argument, NULL, OPT_NO_THINKING },
+	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
+	{ "port", required_argument, NULL, OPT_PORT },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "reasoning-effort", required_argument, NULL, OPT_EFFORT },
+	{ "runas", required_argument, NULL, OPT_RUNAS },
+	{ "seccomp-trace", no_argument, NULL, OPT_SECCOMP_TRACE },
+	{ "threads", required_argument, NULL, 't' },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 }
+};
+
+static void
+defaults(struct serve_cfg *c)
+{
+	const char *key;
+
+	memset(c, 0, sizeof(*c));
+	c->host = dup_or_die("127.0.0.1");
+	c->port = dup_or_die("8081");
+	c->backend = RS_BACKEND_AUTO;
+	c->queue_max = 16;
+	c->body_max = 64 << 20;
+	c->tok_norm = RS_TOK_NORM_DEFAULT;
+	rs_gen_opts_init(&c->gen);
+	if ((key = getenv("RS_API_KEY")) != NULL && *key != '\0')
+		c->api_key = dup_or_die(key);
+}
+
+/* The per-option part of serve_opts_parse(). */
+static void
+option(struct serve_cfg *c, int ch, const char *arg)
+{
+	int b;
+
+	switch (ch) {
+	case 'm': c->model_path = dup_or_die(arg); break;
+	case 'c': c->n_ctx = number("--ctx", arg, 2, 1 << 24); break;
+	case 't': c->threads = (int)number("--threads", arg, 1, 256); break;
+	case 'q': c->quiet = 1; break;
+	case OPT_HOST: free(c->host); c->host = dup_or_die(arg); break;
+	case OPT_PORT:
+		(void)number("--port", arg, 1, 65535);
+		free(c->port);
+		c->port = dup_or_die(arg);
+		break;
+	case OPT_API_KEY:
+		if (*arg == '\0')
+			rs_cli_usage_error(USAGE, "--api-key: empty key");
+		free(c->api_key);
+		c->api_key = dup_or_die(arg);
+		break;
+	case OPT_ALIAS:
+		if (*arg == '\0')
+			rs_cli_usage_error(USAGE, "--alias: empty name");
+		c->alias = dup_or_die(arg);
+		break;
+	case OPT_BACKEND:
+		if ((b = rs_backend_from_name(arg)) < 0)
+			rs_cli_usage_error(USAGE, "--backend: '%s' is not "
+			    "cpu, cuda or auto", arg);
+		c->backend = (enum rs_backend)b;
+		break;
+	case OPT_QUEUE: c->queue_max = number("--queue", arg, 0, 4096); break;
+	case OPT_MAX_BODY:
+		c->body_max = number("--max-body", arg, 1024, INT64_C(1) << 32);
+		break;
+	case OPT_NFC:
+	case OPT_NO_NFC:
+		if (c->tok_norm != RS_TOK_NORM_DEFAULT)
+			rs_cli_usage_error(USAGE, "--nfc and --no-nfc exclude "
+			    "each other");
+		c->tok_norm = ch == OPT_NFC ? RS_TOK_NORM_NFC :
+		    RS_TOK_NORM_NONE;
+		break;
+	case OPT_CLIENT_SPECIALS: c->gen.client_specials = 1; break;
+	case OPT_NO_THINKING: c->gen.enable_thinking = 0; break;
+	case OPT_EFFORT:
+		if (strcmp(arg, "xhigh") != 0 && strcmp(arg, "medium") != 0 &&
+		    strcmp(arg, "low") != 0)
+			rs_cli_usage_error(USAGE, "--reasoning-effort: '%s' is "
+			    "not xhigh, medium or low", arg);
+		c->gen.reasoning_effort = dup_or_die(arg);
+		break;
+	case OPT_TLS_CERT: c->tls_cert = dup_or_die(arg); break;
+	case OPT_TLS_KEY: c->tls_key = dup_or_die(arg); break;
+	case OPT_CORS: c->cors_origin = dup_or_die(arg); break;
+	case OPT_COPILOT:
+		if (strncmp(arg, "http://", 7) != 0 &&
+		    strncmp(arg, "https://", 8) != 0)
+			rs_cli_usage_error(USAGE, "--copilot-config: '%s' does "
+			    "not start with http:// or https://", arg);
+		c->copilot_url = dup_or_die(arg);
+		break;
+	case OPT_PIDFILE: c->pidfile = dup_or_die(arg); break;
+	case OPT_RUNAS: c->runas = dup_or_die(arg); break;
+	case OPT_CHROOT: c->chroot = dup_or_die(arg); break;
+	case OPT_SECCOMP_TRACE: c->seccomp_trace = 1; break;
+	default:
+		rs_cli_usage_error(USAGE, "unknown option");
+	}
+}
+
+void
+serve_opts_parse(int argc, char **argv)
+{
+	struct serve_cfg	*c = &serve_cfg;
+	int			 ch;
+
+	/* a copy: Kore reuses argv's memory for the process title */
+	rs_cli_init(dup_or_die(argv[0]));
+	defaults(c);
+	while ((ch = getopt_long(argc, argv, "c:hm:qt:", longopts, NULL)) !=
+	    -1) {
+		if (ch == 'h') {
+			usage_full();
+			exit(rs_cli_finish(RS_EXIT_OK));
+		}
+		if (ch == OPT_VERSION) {
+			rs_cli_print_version();
+			printf("kore %s\n", kore_version);
+			exit(rs_cli_finish(RS_EXIT_OK));
+		}
+		option(c, ch, optarg);
+	}
+	if (optind < argc)
+		rs_cli_usage_error(USAGE, "unexpected operand '%s'",
+		    argv[optind]);
+	if (c->model_path == NULL)
+		rs_cli_usage_error(USAGE, "no model given (-m MODEL)");
+	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
+		rs_cli_usage_error(USAGE, "--tls-cert and --tls-key go "
+		    "together");
+}

@@ -1,0 +1,576 @@
+/*
+ * rs_oai.c - OpenAI response bodies, SSE chunks, errors, the model list and
+ * the Copilot entry (see rs_oai.h; serving.md §4, §5).
+ *
+ * Chunks are assembled as text around a pre-rendered head because a
+ * streamed token must be cheap: the only per-token work is escaping its
+ * text (§4.5 allows any JSON layout; ours is compact, one line).  Whole
+ * bodies go through rs_json, where speed does not matter.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rs_oai.h"
+
+static const char alnum[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+void
+rs_oai_make_id(enum rs_oai_api api, const unsigned char rnd[32],
+    char id[RS_OAI_ID_MAX])
+{
+	const char	*pre = api == RS_OAI_CHAT ? "chatcmpl-" : "cmpl-";
+	size_t		 n = strlen(pre), i;
+
+	memcpy(id, pre, n);
+	/* 62 symbols: the modulo bias (256 % 62 = 8) does not matter for ids */
+	for (i = 0; i < 32; i++)
+		id[n + i] = alnum[rnd[i] % (sizeof(alnum) - 1)];
+	id[n + 32] = '\0';
+}
+
+/* Append S (N bytes of UTF-8) as a JSON string, quotes included. */
+static void
+add_jstr(struct rs_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t		  i, run;
+	unsigned char	  c;
+
+	rs_buf_addc(b, '"');
+	for (i = 0, run = 0; i < n; i++) {
+		c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		rs_buf_add(b, s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"':	rs_buf_add(b, "\\\"", 2); break;
+		case '\\':	rs_buf_add(b, "\\\\", 2); break;
+		case '\n':	rs_buf_add(b, "\\n", 2); break;
+		case '\r':	rs_buf_add(b, "\\r", 2); break;
+		case '\t':	rs_buf_add(b, "\\t", 2); break;
+		default:
+			rs_buf_add(b, "\\u00", 4);
+			rs_buf_addc(b, hex[c >> 4]);
+			rs_buf_addc(b, hex[c & 15]);
+			break;
+		}
+	}
+	rs_buf_add(b, s + run, n - run);
+	rs_buf_addc(b, '"');
+}
+
+static void
+add_jstrz(struct rs_buf *b, const char *s)
+{
+	add_jstr(b, s, strlen(s));
+}
+
+int
+rs_oai_resp_init(struct rs_oai_resp *r, enum rs_oai_api api, const char *id,
+    int64_t created, const char *model, const char *fingerprint,
+    int include_usage)
+{
+	memset(r, 0, sizeof(*r));
+	r->api = api;
+	(void)snprintf(r->id, sizeof(r->id), "%s", id);
+	r->created = created;
+	r->model = strdup(model);
+	r->fingerprint = strdup(fingerprint);
+	r->include_usage = include_usage;
+	rs_buf_init(&r->head);
+	if (r->model == NULL || r->fingerprint == NULL)
+		return (-1);
+	rs_buf_adds(&r->head, "{\"id\":");
+	add_jstrz(&r->head, r->id);
+	rs_buf_addf(&r->head, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
+	    api == RS_OAI_CHAT ? "chat.completion.chunk" : "text_completion",
+	    (long long)created);
+	add_jstrz(&r->head, model);
+	rs_buf_adds(&r->head, ",\"system_fingerprint\":");
+	add_jstrz(&r->head, fingerprint);
+	rs_buf_addc(&r->head, ',');
+	return (r->head.oom ? -1 : 0);
+}
+
+void
+rs_oai_resp_cleanup(struct rs_oai_resp *r)
+{
+	if (r == NULL)
+		return;
+	free(r->model);
+	free(r->fingerprint);
+	r->model = r->fingerprint = NULL;
+	rs_buf_cleanup(&r->head);
+}
+
+/* ---- streaming ---- */
+
+/* 'data: ' + head + '"choices":[{"index":0,' — the choice is left open. */
+static void
+chunk_open(const struct rs_oai_resp *r, struct rs_buf *out)
+{
+	rs_buf_add(out, "data: ", 6);
+	rs_buf_add(out, r->head.data, r->head.len);
+	rs_buf_adds(out, "\"choices\":[{\"index\":0,");
+}
+
+/* Close the choice with FINISH (NULL: null) and the chunk. */
+static void
+chunk_close(const struct rs_oai_resp *r, struct rs_buf *out,
+    const char *finish)
+{
+	rs_buf_adds(out, ",\"logprobs\":null,\"finish_reason\":");
+	if (finish != NULL)
+		add_jstrz(out, finish);
+	else
+		rs_buf_adds(out, "null");
+	rs_buf_adds(out, "}]");
+	if (r->include_usage)
+		rs_buf_adds(out, ",\"usage\":null");
+}
+
+static int
+done(struct rs_buf *out)
+{
+	return (out->oom ? -1 : 0);
+}
+
+int
+rs_oai_sse_role(const struct rs_oai_resp *r, struct rs_buf *out)
+{
+	if (r->api != RS_OAI_CHAT)
+		return (done(out));
+	chunk_open(r, out);
+	rs_buf_adds(out, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}");
+	chunk_close(r, out, NULL);
+	rs_buf_add(out, "}\n\n", 3);
+	return (done(out));
+}
+
+/* A delta with one text field: {"<key>": "<text>"}. */
+static void
+delta_text(const struct rs_oai_resp *r, struct rs_buf *out, const char *key,
+    const struct rs_gen_event *ev)
+{
+	chunk_open(r, out);
+	rs_buf_addf(out, "\"delta\":{\"%s\":", key);
+	add_jstr(out, ev->text, ev->len);
+	rs_buf_addc(out, '}');
+	chunk_close(r, out, NULL);
+	rs_buf_add(out, "}\n\n", 3);
+}
+
+static void
+delta_call(const struct rs_oai_resp *r, struct rs_buf *out,
+    const struct rs_gen_event *ev)
+{
+	chunk_open(r, out);
+	rs_buf_addf(out, "\"delta\":{\"tool_calls\":[{\"index\":%zu,",
+	    ev->index);
+	if (ev->kind == RS_GEN_EV_TOOL_CALL) {
+		rs_buf_adds(out, "\"id\":");
+		add_jstrz(out, ev->id);
+		rs_buf_adds(out, ",\"type\":\"function\","
+		    "\"function\":{\"name\":");
+		add_jstr(out, ev->text, ev->len);
+		rs_buf_adds(out, ",\"arguments\":\"\"}}]}");
+	} else {
+		rs_buf_adds(out, "\"function\":{\"arguments\":");
+		add_jstr(out, ev->text, ev->len);
+		rs_buf_adds(out, "}}]}");
+	}
+	chunk_close(r, out, NULL);
+	rs_buf_add(out, "}\n\n", 3);
+}
+
+int
+rs_oai_sse_event(const struct rs_oai_resp *r, const struct rs_gen_event *ev,
+    struct rs_buf *out)
+{
+	if (r->api == RS_OAI_COMPLETION) {
+		if (ev->kind == RS_GEN_EV_CONTENT) {
+			chunk_open(r, out);
+			rs_buf_adds(out, "\"text\":");
+			add_jstr(out, ev->text, ev->len);
+			chunk_close(r, out, NULL);
+			rs_buf_add(out, "}\n\n", 3);
+		}
+		return (done(out));
+	}
+	switch (ev->kind) {
+	case RS_GEN_EV_REASONING:
+		delta_text(r, out, "reasoning_content", ev);
+		break;
+	case RS_GEN_EV_CONTENT:
+		delta_text(r, out, "content", ev);
+		break;
+	case RS_GEN_EV_TOOL_CALL:
+	case RS_GEN_EV_TOOL_ARGS:
+		delta_call(r, out, ev);
+		break;
+	default:
+		break;
+	}
+	return (done(out));
+}
+
+/* Append J compactly; a NULL J (out of memory) marks OUT as OOM. */
+static void
+add_json(struct rs_buf *out, struct rs_json *j)
+{
+	char	*s;
+
+	if (j == NULL || (s = rs_json_dumps(j)) == NULL) {
+		out->oom = 1;
+	} else {
+		rs_buf_adds(out, s);
+		free(s);
+	}
+	rs_json_free(j);
+}
+
+int
+rs_oai_sse_end(const struct rs_oai_resp *r, const struct rs_gen_result *res,
+    struct rs_buf *out)
+{
+	const char *finish = rs_gen_finish_name(res->finish);
+
+	chunk_open(r, out);
+	rs_buf_adds(out, r->api == RS_OAI_CHAT ? "\"delta\":{}" :
+	    "\"text\":\"\"");
+	chunk_close(r, out, finish);
+	if (r->include_usage) {
+		rs_buf_add(out, "}\n\n", 3);
+		rs_buf_add(out, "data: ", 6);
+		rs_buf_add(out, r->head.data, r->head.len);
+		rs_buf_adds(out, "\"choices\":[],\"usage\":");
+		add_json(out, rs_gen_usage_json(&res->usage));
+	}
+	/* timings go on the last JSON chunk, as llama.cpp does (§4.5) */
+	rs_buf_adds(out, ",\"timings\":");
+	add_json(out, rs_gen_timings_json(&res->timings));
+	rs_buf_adds(out, "}\n\ndata: [DONE]\n\n");
+	return (done(out));
+}
+
+int
+rs_oai_sse_error(const struct rs_gen_error *ge, struct rs_buf *out)
+{
+	rs_buf_add(out, "data: ", 6);
+	add_json(out, rs_oai_gen_error(ge));
+	rs_buf_add(out, "\n\n", 2);
+	return (done(out));
+}
+
+int
+rs_oai_sse_keepalive(struct rs_buf *out)
+{
+	rs_buf_adds(out, ": keep-alive\n\n");
+	return (done(out));
+}
+
+/* ---- whole bodies ---- */
+
+/* OBJ[KEY] = V, remembering a failure in *BAD (V may be NULL: OOM). */
+static void
+put(struct rs_json *obj, const char *key, struct rs_json *v, int *bad)
+{
+	if (v == NULL || rs_json_set(obj, key, v) != 0)
+		*bad = 1;
+}
+
+static struct rs_json *
+message_json(const struct rs_gen_result *res, int *bad)
+{
+	struct rs_json *msg = rs_json_obj();
+
+	if (msg == NULL) {
+		*bad = 1;
+		return (NULL);
+	}
+	put(msg, "role", rs_json_str("assistant"), bad);
+	/* null only when there is nothing but tool calls (§4.4) */
+	if (res->content_len == 0 && res->n_calls > 0)
+		put(msg, "content", rs_json_null(), bad);
+	else
+		put(msg, "content", rs_json_strn(res->content,
+		    res->content_len), bad);
+	if (res->reasoning_len > 0)
+		put(msg, "reasoning_content", rs_json_strn(res->reasoning,
+		    res->reasoning_len), bad);
+	if (res->n_calls > 0)
+		put(msg, "tool_calls", rs_gen_calls_json(res), bad);
+	return (msg);
+}
+
+struct rs_json *
+rs_oai_response(const struct rs_oai_resp *r, const struct rs_gen_result *res)
+{
+	struct rs_json	*body, *choices, *choice;
+	int		 bad = 0;
+
+	body = rs_json_obj();
+	choices = rs_json_arr();
+	choice = rs_json_obj();
+	if (body == NULL || choices == NULL || choice == NULL)
+		bad = 1;
+	if (!bad) {
+		put(body, "id", rs_json_str(r->id), &bad);
+		put(body, "object", rs_json_str(r->api == RS_OAI_CHAT ?
+		    "chat.completion" : "text_completion"), &bad);
+		put(body, "created", rs_json_int(r->created), &bad);
+		put(body, "model", rs_json_str(r->model), &bad);
+		put(body, "system_fingerprint", rs_json_str(r->fingerprint),
+		    &bad);
+		put(choice, "index", rs_json_int(0), &bad);
+		if (r->api == RS_OAI_CHAT)
+			put(choice, "message", message_json(res, &bad), &bad);
+		else
+			put(choice, "text", rs_json_strn(res->content,
+			    res->content_len), &bad);
+		put(choice, "logprobs", rs_json_null(), &bad);
+		put(choice, "finish_reason",
+		    rs_json_str(rs_gen_finish_name(res->finish)), &bad);
+		if (rs_json_push(choices, choice) != 0)
+			bad = 1;
+		choice = NULL;
+		put(body, "choices", choices, &bad);
+		choices = NULL;
+		put(body, "usage", rs_gen_usage_json(&res->usage), &bad);
+		put(body, "timings", rs_gen_timings_json(&res->timings), &bad);
+	}
+	rs_json_free(choice);
+	rs_json_free(choices);
+	if (bad) {
+		rs_json_free(body);
+		return (NULL);
+	}
+	return (body);
+}
+
+const char *
+rs_oai_error_type(int code)
+{
+	switch (code) {
+	case 400:
+	case 405:
+	case 413:
+		return ("invalid_request_error");
+	case 401:
+		return ("authentication_error");
+	case 403:
+		return ("permission_error");
+	case 404:
+		return ("not_found_error");
+	case 501:
+		return ("not_supported_error");
+	case 503:
+		return ("unavailable_error");
+	default:
+		return ("server_error");
+	}
+}
+
+/* {"error": INNER}, taking INNER. */
+static struct rs_json *
+envelope(struct rs_json *inner)
+{
+	struct rs_json *e;
+
+	if (inner == NULL)
+		return (NULL);
+	if ((e = rs_json_obj()) == NULL || rs_json_set(e, "error", inner)) {
+		if (e == NULL)
+			rs_json_free(inner);
+		rs_json_free(e);
+		return (NULL);
+	}
+	return (e);
+}
+
+struct rs_json *
+rs_oai_error(int code, const char *type, const char *message,
+    const char *param)
+{
+	struct rs_json	*in;
+	int		 bad = 0;
+
+	if ((in = rs_json_obj()) == NULL)
+		return (NULL);
+	put(in, "message", rs_json_str(message), &bad);
+	put(in, "type", rs_json_str(type != NULL ? type :
+	    rs_oai_error_type(code)), &bad);
+	put(in, "param", param != NULL && *param != '\0' ?
+	    rs_json_str(param) : rs_json_null(), &bad);
+	put(in, "code", rs_json_int(code), &bad);
+	if (bad) {
+		rs_json_free(in);
+		return (NULL);
+	}
+	return (envelope(in));
+}
+
+struct rs_json *
+rs_oai_gen_error(const struct rs_gen_error *ge)
+{
+	return (envelope(rs_gen_error_json(ge)));
+}
+
+/* ---- the model ---- */
+
+struct rs_json *
+rs_oai_models(const struct rs_oai_model *m)
+{
+	struct rs_json	*list, *data, *model, *meta;
+	int		 bad = 0;
+
+	list = rs_json_obj();
+	data = rs_json_arr();
+	model = rs_json_obj();
+	meta = rs_json_obj();
+	if (list == NULL || data == NULL || model == NULL || meta == NULL) {
+		rs_json_free(list);
+		rs_json_free(data);
+		rs_json_free(model);
+		rs_json_free(meta);
+		return (NULL);
+	}
+	put(meta, "n_ctx", rs_json_int(m->n_ctx), &bad);
+	put(meta, "n_ctx_train", rs_json_int(m->n_ctx_train), &bad);
+	put(meta, "n_vocab", rs_json_int(m->n_vocab), &bad);
+	put(model, "id", rs_json_str(m->id), &bad);
+	put(model, "object", rs_json_str("model"), &bad);
+	put(model, "created", rs_json_int(m->created), &bad);
+	put(model, "owned_by", rs_json_str("local"), &bad);
+	put(model, "meta", meta, &bad);
+	/* vLLM's name for the context length; some clients read it */
+	put(model, "max_model_len", rs_json_int(m->n_ctx), &bad);
+	if (rs_json_push(data, model) != 0)
+		bad = 1;
+	put(list, "object", rs_json_str("list"), &bad);
+	put(list, "data", data, &bad);
+	if (bad) {
+		rs_json_free(list);
+		return (NULL);
+	}
+	return (list);
+}
+
+void
+rs_oai_copilot_budget(int64_t n_ctx, int64_t *max_in, int64_t *max_out)
+{
+	int64_t out, in;
+
+	out = n_ctx / 4 < 32768 ? n_ctx / 4 : 32768;
+	in = (n_ctx - out) - (n_ctx - out) / 8;
+	if (in >= 1000)
+		in -= in % 1000;
+	*max_in = in;
+	*max_out = out;
+}
+
+char *
+rs_oai_chat_url(const char *url)
+{
+	struct rs_buf	 b;
+	size_t		 n = strlen(url), i;
+
+	rs_buf_init(&b);
+	if (strstr(url, "/chat/completions") != NULL) {
+		rs_buf_adds(&b, url);
+		return (rs_buf_release(&b, NULL));
+	}
+	while (n > 0 && url[n - 1] == '/')
+		n--;
+	rs_buf_add(&b, url, n);
+	/* ends in "/v<digits>"? */
+	for (i = n; i > 0 && url[i - 1] >= '0' && url[i - 1] <= '9'; i--)
+		;
+	if (i < n && i >= 2 && url[i - 1] == 'v' && url[i - 2] == '/')
+		rs_buf_adds(&b, "/chat/completions");
+	else
+		rs_buf_adds(&b, "/v1/chat/completions");
+	return (rs_buf_release(&b, NULL));
+}
+
+static struct rs_json *
+str_array(const char *const *v, size_t n, int *bad)
+{
+	struct rs_json	*a = rs_json_arr();
+	size_t		 i;
+
+	if (a == NULL) {
+		*bad = 1;
+		return (NULL);
+	}
+	for (i = 0; i < n; i++)
+		if (rs_json_push(a, rs_json_str(v[i])) != 0)
+			*bad = 1;
+	return (a);
+}
+
+struct rs_json *
+rs_oai_copilot(const struct rs_oai_model *m, const char *name,
+    const char *url)
+{
+	/* the template's own levels plus "none" (thinking off), §5.3 */
+	static const char *const efforts[] = { "none", "low", "medium",
+	    "xhigh" };
+	struct rs_json	*file, *group, *models, *e;
+	char		*endpoint;
+	int64_t		 max_in, max_out;
+	int		 bad = 0;
+
+	if ((endpoint = rs_oai_chat_url(url)) == NULL)
+		return (NULL);
+	rs_oai_copilot_budget(m->n_ctx, &max_in, &max_out);
+	file = rs_json_arr();
+	group = rs_json_obj();
+	models = rs_json_arr();
+	e = rs_json_obj();
+	if (file == NULL || group == NULL || models == NULL || e == NULL) {
+		bad = 1;
+		goto out;
+	}
+	put(e, "id", rs_json_str(m->id), &bad);
+	put(e, "name", rs_json_str(name), &bad);
+	put(e, "url", rs_json_str(endpoint), &bad);
+	put(e, "toolCalling", rs_json_bool(1), &bad);
+	put(e, "vision", rs_json_bool(0), &bad);
+	put(e, "thinking", rs_json_bool(m->thinking), &bad);
+	put(e, "streaming", rs_json_bool(1), &bad);
+	put(e, "maxInputTokens", rs_json_int(max_in), &bad);
+	put(e, "maxOutputTokens", rs_json_int(max_out), &bad);
+	if (m->thinking && m->effort) {
+		put(e, "supportsReasoningEffort", str_array(efforts,
+		    sizeof(efforts) / sizeof(efforts[0]), &bad), &bad);
+		put(e, "reasoningEffortFormat",
+		    rs_json_str("chat-completions"), &bad);
+	}
+	if (rs_json_push(models, e) != 0)
+		bad = 1;
+	e = NULL;
+	put(group, "name", rs_json_str("Redshift"), &bad);
+	put(group, "vendor", rs_json_str("customendpoint"), &bad);
+	put(group, "apiKey", rs_json_str("${input:chat.lm.secret.redshift}"),
+	    &bad);
+	put(group, "apiType", rs_json_str("chat-completions"), &bad);
+	put(group, "models", models, &bad);
+	models = NULL;
+	if (rs_json_push(file, group) != 0)
+		bad = 1;
+	group = NULL;
+out:
+	free(endpoint);
+	rs_json_free(e);
+	rs_json_free(models);
+	rs_json_free(group);
+	if (bad) {
+		rs_json_free(file);
+		return (NULL);
+	}
+	return (file);
+}

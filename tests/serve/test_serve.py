@@ -1,0 +1,700 @@
+"""rs-serve end to end, with the official OpenAI Python SDK and curl.
+
+The expected generations come from rs-generate (the engine's own answer to
+the same request, greedy or with the same seed), never from rs-serve; the
+expected error statuses and shapes from serving.md §4.6 and §6; the
+context length from the model's reference configuration (hf-config.json).
+All servers listen on 127.0.0.1 only, and every call has a timeout.
+"""
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import threading
+import time
+
+import openai
+import pytest
+
+from conftest import BIN, fixture, http, rs_generate, start
+
+MSG = [{"role": "user", "content": "Hello, who are you?"}]
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"]}}}]
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+
+
+def tiny_token(text):
+    """Id of an added token in the tiny vocabulary (reference tokenizer)."""
+    with open(fixture("tokenizer/tiny-tokenizer.json")) as f:
+        for t in json.load(f)["added_tokens"]:
+            if t["content"] == text:
+                return t["id"]
+    pytest.fail(f"{text} not in the tiny vocabulary")
+
+
+def n_ctx_train():
+    with open(fixture("tiny/hf-config.json")) as f:
+        return json.load(f)["max_position_embeddings"]
+
+
+def client(srv, **kw):
+    kw.setdefault("api_key", "anything")
+    return openai.OpenAI(base_url=srv.url + "/v1", max_retries=0, timeout=60, **kw)
+
+
+def extra(obj, key):
+    return (obj.model_extra or {}).get(key)
+
+
+def collect(stream):
+    """Content, reasoning, tool calls and the chunks of a chat stream."""
+    chunks = list(stream)
+    content = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    reasoning = "".join(extra(c.choices[0].delta, "reasoning_content") or ""
+                        for c in chunks if c.choices)
+    calls = {}
+    for c in chunks:
+        for tc in (c.choices[0].delta.tool_calls or []) if c.choices else []:
+            call = calls.setdefault(tc.index, {"id": None, "name": None, "arguments": ""})
+            if tc.id:
+                call["id"] = tc.id
+            if tc.function and tc.function.name:
+                call["name"] = tc.function.name
+            if tc.function and tc.function.arguments:
+                call["arguments"] += tc.function.arguments
+    return content, reasoning, calls, chunks
+
+
+# ---- the small endpoints ----
+
+def test_health_models_metrics(server):
+    status, headers, body = http(server.url + "/health")
+    assert status == 200 and json.loads(body) == {"status": "ok"}
+    assert headers["content-type"].startswith("application/json")
+    models = client(server).models.list()
+    assert len(models.data) == 1
+    m = models.data[0]
+    assert extra(m, "meta")["n_ctx"] == n_ctx_train()
+    assert extra(m, "meta")["n_ctx_train"] == n_ctx_train()
+    client(server).chat.completions.create(model="x", messages=MSG, max_tokens=2)
+    status, headers, body = http(server.url + "/metrics")
+    text = body.decode()
+    assert status == 200 and headers["content-type"].startswith("text/plain")
+    assert re.search(r'^rs_requests_total\{route="chat",code="200"\} [1-9]', text, re.M)
+    assert re.search(r"^rs_completion_tokens_total [1-9]", text, re.M)
+    assert re.search(r"^rs_time_to_first_token_seconds_count [1-9]", text, re.M)
+    assert re.search(r"^rs_queue_depth 0$", text, re.M)
+    assert "# TYPE rs_decode_tokens_per_second gauge" in text
+
+
+def test_access_log_and_sandbox(server):
+    client(server).chat.completions.create(model="x", messages=MSG, max_tokens=3)
+    lines = server.log_lines("POST /v1/chat/completions 200")
+    assert lines and re.search(r"prompt=\d+ cached=\d+ completion=3 .*ttft_ms=.*finish=",
+                               lines[-1])
+    # the worker (the server's only child) runs under a seccomp filter
+    children = server.children()
+    assert children
+    status = open(f"/proc/{children[0]}/status").read()
+    assert re.search(r"^Seccomp:\s+2$", status, re.M), status
+
+
+# ---- generation against rs-generate ----
+
+def test_chat_nonstream_greedy(server):
+    req = dict(messages=MSG, max_tokens=24, temperature=0)
+    ref = rs_generate(req)
+    r = client(server).chat.completions.create(model="tiny", **req)
+    msg = r.choices[0].message
+    assert r.object == "chat.completion" and r.id.startswith("chatcmpl-")
+    assert msg.role == "assistant"
+    assert msg.content == ref["text"]
+    assert (extra(msg, "reasoning_content") or "") == ref["reasoning"]
+    assert r.choices[0].finish_reason == ref["finish_reason"]
+    assert r.usage.prompt_tokens == ref["usage"]["prompt_tokens"]
+    assert r.usage.completion_tokens == ref["usage"]["completion_tokens"] == 24
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
+    assert extra(r, "timings")["predicted_n"] == 24
+
+
+def test_chat_stream_greedy(server):
+    req = dict(messages=MSG, max_tokens=24, temperature=0)
+    ref = rs_generate(req)
+    s = client(server).chat.completions.create(
+        model="tiny", stream=True, stream_options={"include_usage": True}, **req)
+    content, reasoning, calls, chunks = collect(s)
+    assert content == ref["text"] and reasoning == ref["reasoning"] and not calls
+    assert len({c.id for c in chunks}) == 1 and len({c.created for c in chunks}) == 1
+    assert chunks[0].choices[0].delta.role == "assistant"
+    finish = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert len(finish) == 1 and finish[0].choices[0].finish_reason == ref["finish_reason"]
+    # the usage chunk comes last, after every chunk that carried usage null
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 24
+    assert all(c.usage is None for c in chunks[:-1])
+    assert extra(chunks[-1], "timings")["predicted_n"] == 24
+
+
+def test_chat_stream_curl(server):
+    body = json.dumps(dict(messages=MSG, max_tokens=6, temperature=0, stream=True))
+    p = subprocess.run(["curl", "-sS", "-i", "-N", "--max-time", "60",
+                        server.url + "/v1/chat/completions", "-d", body],
+                       capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stderr
+    head, _, sse = p.stdout.partition("\n\n")   # text mode: CR LF read as LF
+    assert head.startswith("HTTP/1.1 200")
+    assert re.search(r"^content-type: text/event-stream", head, re.M | re.I)
+    assert re.search(r"^transfer-encoding: chunked", head, re.M | re.I)
+    events = [e for e in sse.split("\n\n") if e]
+    assert all(e.startswith("data: ") for e in events)
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e[6:]) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    ref = rs_generate(dict(messages=MSG, max_tokens=6, temperature=0))
+    text = "".join(c["choices"][0]["delta"].get("reasoning_content", "") for c in chunks)
+    assert text == ref["reasoning"]
+    assert "timings" in chunks[-1]
+
+
+def test_chat_nonstream_curl(server):
+    body = json.dumps(dict(messages=MSG, max_tokens=5, temperature=0))
+    p = subprocess.run(["curl", "-sS", "--max-time", "60", "-H",
+                        "Content-Type: application/json",
+                        server.url + "/chat/completions", "-d", body],
+                       capture_output=True, text=True, timeout=90)
+    r = json.loads(p.stdout)
+    ref = rs_generate(dict(messages=MSG, max_tokens=5, temperature=0))
+    assert r["choices"][0]["message"]["reasoning_content"] == ref["reasoning"]
+    assert r["usage"]["completion_tokens"] == 5
+
+
+def test_seeded_sampling(server):
+    req = dict(messages=MSG, max_tokens=16, temperature=0.9, top_p=0.95, seed=1234)
+    ref = rs_generate(req)
+    a = client(server).chat.completions.create(model="tiny", **req)
+    b = client(server).chat.completions.create(model="tiny", **req)
+    for r in (a, b):
+        assert (extra(r.choices[0].message, "reasoning_content") or "") == ref["reasoning"]
+        assert r.choices[0].message.content == ref["text"]
+
+
+def test_text_completion(server):
+    req = dict(prompt="The capital of France is", max_tokens=12, temperature=0)
+    ref = rs_generate(req)
+    c = client(server)
+    r = c.completions.create(model="tiny", **req)
+    assert r.object == "text_completion" and r.choices[0].text == ref["text"]
+    assert r.choices[0].finish_reason == ref["finish_reason"]
+    s = c.completions.create(model="tiny", stream=True, **req)
+    assert "".join(ch.choices[0].text for ch in s if ch.choices) == ref["text"]
+
+
+@pytest.mark.parametrize("think", [True, False])
+def test_reasoning_switch(server, think):
+    req = dict(messages=MSG, max_tokens=16, temperature=0,
+               chat_template_kwargs={"enable_thinking": think})
+    ref = rs_generate(req)
+    r = client(server).chat.completions.create(
+        model="tiny", messages=MSG, max_tokens=16, temperature=0,
+        extra_body={"chat_template_kwargs": {"enable_thinking": think}})
+    msg = r.choices[0].message
+    assert (extra(msg, "reasoning_content") or "") == ref["reasoning"]
+    assert msg.content == ref["text"]
+    if think:
+        assert ref["reasoning"]
+    else:
+        assert not ref["reasoning"] and extra(msg, "reasoning_content") is None
+    # reasoning_effort "none" is thinking off (§2.5)
+    if not think:
+        r2 = client(server).chat.completions.create(
+            model="tiny", messages=MSG, max_tokens=16, temperature=0,
+            reasoning_effort="none")
+        assert r2.choices[0].message.content == msg.content
+
+
+def test_forced_tool_call(server):
+    eog = tiny_token("<|im_end|>")
+    req = dict(messages=[{"role": "user", "content": "Weather in Paris?"}], tools=TOOLS,
+               tool_choice=NAMED, logit_bias={str(eog): 100}, max_tokens=30, temperature=0)
+    ref = rs_generate({**req, "enable_thinking": False})
+    assert ref["finish_reason"] == "tool_calls" and len(ref["tool_calls"]) == 1
+    c = client(server)
+    kw = dict(model="tiny", extra_body={"enable_thinking": False}, **req)
+    r = c.chat.completions.create(**kw)
+    msg = r.choices[0].message
+    assert r.choices[0].finish_reason == "tool_calls"
+    assert msg.content is None
+    assert [(t.function.name, t.function.arguments) for t in msg.tool_calls] == \
+        [(t["function"]["name"], t["function"]["arguments"]) for t in ref["tool_calls"]]
+    assert re.fullmatch(r"call_[A-Za-z0-9]{24}", msg.tool_calls[0].id)
+    # streamed: one call, its id and name in the first fragment only
+    content, reasoning, calls, chunks = collect(c.chat.completions.create(stream=True, **kw))
+    assert list(calls) == [0] and calls[0]["name"] == "get_weather"
+    assert calls[0]["arguments"] == msg.tool_calls[0].function.arguments
+    frags = [tc for ch in chunks if ch.choices for tc in ch.choices[0].delta.tool_calls or []]
+    assert frags[0].id and frags[0].type == "function" and frags[0].function.arguments == ""
+    assert all(f.id is None for f in frags[1:])
+    finish = [ch.choices[0].finish_reason for ch in chunks if ch.choices]
+    assert finish[-1] == "tool_calls"
+
+
+def test_required_tool_choice_seeded(server):
+    req = dict(messages=[{"role": "user", "content": "Weather in Paris?"}], tools=TOOLS,
+               tool_choice="required", max_tokens=40, temperature=0.7, seed=7,
+               parallel_tool_calls=False)
+    ref = rs_generate(req)
+    r = client(server).chat.completions.create(model="tiny", **req)
+    msg = r.choices[0].message
+    got = [(t.function.name, t.function.arguments) for t in msg.tool_calls or []]
+    assert got == [(t["function"]["name"], t["function"]["arguments"])
+                   for t in ref["tool_calls"]]
+    assert (extra(msg, "reasoning_content") or "") == ref["reasoning"]
+    assert r.choices[0].finish_reason == ref["finish_reason"]
+
+
+# ---- the debugging endpoints (§4.1) ----
+
+def test_apply_template(server):
+    """/apply-template renders as real Jinja2 does with the template
+    embedded in the tiny GGUF (the fixture's renderings)."""
+    with open(fixture("chat/qwen35-template-cases.json")) as f:
+        cases = json.load(f)["cases"]
+    assert cases
+    for c in cases:
+        body = {"messages": c["messages"], "add_generation_prompt": c["add_generation_prompt"]}
+        if "tools" in c:
+            body["tools"] = c["tools"]
+        if c["kwargs"]:
+            body["chat_template_kwargs"] = c["kwargs"]
+        st, _, b = http(server.url + "/apply-template", "POST", body)
+        assert st == 200, b
+        assert json.loads(b)["prompt"] == c["rendered"]
+
+
+def test_tokenize_detokenize(tmp_path_factory):
+    """/tokenize and /detokenize against the reference tokenizer's ids for
+    the tiny vocabulary (which normalizes to NFC: --nfc)."""
+    with open(fixture("tokenizer/tokenizer-cases.json")) as f:
+        cases = json.load(f)["cases"]
+    srv = start(tmp_path_factory, "--nfc", name="nfc")
+    try:
+        for c in cases:
+            st, _, b = http(srv.url + "/tokenize", "POST", {"content": c["text"]})
+            assert st == 200 and json.loads(b)["tokens"] == c["tiny"], c["text"]
+            st, _, b = http(srv.url + "/detokenize", "POST", {"tokens": c["tiny"]})
+            assert st == 200 and json.loads(b)["content"] == c["tiny_decoded"]
+        st, _, b = http(srv.url + "/detokenize", "POST", {"tokens": [1, -2]})
+        assert st == 400 and err(400, b)["param"] == "tokens"
+        st, _, b = http(srv.url + "/tokenize", "POST", {"content": 5})
+        assert st == 400 and err(400, b)["param"] == "content"
+    finally:
+        srv.stop_clean()
+
+
+# ---- errors (§4.6, §6) ----
+
+def err(status, body):
+    e = json.loads(body)["error"]
+    assert e["code"] == status and isinstance(e["message"], str) and e["message"]
+    return e
+
+
+def test_errors_400(server):
+    url = server.url + "/v1/chat/completions"
+    st, _, b = http(url, "POST", b'{"messages": [')
+    assert st == 400 and "JSON" in err(400, b)["message"]
+    st, _, b = http(url, "POST", b'{"messages": [{"role": "user", "content": "\xff"}]}')
+    assert st == 400 and "UTF-8 at byte" in err(400, b)["message"]
+    st, _, b = http(url, "POST", b"[1, 2]")
+    assert st == 400 and err(400, b)["type"] == "invalid_request_error"
+    st, _, b = http(url, "POST", {"model": "x"})
+    assert st == 400 and err(400, b)["param"] == "messages"
+    st, _, b = http(url, "POST", {"messages": []})
+    assert st == 400
+    c = client(server)
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model="x", messages=MSG, temperature=3)
+    assert e.value.status_code == 400 and e.value.body["param"] == "temperature"
+    with pytest.raises(openai.BadRequestError) as e:
+        c.chat.completions.create(model="x", messages=MSG, reasoning_effort="ultra")
+    assert "xhigh" in e.value.body["message"]
+    with pytest.raises(openai.BadRequestError):
+        c.chat.completions.create(model="x", messages=MSG, tools=TOOLS,
+                                  tool_choice={"type": "function",
+                                               "function": {"name": "nope"}})
+    with pytest.raises(openai.BadRequestError):
+        c.completions.create(model="x", prompt="hi", echo=True)
+
+
+def test_prompt_beyond_context(tmp_path_factory):
+    srv = start(tmp_path_factory, "--ctx", "64", name="ctx64")
+    try:
+        long = [{"role": "user", "content": "word " * 200}]
+        with pytest.raises(openai.BadRequestError) as e:
+            client(srv).chat.completions.create(model="x", messages=long, stream=True)
+        body = e.value.body
+        assert body["type"] == "exceed_context_size_error"
+        assert body["n_ctx"] == 64 and body["n_prompt_tokens"] > 64
+        assert "maximum context length" in body["message"]
+        # a request that fits, with max_tokens beyond the room: clamped, "length"
+        r = client(srv).chat.completions.create(model="x", messages=MSG, max_tokens=1000,
+                                                temperature=0)
+        assert r.choices[0].finish_reason == "length"
+        assert r.usage.prompt_tokens + r.usage.completion_tokens == 64
+    finally:
+        srv.stop_clean()
+
+
+def test_errors_404_405(server):
+    st, _, b = http(server.url + "/v1/nothing")
+    assert st == 404 and err(404, b)["type"] == "not_found_error"
+    st, h, b = http(server.url + "/v1/chat/completions")
+    assert st == 405 and "POST" in h["allow"]
+    assert err(405, b)["type"] == "invalid_request_error"
+    st, h, b = http(server.url + "/health", "POST", b"{}")
+    assert st == 405 and "GET" in h["allow"]
+
+
+def test_errors_401(tmp_path_factory):
+    srv = start(tmp_path_factory, "--api-key", "s3cret", name="key")
+    try:
+        with pytest.raises(openai.AuthenticationError) as e:
+            client(srv, api_key="wrong").chat.completions.create(model="x", messages=MSG)
+        assert e.value.status_code == 401 and e.value.body["message"] == "Invalid API Key"
+        st, h, b = http(srv.url + "/v1/chat/completions", "POST", {"messages": MSG})
+        assert st == 401 and err(401, b)["type"] == "authentication_error"
+        assert h["www-authenticate"] == "Bearer"
+        r = client(srv, api_key="s3cret").chat.completions.create(
+            model="x", messages=MSG, max_tokens=2)
+        assert r.usage.completion_tokens == 2
+        st, _, _ = http(srv.url + "/v1/completions", "POST",
+                        {"prompt": "a", "max_tokens": 1}, {"X-Api-Key": "s3cret"})
+        assert st == 200
+        # /health and /v1/models stay open (§4.2)
+        assert http(srv.url + "/health")[0] == 200
+        assert http(srv.url + "/v1/models")[0] == 200
+        assert http(srv.url + "/metrics")[0] == 401
+    finally:
+        srv.stop_clean()
+
+
+def test_errors_413(tmp_path_factory):
+    srv = start(tmp_path_factory, "--max-body", "4096", name="small")
+    try:
+        big = [{"role": "user", "content": "x" * 8000}]
+        st, h, b = http(srv.url + "/v1/chat/completions", "POST", {"messages": big})
+        assert st == 413 and err(413, b)["type"] == "invalid_request_error"
+        assert h["content-type"].startswith("application/json")
+        with pytest.raises(openai.APIStatusError) as e:
+            client(srv).chat.completions.create(model="x", messages=big)
+        assert e.value.status_code == 413
+        p = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                            "--max-time", "30", srv.url + "/v1/chat/completions",
+                            "-d", json.dumps({"messages": big})],
+                           capture_output=True, text=True, timeout=60)
+        assert p.stdout == "413"
+        # the limit is on the body only: a request under it still works
+        r = client(srv).chat.completions.create(model="x", messages=MSG, max_tokens=2)
+        assert r.usage.completion_tokens == 2
+    finally:
+        srv.stop_clean()
+
+
+def test_errors_503_queue_full(tmp_path_factory):
+    srv = start(tmp_path_factory, "--queue", "0", name="q0")
+    try:
+        c = client(srv)
+        long = c.chat.completions.create(model="x", messages=MSG, max_tokens=3000,
+                                         stream=True)
+        next(iter(long))        # the role chunk: the request is on the engine
+        st, h, b = http(srv.url + "/v1/chat/completions", "POST",
+                        {"messages": MSG, "max_tokens": 2})
+        assert st == 503 and h["retry-after"] == "1"
+        assert err(503, b)["type"] == "unavailable_error"
+        with pytest.raises(openai.InternalServerError) as e:
+            c.chat.completions.create(model="x", messages=MSG, max_tokens=2)
+        assert e.value.status_code == 503
+        long.close()
+    finally:
+        srv.stop_clean()
+
+
+def test_cors(server):
+    st, h, _ = http(server.url + "/v1/chat/completions", "OPTIONS", None,
+                    {"Origin": "http://localhost:5173",
+                     "Access-Control-Request-Headers": "authorization,content-type"})
+    assert st == 204 and h["access-control-allow-origin"] == "http://localhost:5173"
+    assert "POST" in h["access-control-allow-methods"]
+    st, h, _ = http(server.url + "/health", "GET", None, {"Origin": "https://evil.example"})
+    assert st == 200 and "access-control-allow-origin" not in h
+
+
+# ---- cancellation and concurrency (§4.9) ----
+
+def raw_stream(srv, body):
+    """A socket with a streaming request sent and its header read."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+              % (len(data), data))
+    return s
+
+
+def test_disconnect_cancels(server):
+    s = raw_stream(server, dict(messages=MSG, max_tokens=3000, temperature=0, stream=True))
+    got = b""
+    while got.count(b"data: ") < 4:
+        chunk = s.recv(65536)
+        assert chunk
+        got += chunk
+    t0 = time.monotonic()
+    s.close()
+    # the engine is free again at once: the next request is served now
+    r = client(server).chat.completions.create(model="x", messages=MSG, max_tokens=2)
+    dt = time.monotonic() - t0
+    assert r.usage.completion_tokens == 2
+    assert dt < 3.0, f"next request waited {dt:.2f}s"
+    end = time.monotonic() + 10
+    while not server.log_lines(" 499 ") and time.monotonic() < end:
+        time.sleep(0.05)
+    line = server.log_lines(" 499 ")[-1]
+    m = re.search(r"completion=(\d+) .*cancel_ms=([\d.]+)", line)
+    assert m, line
+    completion, cancel_ms = int(m.group(1)), float(m.group(2))
+    print(f"\ncancelled after {completion} tokens; engine stopped {cancel_ms:.2f} ms "
+          f"after the disconnect was seen")
+    assert completion < 3000
+    # within one token: well under the time of a few tokens
+    assert cancel_ms < 200
+    st, _, b = http(server.url + "/metrics")
+    assert re.search(r"^rs_requests_cancelled_total [1-9]", b.decode(), re.M)
+
+
+def test_health_while_busy(server):
+    """Generation and tokenization run off the event loop: /health
+    answers at once while a request streams and while a 1 MB prompt is
+    being tokenized."""
+    s = raw_stream(server, dict(messages=MSG, max_tokens=400, temperature=0, stream=True))
+    big = threading.Thread(target=http, args=(server.url + "/v1/chat/completions", "POST",
+                                              {"messages": [{"role": "user",
+                                                             "content": "x" * 1000000}],
+                                               "max_tokens": 1}))
+    try:
+        assert s.recv(65536)
+        big.start()
+        worst = 0.0
+        for _ in range(20):
+            t0 = time.monotonic()
+            assert http(server.url + "/health", timeout=10)[0] == 200
+            worst = max(worst, time.monotonic() - t0)
+            time.sleep(0.01)
+        print(f"\n/health while busy: worst {worst * 1e3:.1f} ms")
+        assert worst < 0.25
+    finally:
+        s.close()
+        big.join(timeout=60)
+
+
+def run_clients(srv, n, body, results):
+    barrier = threading.Barrier(n)
+
+    def one(i):
+        c = client(srv)
+        barrier.wait(timeout=30)
+        try:
+            s = c.chat.completions.create(model="x", stream=True, **body)
+            results[i] = ("ok", "".join(ch.choices[0].delta.content or "" for ch in s
+                                        if ch.choices))
+        except openai.APIStatusError as e:
+            results[i] = (e.status_code, e.response.headers.get("retry-after"))
+        except Exception as e:  # noqa: BLE001 - reported by the assertion
+            results[i] = ("exception", repr(e))
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "a client hung"
+
+
+def test_16_concurrent_clients(server, tmp_path_factory):
+    body = dict(messages=MSG, max_tokens=8, temperature=0,
+                extra_body={"enable_thinking": False})
+    ref = rs_generate(dict(messages=MSG, max_tokens=8, temperature=0, enable_thinking=False))
+    results = [None] * 16
+    run_clients(server, 16, body, results)
+    # the default queue (16) holds them all, and each got the same answer
+    assert all(r == ("ok", ref["text"]) for r in results), results
+    assert http(server.url + "/health")[0] == 200
+
+    small = start(tmp_path_factory, "--queue", "3", name="q3")
+    try:
+        results = [None] * 16
+        run_clients(small, 16, dict(body, max_tokens=64), results)
+        ok = [r for r in results if r[0] == "ok"]
+        busy = [r for r in results if r[0] == 503]
+        assert len(ok) + len(busy) == 16, results
+        assert len(ok) >= 4 and busy and all(r[1] == "1" for r in busy)
+        assert http(small.url + "/health")[0] == 200
+        r = client(small).chat.completions.create(model="x", messages=MSG, max_tokens=2)
+        assert r.usage.completion_tokens == 2
+    finally:
+        small.stop_clean()
+
+
+# ---- overhead over rs-generate ----
+
+def timed_stream(srv, path, body):
+    """(first byte time, [(time, event)], t0) of a streamed request over a
+    bare socket: the client does no parsing while it reads, so its own
+    cost stays out of the timings."""
+    data = json.dumps(dict(body, stream=True)).encode()
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    req = (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+           b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(data), data))
+    t0 = time.monotonic()
+    s.sendall(req)
+    reads = []
+    buf = b""
+    while b"data: [DONE]" not in buf:
+        chunk = s.recv(1 << 16)
+        assert chunk, "connection closed"
+        reads.append((time.monotonic(), len(buf) + len(chunk)))
+        buf += chunk
+    s.close()
+    head, _, body = buf.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    events, pos = [], len(head) + 4
+    for m in re.finditer(rb"data: (.*?)\n\n", buf[pos:]):
+        end = pos + m.end()
+        when = next(t for t, n in reads if n >= end)
+        events.append((when, m.group(1)))
+    return reads[0][0], events, t0
+
+
+def test_overhead(server):
+    """What the server adds to the engine, measured on the same requests.
+
+    rs-generate runs the same engine code without a server; inside
+    rs-serve the engine reports the same timings (the last chunk's
+    "timings": ttft_ms from the run's start, prompt_ms + predicted_ms to
+    its end).  So: the time to the first token seen by the client minus
+    the engine's ttft_ms is the server's overhead there (HTTP, JSON,
+    validation, tokenization, queue, hand-off, socket); the client-seen
+    time from the first token's chunk to the finish chunk, against the
+    engine's from its first token to its end, over n - 1 steps, is the
+    per-token cost (tokens whose bytes are held back, an incomplete
+    UTF-8 sequence, do not matter); and the server logs, per request, the
+    mean delay from a token leaving the engine to its bytes leaving the
+    socket (lag_ms).  Medians over several runs.
+    """
+    n = 64
+    body = dict(prompt="Once upon a time", max_tokens=n, temperature=0)
+    http(server.url + "/v1/completions", "POST", body)    # warm the prefix cache
+    per_tok, ttft, ttfb, lag, inside = [], [], [], [], []
+    for _ in range(7):
+        logged = len(server.log_lines("POST /v1/completions 200"))
+        first_byte, events, t0 = timed_stream(server, "/v1/completions", body)
+        chunks = [(t, json.loads(e)) for t, e in events if e != b"[DONE]"]
+        toks = [t for t, c in chunks if c["choices"] and c["choices"][0]["text"]]
+        t_end = next(t for t, c in chunks if c["choices"] and c["choices"][0]["finish_reason"])
+        timings = chunks[-1][1]["timings"]
+        assert timings["predicted_n"] == n
+        inside.append(timings["predicted_per_token_ms"])
+        engine_span = timings["prompt_ms"] + timings["predicted_ms"] - timings["ttft_ms"]
+        per_tok.append(((t_end - toks[0]) * 1e3 - engine_span) / (n - 1))
+        ttft.append((toks[0] - t0) * 1e3 - timings["ttft_ms"])
+        ttfb.append((first_byte - t0) * 1e3)
+        # the access-log line follows the last byte
+        end = time.monotonic() + 5
+        while (len(server.log_lines("POST /v1/completions 200")) == logged and
+               time.monotonic() < end):
+            time.sleep(0.01)
+        line = server.log_lines("POST /v1/completions 200")[-1]
+        lag.append(float(re.search(r"lag_ms=([\d.]+)/", line).group(1)))
+    # rs-generate on the same request: the engine's speed outside the server
+    p = subprocess.run([os.path.join(BIN, "rs-generate"), "-m",
+                        fixture("tiny/model-q8_0.gguf"), "--backend", "cpu", "-t", "1"],
+                       input=json.dumps(body) + "\n", capture_output=True, text=True,
+                       timeout=120)
+    gen = json.loads(p.stdout.splitlines()[-1])["timings"]
+    med = statistics.median
+    fmt = lambda xs: ", ".join(f"{x:+.3f}" for x in xs)     # noqa: E731
+    print(f"\nengine: {gen['predicted_per_token_ms']:.3f} ms/token in rs-generate, "
+          f"{med(inside):.3f} ms/token inside rs-serve")
+    print(f"rs-serve per streamed token: engine-to-socket {med(lag):.3f} ms; "
+          f"client-seen spacing minus the engine's {med(per_tok):+.3f} ms ({fmt(per_tok)})")
+    print(f"rs-serve first byte after {med(ttfb):.2f} ms; first token "
+          f"{med(ttft):+.2f} ms over the engine's ttft ({fmt(ttft)})")
+    assert med(lag) <= 0.2
+    assert med(per_tok) <= 0.2
+    assert med(ttft) <= 5.0
+    assert med(ttfb) <= 5.0
+
+
+# ---- the command itself ----
+
+def test_copilot_config():
+    p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", fixture("tiny/model-q8_0.gguf"),
+                        "--copilot-config", "http://127.0.0.1:8081/v1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    groups = json.loads(p.stdout)
+    assert len(groups) == 1 and groups[0]["vendor"] == "customendpoint"
+    assert groups[0]["apiType"] == "chat-completions"
+    (m,) = groups[0]["models"]
+    assert m["url"] == "http://127.0.0.1:8081/v1/chat/completions"
+    assert m["toolCalling"] is True and m["vision"] is False and m["streaming"] is True
+    # the tiny GGUF carries the Qwen3.5 template: thinking, no effort levels
+    assert m["thinking"] is True and "supportsReasoningEffort" not in m
+    ctx = n_ctx_train()
+    out = min(32768, ctx // 4)
+    inp = (ctx - out) * 7 // 8
+    assert m["maxOutputTokens"] == out
+    assert m["maxInputTokens"] == (inp // 1000 * 1000 if inp >= 1000 else inp)
+
+
+def test_tls(tmp_path_factory):
+    """--tls-cert/--tls-key: served over HTTPS by Kore's TLS, or refused
+    with the reason when this Kore/OpenSSL pair cannot do TLS (Kore 4.1
+    with OpenSSL 3), never a server whose handshakes fail."""
+    tmp = tmp_path_factory.mktemp("tls")
+    cert, key = str(tmp / "cert.pem"), str(tmp / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True,
+                   capture_output=True, timeout=60)
+    args = ["--tls-cert", cert, "--tls-key", key]
+    p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", fixture("tiny/model-q8_0.gguf"),
+                        "--port", "1", *args], capture_output=True, text=True, timeout=30)
+    if "TLS is not available" in p.stderr:
+        assert p.returncode == 2 and "OpenSSL 3" in p.stderr
+        return
+    srv = start(tmp_path_factory, *args, name="tls")
+    try:
+        import httpx
+        c = openai.OpenAI(base_url=srv.url + "/v1",
+                          api_key="x", max_retries=0, timeout=30,
+                          http_client=httpx.Client(verify=False))
+        r = c.chat.completions.create(model="x", messages=MSG, max_tokens=2)
+        assert r.usage.completion_tokens == 2
+    finally:
+        srv.stop_clean()
+
+
+def test_bad_usage():
+    exe = os.path.join(BIN, "rs-serve")
+    for args, word in [([], "no model"), (["-m", "/nonexistent.gguf"], "nonexistent"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"), "--port", "0"], "--port"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"), "--tls-cert", "x"], "tls")]:
+        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and word in p.stderr, (args, p.stderr)
+    p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "--copilot-config" in p.stdout
