@@ -127,6 +127,13 @@ $(BUILD)/bin/rs-serve: $(SERVE_DEPS) $(CLI_OBJ) $(BUILD)/librs.a
 	    $(abspath $(BUILD)/librs.a) $(LDFLAGS) $(LDLIBS)" \
 	    kodev build >/dev/null
 
+# Kernel playgrounds (kernels/dev/<op>_<type>.cu, style.md §2.6):
+# `make build/dev/matvec_q4_k` builds one; it validates every version
+# against the CPU oracle before timing it.
+$(BUILD)/dev/%: kernels/dev/%.cu $(BUILD)/librs.a
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $< $(BUILD)/librs.a $(PKG_LIBS) -o $@
+
 # ---- tests ----
 
 $(BUILD)/gen/suites.h: Makefile $(TEST_SRC)

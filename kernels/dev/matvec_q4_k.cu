@@ -2,8 +2,7 @@
  * matvec_q4_k.cu - playground for y = W·x with a Q4_K weight and one
  * column (decode), the kernel that dominates a 27B token.
  *
- *   nvcc -O3 -std=c++17 -I../../lib -I.. -arch=sm_90 matvec_q4_k.cu -o mv
- *   ./mv [version]
+ *   make CUDA=1 build/dev/matvec_q4_k && build/dev/matvec_q4_k [version]
  *
  * version 1: split-K, 4 warps share a row's super-blocks, 4 rows a block
  *            (kernels/matvec.cu as first written)
