@@ -217,6 +217,12 @@ rs_state_n_ctx(const struct rs_state *st)
 	return (st->n_ctx);
 }
 
+int32_t
+rs_state_n_snap(const struct rs_state *st)
+{
+	return (st->n_snap);
+}
+
 const struct rs_model *
 rs_state_model(const struct rs_state *st)
 {

@@ -81,6 +81,9 @@ int32_t		rs_state_mtp_pos(const struct rs_state *st);
 
 int32_t		rs_state_n_ctx(const struct rs_state *st);
 
+/* Recurrent-state snapshot slots (opts.n_snap). */
+int32_t		rs_state_n_snap(const struct rs_state *st);
+
 const struct rs_model *rs_state_model(const struct rs_state *st);
 
 /* Token at position P < rs_state_pos() (the history kept for replay). */

@@ -5,7 +5,7 @@
  *   make CUDA=1 build/dev/matvec_q4_k && build/dev/matvec_q4_k [version]
  *
  * version 1: split-K, 4 warps share a row's super-blocks, 4 rows a block
- *            (kernels/matvec.cu as first written)
+ *            (the second kernels/matvec.cu)
  * version 2: one warp per row, super-blocks in order, 4 rows a block
  * version 3: version 2 with two super-blocks decoded per step (more loads
  *            in flight per warp)
