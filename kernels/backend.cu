@@ -3,7 +3,8 @@
  * MTP block (§6) on the GPU, with the same structure and operation order as
  * the CPU backend (lib/rs_cpu_forward.c), which is its oracle.
  *
- * Memory plan, allocated once (rs_cuda_plan below reports it):
+ * Memory plan, allocated once (rs_engine_memory() and rs_state_bytes()
+ * report it, rs-bench --plan predicts it):
  *   weights   every tensor of the GGUF in one device arena, as stored
  *             (quantized blocks are decoded inside the kernels);
  *   state     per sequence (rs_engine_state_new): f16 KV caches, f32 conv

@@ -5,12 +5,14 @@
  *   W {n_in, n_out} (rows of n_in values, any §7 format), X (n_tok, n_in),
  *   Y (n_tok, n_out);  y[t][o] = Σ_i W[o][i]·x[t][i],  f32 accumulation.
  *
- * One warp per output row: lane l decodes chunks of 8 values l, l+32, ...
- * (quant.cuh), so a warp reads a K-quant super-block (256 values) per step
- * and every weight byte once for all N_TOK columns, then reduces with
- * shuffles.  X is read through the L1/L2 caches (5120 floats per column:
- * 20 KB, shared by every row).  Oracle: rs_cpu_matmul_ref (lib/rs_cpu.h);
- * test: tests/check_cuda.c "matvec".
+ * One warp per output row walks the row a 256-value super-block at a time,
+ * each lane decoding 8 values (matvec_sb.cuh) that serve all N_TOK
+ * columns, so every weight byte is read once per launch; a shuffle
+ * reduction ends each row.  X is read through the L1/L2 caches (5120
+ * floats per column: 20 KB, shared by every row).  Each sum runs in one
+ * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
+ * Oracle: rs_cpu_matmul_ref (lib/rs_cpu.h); test: tests/check_cuda.c
+ * "matvec"; measurements: docs/perf-log.md.
  *
  * Napkin math, decode (N_TOK = 1) of Qwen3.8-27B Q4_K_M: 15.8 GB of weights
  * per token; at the V100's 900 GB/s that is 17.6 ms (57 tok/s), at the
