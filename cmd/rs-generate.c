@@ -28,10 +28,11 @@
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
 		"[--backend cpu|cuda|auto]\n" \
-		"       [-t N] [-c N] [--chat-template-file FILE] [-q]"
+		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE] [-q]"
 
 enum {
-	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION
+	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
+	OPT_DRAFT
 };
 
 struct opts {
@@ -44,6 +45,7 @@ struct opts {
 	int32_t		 ctx;
 	int64_t		 max_tokens;	/* -1: to the context end */
 	int64_t		 seed;
+	int		 draft;		/* prompt-lookup drafts per pass */
 	int		 quiet;
 };
 
@@ -95,6 +97,10 @@ help(void)
 	    "CPUs)\n"
 	    "  -c, --ctx-size N            context positions (default: the "
 	    "model's)\n"
+	    "      --draft N               verify up to N prompt-lookup drafts "
+	    "per forward pass\n"
+	    "                              (1..16; same output, fewer passes "
+	    "when text repeats)\n"
 	    "      --chat-template-file F  render chats with the template in "
 	    "F instead of the\n"
 	    "                              model's (one of the known Qwen "
@@ -139,6 +145,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "threads", required_argument, NULL, 't' },
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "chat-template-file", required_argument, NULL, OPT_TEMPLATE },
+		{ "draft", required_argument, NULL, OPT_DRAFT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -182,6 +189,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_TEMPLATE:
 			o->template_file = optarg;
+			break;
+		case OPT_DRAFT:
+			o->draft = (int)num_arg("--draft", optarg, 1, 16);
 			break;
 		case 'q':
 			o->quiet = 1;
@@ -264,6 +274,8 @@ load(struct run *r)
 	eo.n_threads = o->threads;
 	so.n_ctx = o->ctx;
 	so.checkpoint = 1;	/* prefix reuse between requests */
+	so.n_snap = o->draft > 0 ? o->draft + 1 : 0;
+	go.draft_ngram = o->draft;
 	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r->engine, &so, &r->state, &err) != RS_OK ||
 	    rs_tok_new(&r->tok, r->model->gguf, RS_TOK_NORM_DEFAULT, &err) !=

@@ -116,6 +116,13 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	    o->variant != RS_CHAT_QWEN36 && o->variant != RS_CHAT_QWEN38)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "chat template "
 		    "variant %d is unknown", (int)o->variant));
+	if (o->draft_ngram < 0 || o->draft_ngram > 16)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "draft_ngram %d is "
+		    "outside [0, 16]", o->draft_ngram));
+	if (o->draft_ngram > 0 && rs_state_n_snap(st) < o->draft_ngram + 1)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "%d drafts need a "
+		    "state with %d snapshots, it has %d", o->draft_ngram,
+		    o->draft_ngram + 1, rs_state_n_snap(st)));
 	if (o->prefill_chunk < 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "prefill_chunk %d is "
 		    "negative", (int)o->prefill_chunk));
@@ -142,7 +149,8 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->id_think_end = find_id(tok, "</think>");
 	g->id_call_end = find_id(tok, "</tool_call>");
 	g->piece_cap = rs_detok_max(tok);
-	g->logits = malloc((size_t)g->n_vocab * sizeof(float));
+	g->logits = malloc((size_t)(1 + g->o.draft_ngram) * g->n_vocab *
+	    sizeof(float));
 	g->piece = malloc(g->piece_cap);
 	if (g->logits == NULL || g->piece == NULL) {
 		rs_gen_free(g);
@@ -308,6 +316,8 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	t->predicted_n = (int64_t)res->n_tokens;
 	t->predicted_ms = res->n_tokens > 0 ? t_end - u->t_prefill : 0.0;
 	t->ttft_ms = res->n_tokens > 0 ? u->t_first - u->t0 : 0.0;
+	t->draft_n = u->drafted;
+	t->draft_n_accepted = u->accepted;
 	if (t->prompt_n > 0 && t->prompt_ms > 0) {
 		t->prompt_per_token_ms = t->prompt_ms / (double)t->prompt_n;
 		t->prompt_per_second = 1e3 * (double)t->prompt_n / t->prompt_ms;

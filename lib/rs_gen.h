@@ -115,6 +115,13 @@ struct rs_gen_opts {
 	/* prompt tokens per forward call, with a PROGRESS event after each
 	   (the cancellation points of a long prefill); 0: 256 */
 	int32_t			 prefill_chunk;
+	/* 0: one forward pass per token.  K in 1..16: speculative decoding
+	   with prompt-lookup drafts (rs_draft.h): each pass verifies up to
+	   K drafted tokens and keeps those the sampler chooses; the output
+	   is the same token for token (the engine is batch-invariant and
+	   the sampler draws once per token).  The state needs n_snap >=
+	   K + 1 to drop rejected drafts with one copy. */
+	int			 draft_ngram;
 };
 
 void		rs_gen_opts_init(struct rs_gen_opts *o);
@@ -343,6 +350,8 @@ struct rs_gen_timings {
 	double	predicted_per_second;
 	double	ttft_ms;		/* from the run's start to the first
 					   output token */
+	int64_t	draft_n;		/* drafted tokens verified */
+	int64_t	draft_n_accepted;	/* of those, taken as output */
 };
 
 struct rs_gen_call {

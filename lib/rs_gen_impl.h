@@ -28,7 +28,7 @@ struct rs_gen {
 	int32_t			 id_call_end;
 	struct rs_logit_bias	*ban;		/* never sampled in chat mode */
 	size_t			 n_ban;
-	float			*logits;	/* (n_vocab) */
+	float			*logits;	/* (1 + draft_ngram, n_vocab) */
 	char			*piece;		/* rs_detok_max() bytes */
 	size_t			 piece_cap;
 	uint64_t		 n_runs;	/* varies the tool-call ids */
@@ -65,6 +65,8 @@ struct rs_gen_job {
 	int			 cancelled;
 	int64_t			 cached;	/* prompt tokens reused */
 	int64_t			 reasoning;	/* reasoning tokens */
+	int64_t			 drafted;	/* drafts verified */
+	int64_t			 accepted;	/* drafts taken */
 	double			 t0, t_prefill, t_first;	/* ms */
 	struct rs_err		 err;
 };

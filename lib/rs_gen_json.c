@@ -52,6 +52,8 @@ rs_gen_timings_json(const struct rs_gen_timings *t)
 	    rs_json_real(t->predicted_per_token_ms));
 	put(&o, "predicted_per_second", rs_json_real(t->predicted_per_second));
 	put(&o, "ttft_ms", rs_json_real(t->ttft_ms));
+	put(&o, "draft_n", rs_json_int(t->draft_n));
+	put(&o, "draft_n_accepted", rs_json_int(t->draft_n_accepted));
 	return (o);
 }
 

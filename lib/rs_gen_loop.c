@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rs_draft.h"
 #include "rs_gen_impl.h"
 
 double
@@ -217,16 +218,16 @@ rs_gen_prefill(struct rs_gen_job *u)
 
 /* ---- decode ---- */
 
-/* The next output token: forced, or sampled from the logits. */
+/* The next output token: forced, or sampled from the logits ROW. */
 static enum rs_status
-next_token(struct rs_gen_job *u, int32_t *t, int *forced)
+next_token(struct rs_gen_job *u, float *row, int32_t *t, int *forced)
 {
 	*forced = u->i_force < u->n_force;
 	if (*forced) {
 		*t = u->force[u->i_force++];
 		return (RS_OK);
 	}
-	return (rs_sample_next(u->smp, u->g->logits, t, &u->err));
+	return (rs_sample_next(u->smp, row, t, &u->err));
 }
 
 /* Decode token T's bytes and pass them on; sets RS_GEN_END_STRING on a stop. */
@@ -279,12 +280,70 @@ take(struct rs_gen_job *u, int32_t t, int forced, enum rs_gen_end *end)
 	return (RS_OK);
 }
 
+/*
+ * A verification pass in flight: T was fed at position P with KK drafts
+ * behind it (positions P+1 ..), and I of them have been taken so far.
+ */
+struct pass {
+	int32_t	p;
+	int	kk, i;
+	int32_t	drafts[16];
+};
+
+/*
+ * Feed T, the token just taken, with prompt-lookup drafts behind it when
+ * they are on (none while tokens are being forced), and leave the logits
+ * rows in g->logits.
+ */
+static enum rs_status
+feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
+{
+	struct rs_gen	*g = u->g;
+	int32_t		 toks[17], room;
+	int		 kk = 0;
+
+	ps->p = rs_state_pos(g->st);
+	room = g->n_ctx - ps->p - 1;		/* positions after T */
+	if (g->o.draft_ngram > 0 && u->i_force >= u->n_force) {
+		int max = g->o.draft_ngram;
+		if ((size_t)max > u->limit - u->n_out)
+			max = (int)(u->limit - u->n_out);
+		if (max > room)
+			max = room;
+		if (max > 0)
+			kk = rs_draft_lookup(u->r->prompt, (int32_t)u->r->n_prompt,
+			    u->out, (int32_t)u->n_out, ps->drafts, max);
+	}
+	ps->kk = kk;
+	ps->i = 0;
+	u->drafted += kk;
+	toks[0] = t;
+	for (int i = 0; i < kk; i++)
+		toks[i + 1] = ps->drafts[i];
+	return (rs_engine_forward(g->e, g->st, toks, kk + 1, g->logits,
+	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, NULL, &u->err));
+}
+
+/*
+ * Drop the drafts of PS that were not taken: the caches keep the fed
+ * token and the I drafts taken after it (a snapshot copy, rs_state.h).
+ */
+static enum rs_status
+drop_rest(struct rs_gen_job *u, const struct pass *ps)
+{
+	if (ps->kk == 0 || ps->i == ps->kk)
+		return (RS_OK);
+	return (rs_engine_truncate(u->g->e, u->g->st, ps->p + ps->i + 1,
+	    &u->err));
+}
+
 enum rs_status
 rs_gen_decode(struct rs_gen_job *u)
 {
 	struct rs_gen_event	ev = { .kind = RS_GEN_EV_TOKEN };
 	enum rs_gen_end		end = RS_GEN_END_NONE;
 	enum rs_status		st;
+	struct pass		ps = { 0 };
 	int32_t			t;
 	int			forced;
 
@@ -293,7 +352,8 @@ rs_gen_decode(struct rs_gen_job *u)
 		u->n_force = u->r->n_forced;
 	}
 	while (!u->cancelled) {
-		if ((st = next_token(u, &t, &forced)) != RS_OK ||
+		float *row = u->g->logits + (int64_t)ps.i * u->g->n_vocab;
+		if ((st = next_token(u, row, &t, &forced)) != RS_OK ||
 		    (st = take(u, t, forced, &end)) != RS_OK)
 			return (st);
 		if (u->cancelled)
@@ -303,10 +363,17 @@ rs_gen_decode(struct rs_gen_job *u)
 		ev.token = t;
 		if (rs_gen_emit(u, &ev) != 0 || end != RS_GEN_END_NONE)
 			break;
-		if ((st = rs_engine_forward(u->g->e, u->g->st, &t, 1,
-		    u->g->logits, RS_LOGITS_LAST, NULL, &u->err)) != RS_OK)
+		/* a draft the sampler chose is already in the caches */
+		if (ps.i < ps.kk && t == ps.drafts[ps.i]) {
+			ps.i++;
+			u->accepted++;
+			continue;
+		}
+		if ((st = drop_rest(u, &ps)) != RS_OK ||
+		    (st = feed(u, t, &ps)) != RS_OK)
 			return (st);
 	}
 	u->end = end;
-	return (RS_OK);
+	/* as without drafts: the caches end before the last token taken */
+	return (drop_rest(u, &ps));
 }

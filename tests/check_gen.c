@@ -54,6 +54,10 @@ gx_open(struct gx *x, const char *fixture, int32_t n_ctx, int ckpt,
 				    .n_threads = 2 };
 	struct rs_state_opts	 so = { .n_ctx = n_ctx, .checkpoint = ckpt };
 
+	/* drafting needs a snapshot per verified token */
+	if (o != NULL && o->draft_ngram > 0)
+		so.n_snap = o->draft_ngram + 1;
+
 	memset(x, 0, sizeof(*x));
 	ck_assert_msg(rs_model_open(&x->m, t_fixture(fixture), &err) == RS_OK,
 	    "%s", err.msg);
@@ -203,6 +207,72 @@ greedy_text(const struct gx *x, const struct t_ref *ref, size_t n,
 	    RS_OK);
 	return (s);
 }
+
+/* ---- speculative decoding with prompt-lookup drafts ---- */
+
+/*
+ * The prompt holds the reference greedy sequence and then its prompt
+ * again, so lookup drafts come up often; greedy and seeded sampling must
+ * give the same result with drafts (4 a pass) as without, on a cold cache
+ * and with prefix reuse, and a stop string or max_tokens must end both in
+ * the same place.
+ */
+START_TEST(draft_equal)
+{
+	static const char *const extras[] = {
+		"\"temperature\": 0, \"max_tokens\": 60",
+		"\"temperature\": 1, \"seed\": 7, \"max_tokens\": 60",
+		"\"temperature\": 0.7, \"top_k\": 5, \"seed\": 3, "
+		    "\"max_tokens\": 23",
+	};
+	struct t_ref	ref;
+	struct gx	plain, spec;
+	struct rs_gen_opts o;
+	struct rs_buf	b;
+	int		p;
+	int64_t		drafted = 0, accepted = 0;
+
+	t_ref_load(&ref);
+	p = ref.greedy_prompt;
+	rs_gen_opts_init(&o);
+	gx_open(&plain, "tiny/model-q8_0.gguf", 1024, 1, &o);
+	o.draft_ngram = 4;
+	gx_open(&spec, "tiny/model-q8_0.gguf", 1024, 1, &o);
+	for (size_t e = 0; e < sizeof(extras) / sizeof(extras[0]); e++)
+		for (int rep = 0; rep < 2; rep++) {	/* cold, then reused */
+			struct rs_gen_result a, c;
+			rs_buf_init(&b);
+			rs_buf_adds(&b, "{\"tokens\": [");
+			for (int32_t i = 0; i < ref.n_seq; i++)
+				rs_buf_addf(&b, "%d,", (int)ref.seq[i]);
+			for (int32_t i = 0; i < ref.len[p]; i++)
+				rs_buf_addf(&b, i > 0 ? ",%d" : "%d",
+				    (int)ref.prompt[p][i]);
+			rs_buf_addf(&b, "], %s}", extras[e]);
+			char *body = rs_buf_release(&b, NULL);
+			run_body(&plain, body, &a, NULL);
+			run_body(&spec, body, &c, NULL);
+			ck_assert_int_eq(c.n_tokens, a.n_tokens);
+			ck_assert_msg(memcmp(c.tokens, a.tokens, a.n_tokens *
+			    sizeof(int32_t)) == 0, "extra %zu: drafts changed "
+			    "the output", e);
+			ck_assert_int_eq(c.finish, a.finish);
+			ck_assert_int_eq(a.timings.draft_n, 0);
+			drafted += c.timings.draft_n;
+			accepted += c.timings.draft_n_accepted;
+			rs_gen_result_cleanup(&a);
+			rs_gen_result_cleanup(&c);
+			free(body);
+		}
+	printf("gen drafts: %lld verified, %lld taken\n", (long long)drafted,
+	    (long long)accepted);
+	ck_assert_int_gt(drafted, 0);
+	ck_assert_int_gt(accepted, 0);
+	gx_close(&plain);
+	gx_close(&spec);
+	t_ref_free(&ref);
+}
+END_TEST
 
 /* ---- greedy ---- */
 
@@ -1150,6 +1220,7 @@ gen_suite(void)
 	tc = tcase_create("greedy");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, greedy_reference);
+	tcase_add_test(tc, draft_equal);
 	tcase_add_test(tc, greedy_prefix_reuse);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sampling");

@@ -291,6 +291,9 @@ build(void)
 	memset(&so, 0, sizeof(so));
 	so.n_ctx = (int32_t)serve_model.info.n_ctx;
 	so.checkpoint = 1;	/* prefix reuse across turns (§2.8) */
+	/* a snapshot per verified token to drop rejected drafts */
+	so.n_snap = serve_cfg.gen.draft_ngram > 0 ?
+	    serve_cfg.gen.draft_ngram + 1 : 0;
 	if (rs_engine_state_new(eng.engine, &so, &eng.state, &err) != RS_OK)
 		goto fail;
 	if (rs_gen_new(&eng.g, eng.engine, eng.state, serve_model.tok,

@@ -42,6 +42,10 @@ usage_full(void)
 	    "                            GGUF's general.name in lower case)\n"
 	    "      --backend NAME        cpu, cuda or auto (default auto)\n"
 	    "  -t, --threads N           CPU threads (default: online CPUs)\n"
+	    "      --draft N             verify up to N prompt-lookup drafts "
+	    "per pass (1..16;\n"
+	    "                            same output, fewer passes when text "
+	    "repeats)\n"
 	    "      --queue N             requests that may wait for the "
 	    "engine (default 16);\n"
 	    "                            more are refused with 503 and "
@@ -117,7 +121,7 @@ enum {
 	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
-	OPT_VERSION
+	OPT_VERSION, OPT_DRAFT
 };
 
 static const struct option longopts[] = {
@@ -128,6 +132,7 @@ static const struct option longopts[] = {
 	{ "client-specials", no_argument, NULL, OPT_CLIENT_SPECIALS },
 	{ "copilot-config", required_argument, NULL, OPT_COPILOT },
 	{ "cors-origin", required_argument, NULL, OPT_CORS },
+	{ "draft", required_argument, NULL, OPT_DRAFT },
 	{ "ctx", required_argument, NULL, 'c' },
 	{ "ctx-size", required_argument, NULL, 'c' },
 	{ "help", no_argument, NULL, 'h' },
@@ -203,6 +208,9 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		c->backend = (enum rs_backend)b;
 		break;
 	case OPT_QUEUE: c->queue_max = number("--queue", arg, 0, 4096); break;
+	case OPT_DRAFT:
+		c->gen.draft_ngram = (int)number("--draft", arg, 1, 16);
+		break;
 	case OPT_MAX_BODY:
 		c->body_max = number("--max-body", arg, 1024, INT64_C(1) << 32);
 		break;
