@@ -205,7 +205,8 @@ fuzz: $(FUZZ_BIN)
 
 # ---- install ----
 
-BASHCOMPDIR ?= $(or $(shell pkg-config --variable=completionsdir bash-completion 2>/dev/null),$(PREFIX)/share/bash-completion/completions)
+# bash-completion's completionsdir, moved under PREFIX
+BASHCOMPDIR ?= $(or $(shell pkg-config --define-variable=prefix=$(PREFIX) --variable=completionsdir bash-completion 2>/dev/null),$(PREFIX)/share/bash-completion/completions)
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 
 install: all
