@@ -205,8 +205,9 @@ fuzz: $(FUZZ_BIN)
 
 # ---- install ----
 
-# bash-completion's completionsdir, moved under PREFIX
-BASHCOMPDIR ?= $(or $(shell pkg-config --define-variable=prefix=$(PREFIX) --variable=completionsdir bash-completion 2>/dev/null),$(PREFIX)/share/bash-completion/completions)
+# bash-completion finds completions under every XDG data dir, so PREFIX's
+# share/ works (its pkg-config completionsdir is absolute: /usr/share/...)
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
 
 install: all
