@@ -30,6 +30,27 @@ u2f(uint32_t q)
 	return (__int_as_float(0x4B000000 | q) - 8388608.0f);
 }
 
+/*
+ * Q4_K / Q5_K: d·sc and dmin·mn of sub-blocks 2·CC and 2·CC + 1 of the
+ * super-block at B (both start with d, dmin and the 12 packed scales).
+ */
+static __device__ __forceinline__ void
+k_pair_scales(const uint8_t *b, int cc, float *dl0, float *ml0, float *dl1,
+    float *ml1)
+{
+	uint32_t dd = *(const uint32_t *)b;
+	float	 d = half_to_float((uint16_t)dd);
+	float	 dmin = half_to_float((uint16_t)(dd >> 16));
+	int	 sc0, mn0, sc1, mn1;
+
+	k_scale_min(b + 4, 2 * cc, &sc0, &mn0);
+	k_scale_min(b + 4, 2 * cc + 1, &sc1, &mn1);
+	*dl0 = d * (float)sc0;
+	*ml0 = dmin * (float)mn0;
+	*dl1 = d * (float)sc1;
+	*ml1 = dmin * (float)mn1;
+}
+
 template <int TYPE> struct sb {
 	enum { xp = XP_RUN8 };
 	static __device__ __forceinline__ int
@@ -56,16 +77,11 @@ template <> struct sb<RS_TYPE_Q4_K> {
 	load(const uint8_t *row, int64_t bi, int lane, float *w)
 	{
 		const uint8_t *b = row + bi * 144;
-		int	 cc = lane >> 3, l = 4 * (lane & 7), sc0, mn0, sc1, mn1;
+		int	 cc = lane >> 3, l = 4 * (lane & 7);
 		uint32_t q = *(const uint32_t *)(b + 16 + 32 * cc + l);
-		uint32_t dd = *(const uint32_t *)b;
-		float	 d = half_to_float((uint16_t)dd);
-		float	 dmin = half_to_float((uint16_t)(dd >> 16));
+		float	 dl0, ml0, dl1, ml1;
 
-		k_scale_min(b + 4, 2 * cc, &sc0, &mn0);
-		k_scale_min(b + 4, 2 * cc + 1, &sc1, &mn1);
-		float dl0 = d * (float)sc0, ml0 = dmin * (float)mn0;
-		float dl1 = d * (float)sc1, ml1 = dmin * (float)mn1;
+		k_pair_scales(b, cc, &dl0, &ml0, &dl1, &ml1);
 #pragma unroll
 		for (int i = 0; i < 4; i++) {
 			w[i] = fmaf(dl0, u2f((q >> (8 * i)) & 15), -ml0);
@@ -85,17 +101,12 @@ template <> struct sb<RS_TYPE_Q5_K> {
 	load(const uint8_t *row, int64_t bi, int lane, float *w)
 	{
 		const uint8_t *b = row + bi * 176;
-		int	 cc = lane >> 3, l = 4 * (lane & 7), sc0, mn0, sc1, mn1;
+		int	 cc = lane >> 3, l = 4 * (lane & 7);
 		uint32_t q = *(const uint32_t *)(b + 48 + 32 * cc + l);
 		uint32_t qh = *(const uint32_t *)(b + 16 + l);
-		uint32_t dd = *(const uint32_t *)b;
-		float	 d = half_to_float((uint16_t)dd);
-		float	 dmin = half_to_float((uint16_t)(dd >> 16));
+		float	 dl0, ml0, dl1, ml1;
 
-		k_scale_min(b + 4, 2 * cc, &sc0, &mn0);
-		k_scale_min(b + 4, 2 * cc + 1, &sc1, &mn1);
-		float dl0 = d * (float)sc0, ml0 = dmin * (float)mn0;
-		float dl1 = d * (float)sc1, ml1 = dmin * (float)mn1;
+		k_pair_scales(b, cc, &dl0, &ml0, &dl1, &ml1);
 #pragma unroll
 		for (int i = 0; i < 4; i++) {
 			uint32_t lo = ((q >> (8 * i)) & 15) |
