@@ -30,6 +30,7 @@ extern "C" {
 #include "rs_model.h"
 #include "rs_state_impl.h"
 #include "rs_types.h"
+#include "rs_xq.h"
 }
 #include "common.cuh"
 #include "rs_kernels.h"
@@ -49,6 +50,11 @@ struct cuda {
 	/* activations (batch, width), as in the CPU backend */
 	float	*x, *h, *y, *mixed, *u, *z, *bb, *aa, *mix, *qg, *kk, *vv;
 	float	*fg, *fu, *cat, *attn, *logits;
+	/* XQ_SRC (XQ_WIDTH values a row) in the 16-bit format of rs_xq.h,
+	   the input of the next products; XQ_SRC NULL: none */
+	uint8_t	*xq;
+	const float *xq_src;
+	int64_t	 xq_width;
 	size_t	 scratch_bytes;
 	int32_t	*d_tokens, *d_params;
 	/* pinned host staging */
@@ -127,21 +133,46 @@ dvec(const struct rs_engine *e, const struct rs_gguf_tensor *t)
 	return ((const float *)dw(e, t)->d);
 }
 
-/* Y (+)= W·X for N tokens, in launches of up to 16 columns. */
+/*
+ * X (n rows of WIDTH, LDX apart) into c->xq, for the products that read
+ * it next: their integer path (rs_k_matvec).  One conversion serves every
+ * product of the same input (q, k, v; gate and up).
+ */
+static enum rs_status
+quant(struct rs_engine *e, const float *x, int64_t ldx, int64_t width,
+    int64_t n, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+
+	c->xq_src = width % RS_XQ_BLOCK == 0 ? x : NULL;
+	c->xq_width = width;
+	if (c->xq_src == NULL)
+		return (RS_OK);		/* the f32 path reads x */
+	return (rs_k_xq(x, ldx, width, (int)n, c->xq, c->s, err));
+}
+
+/*
+ * Y (+)= W·X for N tokens, in launches of up to 16 columns; on X's integer
+ * form if X is what the last quant() converted, else on X.
+ */
 static enum rs_status
 mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
     int64_t ldx, float *y, int64_t ldy, int64_t n, int acc, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const struct dev_w *w = dw(e, t);
+	const int64_t ldq = RS_XQ_COL_BYTES(w->n_in);
+	const uint8_t *xq = x == c->xq_src && w->n_in == c->xq_width ?
+	    c->xq : NULL;
 	enum rs_status st;
 
 	for (int64_t i = 0; i < n; i += RS_K_MATVEC_MAX_COLS) {
 		int k = (int)(n - i < RS_K_MATVEC_MAX_COLS ? n - i :
 		    RS_K_MATVEC_MAX_COLS);
 		if ((st = rs_k_matvec(w->d, w->type, w->n_in, w->n_out,
-		    w->row_bytes, x + i * ldx, ldx, y + i * ldy, ldy, k, acc,
-		    c->s, err)) != RS_OK)
+		    w->row_bytes, x + i * ldx, ldx,
+		    xq == NULL ? NULL : xq + i * ldq,
+		    y + i * ldy, ldy, k, acc, c->s, err)) != RS_OK)
 			return (st);
 	}
 	return (RS_OK);
@@ -170,9 +201,11 @@ ffn_block(struct rs_engine *e, const struct rs_layer *l, int64_t n,
 	enum rs_status s;
 
 	TRY(norm_rows(e, c->x, l->post_norm, c->h, d, n, err));
+	TRY(quant(e, c->h, d, d, n, err));
 	TRY(mv(e, l->ffn_gate, c->h, d, c->fg, ff, n, 0, err));
 	TRY(mv(e, l->ffn_up, c->h, d, c->fu, ff, n, 0, err));
 	TRY(rs_k_swiglu(c->fg, c->fu, c->fg, ff, (int)n, c->s, err));
+	TRY(quant(e, c->fg, ff, ff, n, err));
 	return (mv(e, l->ffn_down, c->fg, ff, c->x, d, n, 1, err));
 }
 
@@ -192,6 +225,7 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 		snap_c = st->snap_conv + (int64_t)slot * st->conv_len;
 		snap_s = st->snap_ssm + (int64_t)slot * st->ssm_len;
 	}
+	TRY(quant(e, c->h, d, d, n, err));
 	TRY(mv(e, l->qkv, c->h, d, c->mixed, ch, n, 0, err));
 	TRY(mv(e, l->gate, c->h, d, c->z, di, n, 0, err));
 	TRY(mv(e, l->beta, c->h, d, c->bb, nvh, n, 0, err));
@@ -207,6 +241,7 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	    err));
 	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,
 	    n * nvh, hp->rms_eps, c->s, err));
+	TRY(quant(e, c->mix, di, di, n, err));
 	return (mv(e, l->ssm_out, c->mix, di, c->x, d, n, 1, err));
 }
 
@@ -223,6 +258,7 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	const int64_t	 ldk = (int64_t)nkv * hd, ldv = (int64_t)nkv * hdv;
 	enum rs_status	 s;
 
+	TRY(quant(e, c->h, d, d, n, err));
 	TRY(mv(e, l->wq, c->h, d, c->qg, qdim, n, 0, err));
 	TRY(mv(e, l->wk, c->h, d, c->kk, ldk, n, 0, err));
 	TRY(mv(e, l->wv, c->h, d, c->vv, ldv, n, 0, err));
@@ -240,6 +276,7 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	TRY(rs_k_attn(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd, hdv,
 	    (int)n, c->d_params, 1.0f / sqrtf((float)hd), c->mix, c->attn,
 	    c->s, err));
+	TRY(quant(e, c->mix, (int64_t)nh * hdv, (int64_t)nh * hdv, n, err));
 	return (mv(e, l->wo, c->mix, (int64_t)nh * hdv, c->x, d, n, 1, err));
 }
 
@@ -279,9 +316,12 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int32_t logits_from,
 		TRY(ffn_block(e, l, n, err));
 	}
 	TRY(norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
-	if (want_logits)
+	if (want_logits) {
+		TRY(quant(e, c->h + logits_from * d, d, d, n - logits_from,
+		    err));
 		TRY(mv(e, m->output, c->h + logits_from * d, d, c->logits,
 		    m->hp.n_vocab, n - logits_from, 0, err));
+	}
 	return (RS_OK);
 }
 
@@ -432,15 +472,18 @@ cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	    c->d_tokens, n, c->h, c->s, err));
 	TRY(norm_rows(e, c->h, l->enorm, c->cat, 2 * d, n, err));
 	TRY(norm_rows(e, c->y, l->hnorm, c->cat + d, 2 * d, n, err));
+	TRY(quant(e, c->cat, 2 * d, 2 * d, n, err));
 	TRY(mv(e, l->eh_proj, c->cat, 2 * d, c->x, d, n, 0, err));
 	TRY(norm_rows(e, c->x, l->attn_norm, c->h, d, n, err));
 	TRY(attn_block(e, l, (uint16_t *)st->mtp_k, (uint16_t *)st->mtp_v, n,
 	    err));
 	TRY(ffn_block(e, l, n, err));
 	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
-	if (logits != NULL)
+	if (logits != NULL) {
+		TRY(quant(e, c->h, d, d, n, err));
 		TRY(mv(e, l->mtp_head, c->h, d, c->logits, m->hp.n_vocab, n, 0,
 		    err));
+	}
 	TRY(fetch(e, n, 0, logits, h_out, err));
 	st->mtp_pos = pos + n;
 	return (RS_OK);
@@ -462,6 +505,7 @@ cuda_free(struct rs_engine *e)
 	    c->logits };
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		cudaFree(bufs[i]);
+	cudaFree(c->xq);
 	cudaFree(c->d_tokens);
 	cudaFree(c->d_params);
 	cudaFree(c->arena);
@@ -541,6 +585,13 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 		RS_CUDA_TRY(err, cudaMalloc((void **)bufs[i].p, bytes));
 		c->scratch_bytes += bytes;
 	}
+	/* the widest product input: cat (MTP), the FFN or the mixer output */
+	int64_t wide = 2 * (int64_t)hp->n_embd;
+	wide = hp->n_ff > wide ? hp->n_ff : wide;
+	wide = mix > wide ? mix : wide;
+	size_t xq_bytes = (size_t)(b * RS_XQ_COL_BYTES(wide));
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->xq, xq_bytes));
+	c->scratch_bytes += xq_bytes;
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_tokens, (size_t)b *
 	    sizeof(int32_t)));
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_params, RS_K_N_PARAMS *

@@ -24,8 +24,13 @@
  */
 #include "common.cuh"
 #include "matvec_sb.cuh"
+#include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"
+
+extern "C" {
+#include "rs_xq.h"
+}
 
 #define MV_WARPS	4	/* rows (warps) per block */
 /*
@@ -106,6 +111,69 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 }
 
 /*
+ * The integer path (matvec_xq.cuh): x in the 16-bit format of rs_xq.h
+ * (XQ, column t at t·RS_XQ_COL_BYTES(n_in)), Q4_K / Q5_K / Q6_K weights.
+ * One warp per row; lane group g = lane/8 takes super-blocks g, g + 4,
+ * g + 8, ... in order, U of them per step for loads in flight, and each
+ * lane's share of a super-block (two groups of 16 values) is decoded once
+ * for all NT columns.  Each lane sums its super-blocks in one order and
+ * the warp reduction is fixed, so the result does not depend on NT or U:
+ * batch invariance as in matvec_rows_kernel.
+ *
+ * Instructions per 32 weights of a lane, one column: 2 (Q4_K) to 10 (Q6_K)
+ * loads of weights, 6 of x, ~12 nibble operations, 16 dp4a and ~20 for
+ * scales and the float tail: ~2 per weight, against ~9 of the f32 path.
+ * Each further column adds 6 loads, 16 dp4a and ~6 more.
+ */
+template <int TYPE, int NT, int U>
+static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
+matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
+    int64_t row_bytes, const uint8_t *__restrict__ xq, float *__restrict__ y,
+    int64_t ldy, int accumulate)
+{
+	const int	 lane = threadIdx.x % RS_WARP, j = lane & 7;
+	const int64_t	 o = (int64_t)blockIdx.x * MV_WARPS +
+	    threadIdx.x / RS_WARP;
+	const int64_t	 nb = n_in / 256, ldxq = RS_XQ_COL_BYTES(n_in);
+	float		 acc[NT];
+
+	if (o >= n_out)
+		return;
+	const uint8_t *row = w + o * row_bytes;
+#pragma unroll
+	for (int t = 0; t < NT; t++)
+		acc[t] = 0.0f;
+	int64_t bi = lane >> 3;
+	for (; bi + 4 * (U - 1) < nb; bi += 4 * U) {
+		xq_lane l[U];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			xqw<TYPE>::load(row, bi + 4 * u, j, &l[u]);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+#pragma unroll
+			for (int t = 0; t < NT; t++)
+				acc[t] = xq_dot(l[u], xq + t * ldxq, n_in,
+				    bi + 4 * u, acc[t]);
+	}
+	for (; bi < nb; bi += 4) {
+		xq_lane l;
+		xqw<TYPE>::load(row, bi, j, &l);
+#pragma unroll
+		for (int t = 0; t < NT; t++)
+			acc[t] = xq_dot(l, xq + t * ldxq, n_in, bi, acc[t]);
+	}
+#pragma unroll
+	for (int t = 0; t < NT; t++) {
+		float v = warp_sum(acc[t]);
+		if (lane == 0) {
+			float *dst = y + t * ldy + o;
+			*dst = accumulate ? *dst + v : v;
+		}
+	}
+}
+
+/*
  * Rows that are not whole super-blocks (no qwen35 weight; other GGUFs):
  * one warp per row over chunks of 8 values (quant.cuh), one column.
  */
@@ -171,9 +239,27 @@ struct matvec_launch {
 	const uint8_t	*w;
 	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
 	const float	*x;
+	const uint8_t	*xq;	/* NULL: the f32 path */
 	float		*y;
 	int		 n_tok, accumulate;
 	cudaStream_t	 stream;
+
+	template <int TYPE, int NT, int U>
+	void
+	go_xq_rows(void)
+	{
+		dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
+		matvec_xq_kernel<TYPE, NT, U><<<grid, MV_WARPS * RS_WARP, 0,
+		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy, accumulate);
+	}
+
+	/* one column keeps two steps of loads in flight */
+	template <int TYPE, int NT>
+	void
+	go_xq(void)
+	{
+		go_xq_rows<TYPE, NT, NT == 1 ? 2 : 1>();
+	}
 
 	template <int TYPE, int NT, int R, int U>
 	void
@@ -195,9 +281,9 @@ struct matvec_launch {
 	void
 	go(void)
 	{
-		if (NT == 1)
+		if constexpr (NT == 1)
 			go_rows<TYPE, 1, 1, 4>();
-		else if (NT <= 4)
+		else if constexpr (NT <= 4)
 			go_rows<TYPE, NT, 2, 2>();
 		else
 			go_rows<TYPE, NT, 1, 2>();
@@ -221,6 +307,19 @@ struct matvec_launch {
 			go_small<TYPE>();
 			return;
 		}
+		if constexpr (TYPE == RS_TYPE_Q4_K || TYPE == RS_TYPE_Q5_K ||
+		    TYPE == RS_TYPE_Q6_K) {
+			if (xq != NULL) {
+				switch (n_tok) {
+#define NT_CASE(n) case n: go_xq<TYPE, n>(); break;
+				NT_CASE(1) NT_CASE(2) NT_CASE(3) NT_CASE(4)
+				NT_CASE(5) NT_CASE(6) NT_CASE(7) NT_CASE(8)
+#undef NT_CASE
+				default: go_xq<TYPE, 16>(); break;
+				}
+				return;
+			}
+		}
 		if (!hot_type(TYPE)) {
 			switch (n_tok) {
 			case 1: go<TYPE, 1>(); break;
@@ -241,22 +340,25 @@ struct matvec_launch {
 
 extern "C" enum rs_status
 rs_k_matvec(const void *d_w, int type, int64_t n_in, int64_t n_out,
-    int64_t row_bytes, const float *d_x, int64_t ldx, float *d_y,
-    int64_t ldy, int n_tok, int accumulate, cudaStream_t stream,
+    int64_t row_bytes, const float *d_x, int64_t ldx, const void *d_xq,
+    float *d_y, int64_t ldy, int n_tok, int accumulate, cudaStream_t stream,
     struct rs_err *err)
 {
 	if (n_tok < 1 || n_tok > RS_K_MATVEC_MAX_COLS || n_in <= 0 ||
 	    n_in % 8 != 0 || n_out <= 0 || ldx % 4 != 0 ||
-	    ((uintptr_t)d_x & 15) != 0)
+	    ((uintptr_t)d_x & 15) != 0 || ((uintptr_t)d_xq & 15) != 0 ||
+	    (d_xq != NULL && n_in % RS_XQ_BLOCK != 0))
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "matvec: n_tok %d, n_in %lld, n_out %lld, ldx %lld "
 		    "(need 1..16 columns, n_in a multiple of 8, aligned x)",
 		    n_tok, (long long)n_in, (long long)n_out, (long long)ldx));
 	for (int done = 0; done < n_tok; ) {
 		int k = n_in % 256 != 0 ? 1 : pick_cols(type, n_tok - done);
+		const uint8_t *xq = d_xq == NULL ? NULL :
+		    (const uint8_t *)d_xq + done * RS_XQ_COL_BYTES(n_in);
 		matvec_launch l = { (const uint8_t *)d_w, n_in, n_out,
-		    row_bytes, ldx, ldy, d_x + done * ldx, d_y + done * ldy, k,
-		    accumulate, stream };
+		    row_bytes, ldx, ldy, d_x + done * ldx, xq, d_y + done * ldy,
+		    k, accumulate, stream };
 		if (!dispatch_type(type, l))
 			return (rs_errf(err, RS_ERR_UNSUPPORTED,
 			    "matvec: no device decoder for %s",

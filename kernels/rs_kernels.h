@@ -37,12 +37,26 @@ extern "C" {
  * apart); X is (n_tok, ldx), Y (n_tok, ldy).  ACCUMULATE adds to Y (the
  * residual connection) instead of overwriting it.  f32 accumulation; one
  * warp per output row reads the weight row once for all columns.
- * matvec.cu.  RS_ERR_UNSUPPORTED for a type without a device decoder.
+ * D_XQ, if not NULL, holds the same N_TOK columns of X in the 16-bit format
+ * of rs_xq.h (rs_k_xq, RS_XQ_COL_BYTES(n_in) bytes apart): Q4_K, Q5_K and
+ * Q6_K rows whose width is a multiple of 256 then use integer dot products
+ * on it (y within ~1e-5 relative of the f32 path); other types read X.
+ * Either way y[t] does not depend on N_TOK.  matvec.cu.
+ * RS_ERR_UNSUPPORTED for a type without a device decoder.
  */
 enum rs_status	rs_k_matvec(const void *d_w, int type, int64_t n_in,
 		    int64_t n_out, int64_t row_bytes, const float *d_x,
-		    int64_t ldx, float *d_y, int64_t ldy, int n_tok,
-		    int accumulate, cudaStream_t stream, struct rs_err *err);
+		    int64_t ldx, const void *d_xq, float *d_y, int64_t ldy,
+		    int n_tok, int accumulate, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * The N_TOK rows of X (n_tok, ldx), N values each (a multiple of 32), into
+ * D_XQ in the 16-bit format of rs_xq.h, bit-identical to rs_xq_quantize.
+ * xq.cu.
+ */
+enum rs_status	rs_k_xq(const float *d_x, int64_t ldx, int64_t n, int n_tok,
+		    void *d_xq, cudaStream_t stream, struct rs_err *err);
 
 /* Rows D_TOKENS[t] of the embedding table into Y (n_tok, n_embd). */
 enum rs_status	rs_k_embed(const void *d_w, int type, int64_t n_embd,

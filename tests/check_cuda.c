@@ -29,6 +29,7 @@
 #include "rs_quant_impl.h"
 #include "rs_state.h"
 #include "rs_types.h"
+#include "rs_xq.h"
 #include "t_util.h"
 
 #define CK(x)	ck_assert_int_eq((x), cudaSuccess)
@@ -140,7 +141,79 @@ random_rows(int type, void *buf, size_t bytes)
 	}
 }
 
-/* One weight through rs_k_matvec against rs_cpu_matmul_ref. */
+static int
+xq_type(int type)
+{
+	return (type == RS_TYPE_Q4_K || type == RS_TYPE_Q5_K ||
+	    type == RS_TYPE_Q6_K);
+}
+
+/*
+ * The integer path of W (n_in a multiple of 256) on the N_TOK columns of
+ * X: against the same products in double on the quantized x̃
+ * (rs_xq_dot_ref: what the kernel computes, up to f32 rounding), against
+ * the f32 products REF (what the engine needs: x̃ is within 1e-5 of x),
+ * and column by column (batch invariance: bit-identical).
+ */
+static void
+check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
+    const float *ref)
+{
+	const int64_t n_in = w->ne[0], n_out = w->ne[1];
+	const int64_t rb = (int64_t)(w->nbytes / (uint64_t)n_out);
+	const int64_t ldq = RS_XQ_COL_BYTES(n_in);
+	uint8_t	*xq = malloc((size_t)(n_tok * ldq));
+	float	*y = malloc((size_t)(n_tok * n_out) * 4);
+	float	*y1 = malloc((size_t)n_out * 4);
+	float	*exact = malloc((size_t)(n_tok * n_out) * 4);
+	float	*row = malloc((size_t)n_in * 4);
+	struct rs_err err;
+	char	 what[128];
+
+	for (int t = 0; t < n_tok; t++)
+		rs_xq_quantize(x + t * n_in, n_in, xq + t * ldq);
+	for (int64_t o = 0; o < n_out; o++) {
+		ck_assert_int_eq(rs_dequant_row(w->type,
+		    (const uint8_t *)w->data + o * rb, row, n_in, NULL), RS_OK);
+		for (int t = 0; t < n_tok; t++)
+			exact[t * n_out + o] = (float)rs_xq_dot_ref(row,
+			    xq + t * ldq, n_in);
+	}
+	void *dw = dup_dev(w->data, w->nbytes);
+	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
+	void *dq = dup_dev(xq, (size_t)(n_tok * ldq));
+	float *dy = dup_dev(NULL, (size_t)(n_tok * n_out) * 4);
+	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb, dx, n_in,
+	    dq, dy, n_out, n_tok, 0, 0, &err), RS_OK);
+	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
+	snprintf(what, sizeof(what), "matvec xq %s %s %lldx%lld, %d cols",
+	    w->name, rs_type_name(w->type), (long long)n_in, (long long)n_out,
+	    n_tok);
+	expect_close(what, y, exact, n_tok * n_out, 1e-5);
+	expect_close(what, y, ref, n_tok * n_out, 1e-4);
+	for (int t = 0; t < n_tok; t++) {
+		ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb,
+		    dx + t * n_in, n_in, (uint8_t *)dq + t * ldq, dy, n_out, 1,
+		    0, 0, &err), RS_OK);
+		to_host(y1, dy, (size_t)n_out * 4);
+		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
+		    "%s: column %d alone differs from the batch", what, t);
+	}
+	cudaFree(dw);
+	cudaFree(dx);
+	cudaFree(dq);
+	cudaFree(dy);
+	free(xq);
+	free(y);
+	free(y1);
+	free(exact);
+	free(row);
+}
+
+/*
+ * One weight through rs_k_matvec against rs_cpu_matmul_ref, and through
+ * its integer path where it has one.
+ */
 static void
 check_matvec(const struct rs_gguf_tensor *w, int n_tok, int accumulate)
 {
@@ -170,13 +243,15 @@ check_matvec(const struct rs_gguf_tensor *w, int n_tok, int accumulate)
 	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
 	float *dy = dup_dev(y, (size_t)(n_tok * n_out) * 4);
 	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out,
-	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, n_in, dy, n_out, n_tok,
-	    accumulate, 0, &err), RS_OK);
+	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, n_in, NULL, dy, n_out,
+	    n_tok, accumulate, 0, &err), RS_OK);
 	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
 	snprintf(what, sizeof(what), "matvec %s %s %lldx%lld, %d cols%s",
 	    w->name, rs_type_name(w->type), (long long)n_in, (long long)n_out,
 	    n_tok, accumulate ? " +=" : "");
 	expect_close(what, y, ref, n_tok * n_out, 1e-5);
+	if (!accumulate && xq_type(w->type) && n_in % 256 == 0)
+		check_matvec_xq(w, x, n_tok, ref);
 	cudaFree(dw);
 	cudaFree(dx);
 	cudaFree(dy);
@@ -243,6 +318,90 @@ START_TEST(matvec_all_types)
 		check_matvec(&t, 7, 1);
 		free(buf);
 	}
+}
+END_TEST
+
+/*
+ * The integer path on rows of 13 super-blocks (lane groups with 4 and 3
+ * of them: both loops of matvec_xq_kernel) and 3 or 16 columns.
+ */
+START_TEST(matvec_xq_wide)
+{
+	static const int types[] = { RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct rs_gguf_tensor t = { .name = "random", .n_dims = 2,
+		    .type = types[i] };
+		size_t rb;
+		t.ne[0] = 13 * 256;
+		t.ne[1] = 67;
+		t.ne[2] = t.ne[3] = 1;
+		ck_assert_int_eq(rs_type_row_bytes(t.type, t.ne[0], &rb, NULL),
+		    RS_OK);
+		t.nbytes = rb * 67;
+		void *buf = malloc(t.nbytes);
+		random_rows(t.type, buf, t.nbytes);
+		t.data = buf;
+		check_matvec(&t, 3, 0);
+		check_matvec(&t, 16, 0);
+		free(buf);
+	}
+}
+END_TEST
+
+/*
+ * rs_k_xq against rs_xq_quantize, byte for byte: random columns read with
+ * a stride, and blocks of zeros, of one large value, of denormals, with a
+ * NaN and with an infinity.
+ */
+START_TEST(xq)
+{
+	const int64_t n = 320, ldx = 352;
+	const int n_tok = 3;
+	const int64_t ldq = RS_XQ_COL_BYTES(n);
+	float	*x = malloc((size_t)(n_tok * ldx) * 4);
+	uint8_t	*ref = malloc((size_t)(n_tok * ldq));
+	uint8_t	*got = malloc((size_t)(n_tok * ldq));
+	struct rs_err err;
+
+	for (int64_t i = 0; i < n_tok * ldx; i++)
+		x[i] = frand() * (i % 7 == 0 ? 1000.0f : 1.0f);
+	for (int i = 0; i < 32; i++) {
+		x[32 + i] = 0.0f;
+		x[64 + i] = i == 5 ? 3e30f : 1.0f;
+		x[96 + i] = 1e-40f * (float)(i - 16);
+	}
+	x[ldx + 40] = NAN;
+	x[2 * ldx + 300] = -INFINITY;
+	for (int t = 0; t < n_tok; t++)
+		rs_xq_quantize(x + t * ldx, n, ref + t * ldq);
+	float *dx = dup_dev(x, (size_t)(n_tok * ldx) * 4);
+	void *dq = dup_dev(NULL, (size_t)(n_tok * ldq));
+	ck_assert_int_eq(rs_k_xq(dx, ldx, n, n_tok, dq, 0, &err), RS_OK);
+	to_host(got, dq, (size_t)(n_tok * ldq));
+	for (int t = 0; t < n_tok; t++) {
+		const uint8_t *g = got + t * ldq, *r = ref + t * ldq;
+		for (int64_t i = 0; i < 2 * n; i++)
+			ck_assert_msg(g[i] == r[i], "xq column %d byte %lld: "
+			    "%u, cpu %u", t, (long long)i, g[i], r[i]);
+		/* NaN payloads differ between GPU and CPU: compare as NaN */
+		for (int64_t i = 0; i < n / 8; i++) {
+			float a, b;
+			memcpy(&a, g + 2 * n + 4 * i, 4);
+			memcpy(&b, r + 2 * n + 4 * i, 4);
+			ck_assert_msg((isnan(a) && isnan(b)) ||
+			    memcmp(&a, &b, 4) == 0, "xq column %d meta %lld: "
+			    "%g, cpu %g", t, (long long)i, a, b);
+		}
+	}
+	ck_assert(isnan(rs_xq_value(ref + ldq, n, 40)));
+	ck_assert_int_eq(rs_k_xq(dx, ldx, 100, n_tok, dq, 0, &err),
+	    RS_ERR_INVALID_ARG);
+	cudaFree(dx);
+	cudaFree(dq);
+	free(x);
+	free(ref);
+	free(got);
 }
 END_TEST
 
@@ -794,6 +953,8 @@ cuda_suite(void)
 	tcase_set_timeout(k, 120);
 	tcase_add_test(k, matvec_fixtures);
 	tcase_add_test(k, matvec_all_types);
+	tcase_add_test(k, matvec_xq_wide);
+	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);
 	tcase_add_test(k, norms);
 	tcase_add_test(k, rope);

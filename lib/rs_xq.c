@@ -1,0 +1,66 @@
+/*
+ * rs_xq.c - the CPU side of the 16-bit activation format (rs_xq.h): the
+ * oracle of kernels/xq.cu, bit for bit, and of the integer matvec.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "rs_xq.h"
+
+static void
+quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
+{
+	int8_t	*hi = (int8_t *)out + RS_XQ_BLOCK * b;
+	uint8_t	*lo = out + n + RS_XQ_BLOCK * b;
+	float	 meta[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	float	 amax = 0.0f;
+	int	 finite = 1;
+	int32_t	 sum[2] = { 0, 0 };
+
+	x += RS_XQ_BLOCK * b;
+	for (int i = 0; i < RS_XQ_BLOCK; i++) {
+		finite &= isfinite(x[i]) != 0;
+		amax = fmaxf(amax, fabsf(x[i]));
+	}
+	/* the kernel computes these in the same f32 operations */
+	int	 zero = !finite || amax < RS_XQ_MIN_AMAX;
+	float	 inv = 32767.0f / amax;
+	float	 s = !finite ? NAN : zero ? 0.0f : amax / 32767.0f;
+	for (int i = 0; i < RS_XQ_BLOCK; i++) {
+		int32_t v = zero ? 0 : (int32_t)lrintf(x[i] * inv);
+		hi[i] = (int8_t)(v >> 8);
+		lo[i] = (uint8_t)(v & 255);
+		sum[i / 16] += v;
+	}
+	meta[0] = s;
+	meta[1] = s * (float)sum[0];
+	meta[2] = s * (float)sum[1];
+	memcpy(out + 2 * n + 16 * b, meta, sizeof(meta));
+}
+
+void
+rs_xq_quantize(const float *x, int64_t n, uint8_t *out)
+{
+	for (int64_t b = 0; b < n / RS_XQ_BLOCK; b++)
+		quantize_block(x, n, b, out);
+}
+
+float
+rs_xq_value(const uint8_t *xq, int64_t n, int64_t i)
+{
+	int32_t	v = 256 * (int32_t)((const int8_t *)xq)[i] + xq[n + i];
+	float	s;
+
+	memcpy(&s, xq + 2 * n + 16 * (i / RS_XQ_BLOCK), sizeof(s));
+	return (s * (float)v);
+}
+
+double
+rs_xq_dot_ref(const float *w, const uint8_t *xq, int64_t n)
+{
+	double acc = 0.0;
+
+	for (int64_t i = 0; i < n; i++)
+		acc += (double)w[i] * (double)rs_xq_value(xq, n, i);
+	return (acc);
+}

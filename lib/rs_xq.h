@@ -1,0 +1,54 @@
+/*
+ * rs_xq.h - activations quantized to 16-bit integers for the GPU's integer
+ * matvec (kernels/xq.cu makes them, kernels/matvec_xq.cuh reads them).
+ *
+ * Why: a decode token is a product of 27B quantized weights with one
+ * activation vector.  In f32 every weight costs a nibble extraction, a
+ * conversion and an FMA, and the H200 ran out of instructions at a quarter
+ * of its bandwidth (docs/perf-log.md).  With x as integers, four weights
+ * meet four activation bytes in one dp4a.  8-bit activations (llama.cpp's
+ * q8_1) would add ~0.5 % noise to every product; 16 bits split into a
+ * signed high byte and an unsigned low byte keep it near 1e-5 for two
+ * dp4a per four weights.
+ *
+ * A column of N values (N a multiple of 32) is cut into 32-value blocks.
+ * Block b has the scale s = amax / 32767 (amax = max |x| over the block)
+ * and integers v[i] = rint(x[i] · (32767 / amax)), |v| <= 32767, so that
+ * x̃[i] = s·v[i] approximates x[i] within s/2.  v = 256·hi + lo with hi =
+ * v >> 8 (signed byte) and lo = v & 255 (unsigned byte).  The column's
+ * bytes, RS_XQ_COL_BYTES(N) of them:
+ *
+ *   [0, N)            hi[i]    int8
+ *   [N, 2N)           lo[i]    uint8
+ *   [2N, 2N + N/2)    meta[b]  4 floats per block: s, Σ x̃ over its first
+ *                              16 values, Σ x̃ over its last 16, 0
+ *
+ * The sums serve the formats whose values carry an offset (Q4_K's minimum,
+ * Q6_K's −32): Σ (a·q − m)·x̃ = a·Σ q·x̃ − m·Σ x̃.  Each half-sum is s times
+ * the exact integer sum of its v, rounded once.  A block whose amax is
+ * below RS_XQ_MIN_AMAX (where 32767 / amax would overflow) is all zeros
+ * (s = 0, v = 0); a block holding a NaN or an infinity gets s = NaN and
+ * v = 0, so that the fault reaches every output that reads it.
+ */
+#ifndef RS_XQ_H
+#define RS_XQ_H
+
+#include <stdint.h>
+
+#define RS_XQ_BLOCK		32
+#define RS_XQ_MIN_AMAX		0x1p-100f
+#define RS_XQ_COL_BYTES(n)	(2 * (int64_t)(n) + 16 * ((int64_t)(n) / 32))
+
+/* Quantize the N values of X (N a multiple of 32) into OUT. */
+void	rs_xq_quantize(const float *x, int64_t n, uint8_t *out);
+
+/* x̃[i] of a quantized column XQ of N values. */
+float	rs_xq_value(const uint8_t *xq, int64_t n, int64_t i);
+
+/*
+ * Oracle of the integer matvec: Σ_i w[i]·x̃[i] in double, W the N decoded
+ * weights of one row.
+ */
+double	rs_xq_dot_ref(const float *w, const uint8_t *xq, int64_t n);
+
+#endif /* RS_XQ_H */

@@ -1,0 +1,129 @@
+/*
+ * check_xq.c - the 16-bit activation format (lib/rs_xq.h) against its
+ * definition: values within half a step of the input, bytes that rebuild
+ * the integers, half-sums, the special blocks, and the dot-product oracle
+ * against a plain double dot product.  The GPU kernel is compared with
+ * this code byte for byte in check_cuda.c.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_xq.h"
+
+static float
+meta(const uint8_t *xq, int64_t n, int64_t b, int k)
+{
+	float f;
+
+	memcpy(&f, xq + 2 * n + 16 * b + 4 * k, sizeof(f));
+	return (f);
+}
+
+START_TEST(round_trip)
+{
+	enum { N = 256 };
+	float	 x[N];
+	uint8_t	 q[RS_XQ_COL_BYTES(N)];
+	uint32_t r = 12345;
+
+	for (int i = 0; i < N; i++) {
+		r = r * 1664525u + 1013904223u;
+		/* magnitudes from 1e-3 to 1e3, both signs */
+		x[i] = ((float)(r >> 8) / 16777216.0f - 0.5f) *
+		    powf(10.0f, (float)(i % 7) - 3.0f);
+	}
+	rs_xq_quantize(x, N, q);
+	for (int b = 0; b < N / 32; b++) {
+		float amax = 0.0f;
+		for (int i = 0; i < 32; i++)
+			amax = fmaxf(amax, fabsf(x[32 * b + i]));
+		float s = meta(q, N, b, 0);
+		ck_assert_float_eq(s, amax / 32767.0f);
+		ck_assert_float_eq(meta(q, N, b, 3), 0.0f);
+		int32_t sum[2] = { 0, 0 };
+		for (int i = 0; i < 32; i++) {
+			int64_t k = 32 * b + i;
+			int32_t v = 256 * (int8_t)q[k] + q[N + k];
+			ck_assert_int_le(abs(v), 32767);
+			sum[i / 16] += v;
+			/* x̃ = s·v within half a step (and the f32 rounding) */
+			double err = fabs((double)rs_xq_value(q, N, k) - x[k]);
+			ck_assert_msg(err <= 0.5 * s + 1e-6 * amax,
+			    "value %lld: error %g, step %g", (long long)k, err, s);
+		}
+		ck_assert_float_eq(meta(q, N, b, 1), s * (float)sum[0]);
+		ck_assert_float_eq(meta(q, N, b, 2), s * (float)sum[1]);
+	}
+}
+END_TEST
+
+START_TEST(special_blocks)
+{
+	enum { N = 128 };
+	float	 x[N];
+	uint8_t	 q[RS_XQ_COL_BYTES(N)];
+
+	for (int i = 0; i < 32; i++) {
+		x[i] = 0.0f;				/* zeros */
+		x[32 + i] = 1e-35f * (float)(i + 1);	/* below MIN_AMAX */
+		x[64 + i] = i == 3 ? NAN : 1.0f;	/* a NaN */
+		x[96 + i] = i == 31 ? -INFINITY : 2.0f;	/* an infinity */
+	}
+	x[0] = -0.0f;
+	rs_xq_quantize(x, N, q);
+	for (int b = 0; b < 4; b++)
+		for (int i = 0; i < 32; i++) {
+			ck_assert_int_eq(q[32 * b + i], 0);
+			ck_assert_int_eq(q[N + 32 * b + i], 0);
+		}
+	ck_assert_float_eq(meta(q, N, 0, 0), 0.0f);
+	ck_assert_float_eq(meta(q, N, 1, 0), 0.0f);
+	ck_assert(isnan(meta(q, N, 2, 0)) && isnan(meta(q, N, 2, 1)));
+	ck_assert(isnan(meta(q, N, 3, 0)) && isnan(meta(q, N, 3, 2)));
+	/* extremes: ±amax map to ±32767 exactly */
+	for (int i = 0; i < 32; i++)
+		x[i] = (float)(i - 16) / 16.0f;
+	rs_xq_quantize(x, 32, q);
+	ck_assert_int_eq(256 * (int8_t)q[0] + q[32], -32767);
+	ck_assert_int_eq(256 * (int8_t)q[16] + q[32 + 16], 0);
+}
+END_TEST
+
+START_TEST(dot_oracle)
+{
+	enum { N = 96 };
+	float	 x[N], w[N];
+	uint8_t	 q[RS_XQ_COL_BYTES(N)];
+	double	 plain = 0.0, bound = 0.0;
+
+	for (int i = 0; i < N; i++) {
+		x[i] = sinf(0.37f * (float)i) * 3.0f;
+		w[i] = cosf(0.11f * (float)i);
+	}
+	rs_xq_quantize(x, N, q);
+	for (int i = 0; i < N; i++) {
+		plain += (double)w[i] * x[i];
+		bound += fabs(w[i]) * 0.5 * meta(q, N, i / 32, 0);
+	}
+	double got = rs_xq_dot_ref(w, q, N);
+	ck_assert_msg(fabs(got - plain) <= bound * 1.001 + 1e-9,
+	    "dot %g, f32 dot %g, bound %g", got, plain, bound);
+	ck_assert(got != plain);	/* it reads x̃, not x */
+}
+END_TEST
+
+Suite *
+xq_suite(void)
+{
+	Suite	*s = suite_create("xq");
+	TCase	*tc = tcase_create("format");
+
+	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, special_blocks);
+	tcase_add_test(tc, dot_oracle);
+	suite_add_tcase(s, tc);
+	return (s);
+}
