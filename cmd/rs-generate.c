@@ -410,6 +410,7 @@ on_event(const struct rs_gen_event *ev, void *arg)
 		delta_write(r, ev->token);
 		break;
 	case RS_GEN_EV_PROGRESS:
+	case RS_GEN_EV_LOGPROB:
 	case RS_GEN_EV_FINISH:
 		break;
 	}

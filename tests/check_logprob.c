@@ -7,7 +7,8 @@
  * gap d apart: −ln(1 + e^−d) and −d − ln(1 + e^−d)), and, for a larger
  * random row, from a straightforward computation here: the sum of e^l over
  * the row without any shift (the logits are small) and a full qsort of the
- * ids by (logit descending, id ascending).
+ * ids by (logit descending, id ascending).  Skipped tokens count as
+ * logits of −∞: the rest renormalise among themselves.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ compute(const float *l, int64_t n, int32_t tok, int k, struct rs_logprob *o)
 {
 	struct rs_err err = { 0 };
 
-	ck_assert_msg(rs_logprob_compute(l, n, tok, k, o, &err) == RS_OK,
+	ck_assert_msg(rs_logprob_compute(l, n, NULL, tok, k, o, &err) == RS_OK,
 	    "%s", err.msg);
 	ck_assert_int_eq(o->token, tok);
 }
@@ -133,6 +134,28 @@ START_TEST(top_more_than_n)
 }
 END_TEST
 
+START_TEST(skipped)
+{
+	/* tokens 0 and 3 left out: the softmax of {0, 0} is 1/2 each, and
+	   the NaN of a skipped token is never read */
+	static const float		l[4] = { 5, 0, 0, NAN };
+	static const unsigned char	skip[4] = { 1, 0, 0, 1 };
+	struct rs_logprob		o;
+	struct rs_err			err = { 0 };
+
+	ck_assert_msg(rs_logprob_compute(l, 4, skip, 1, 3, &o, &err) == RS_OK,
+	    "%s", err.msg);
+	CK_NEAR(o.logprob, -log(2.0), 1e-15);
+	ck_assert_int_eq(o.n_top, 2);
+	ck_assert_int_eq(o.top[0].token, 1);
+	ck_assert_int_eq(o.top[1].token, 2);
+	CK_NEAR(o.top[1].logprob, -log(2.0), 1e-15);
+	ck_assert_int_eq(rs_logprob_compute(l, 4, skip, 0, 3, &o, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert_ptr_nonnull(strstr(err.msg, "token 0 is left out"));
+}
+END_TEST
+
 /* ---- a random row against a straightforward computation ---- */
 
 static const float *cmp_row;
@@ -211,14 +234,14 @@ START_TEST(bad_input)
 	if (b->poison != 0)	/* NaN included */
 		l[1] = b->poison;
 	memset(&o, 0x5a, sizeof(o));
-	ck_assert_int_eq(rs_logprob_compute(l, b->n, b->tok, b->k, &o, &err),
-	    RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_logprob_compute(l, b->n, NULL, b->tok, b->k, &o,
+	    &err), RS_ERR_INVALID_ARG);
 	ck_assert_msg(strstr(err.msg, b->needle) != NULL, "'%s' lacks '%s'",
 	    err.msg, b->needle);
 	ck_assert_int_eq(o.n_top, 0x5a5a5a5a);	/* untouched */
 	/* ERR may be NULL */
-	ck_assert_int_eq(rs_logprob_compute(l, b->n, b->tok, b->k, &o, NULL),
-	    RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_logprob_compute(l, b->n, NULL, b->tok, b->k, &o,
+	    NULL), RS_ERR_INVALID_ARG);
 }
 END_TEST
 
@@ -234,6 +257,7 @@ logprob_suite(void)
 	tcase_add_test(tc, two_logits);
 	tcase_add_test(tc, large_and_far);
 	tcase_add_test(tc, top_more_than_n);
+	tcase_add_test(tc, skipped);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("straightforward");
 	tcase_add_test(tc, random_row);
