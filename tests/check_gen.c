@@ -460,7 +460,7 @@ END_TEST
 
 /*
  * Chat: reasoning, markup and content tokens all get an entry, in order,
- * each from before its text; an ending <|im_end|> none; the top lists
+ * each from before its text; an ending stop token none; the top lists
  * hold no token that chat never samples (padding rows, control tokens).
  */
 START_TEST(chat_logprobs)
@@ -473,31 +473,30 @@ START_TEST(chat_logprobs)
 		    "\"hi\"}], \"max_tokens\": 12, \"temperature\": 0, "
 		    "\"enable_thinking\": false, \"logprobs\": true, "
 		    "\"top_logprobs\": 3}",
-		/* the ending token: <|im_end|> (id 2049 in the tiny
-		   vocabulary) pushed to the top */
+		/* the same, ended by a token of that output (stop_tokens) */
 		"{\"messages\": [{\"role\": \"user\", \"content\": "
 		    "\"hi\"}], \"max_tokens\": 12, \"temperature\": 0, "
 		    "\"enable_thinking\": false, \"logprobs\": true, "
-		    "\"logit_bias\": {\"%d\": 100}}",
+		    "\"stop_token_ids\": [%d]}",
 	};
 	struct gx		x;
 	struct rs_gen_result	res;
 	struct col		c;
 	char			body[512];
-	int32_t			im_end;
+	int32_t			stop = -1;
+	size_t			k = 0;
+	double			greedy[12];
 
 	gx_open(&x, "tiny/model-q8_0.gguf", 0, 1, NULL);
-	im_end = rs_tok_find(x.tok, IM_END, strlen(IM_END));
-	ck_assert_int_ge(im_end, 0);
 	for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
-		snprintf(body, sizeof(body), bodies[b], (int)im_end);
+		snprintf(body, sizeof(body), bodies[b], (int)stop);
 		col_init(&c);
 		run_body(&x, body, &res, &c);
 		if (b < 2)
 			ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
-		else
-			ck_assert(res.n_tokens == 1 && res.tokens[0] ==
-			    im_end && res.finish == RS_GEN_FINISH_STOP);
+		else	/* K tokens, then the stop token without an entry */
+			ck_assert(res.n_tokens == k + 1 && res.tokens[k] ==
+			    stop && res.finish == RS_GEN_FINISH_STOP);
 		ck_assert_uint_eq(res.n_logprobs, res.n_tokens - (b == 2));
 		ck_assert_uint_eq(c.n_lp, res.n_logprobs);
 		for (size_t i = 0; i < res.n_logprobs; i++) {
@@ -512,9 +511,13 @@ START_TEST(chat_logprobs)
 				    lp->top[1].logprob <= lp->top[0].logprob);
 			/* greedy: the chosen token heads the list, as the
 			   tokens chat never samples are left out */
-			if (b == 1)
+			if (b == 1) {
 				ck_assert(lp->top[0].token == lp->token &&
 				    lp->top[0].logprob == lp->logprob);
+				greedy[i] = lp->logprob;
+			}
+			if (b == 2)
+				ck_assert(lp->logprob == greedy[i]);
 			for (int j = 0; j < lp->n_top; j++) {
 				int ty = rs_tok_type(x.tok, lp->top[j].token);
 
@@ -524,6 +527,20 @@ START_TEST(chat_logprobs)
 				    "top[%d]: id %d of type %d", j,
 				    lp->top[j].token, ty);
 			}
+		}
+		/* the stop token: the first output token after the first
+		   that did not come before it */
+		for (k = 1; b == 1 && k < res.n_tokens; k++) {
+			size_t i = 0;
+
+			while (i < k && res.tokens[i] != res.tokens[k])
+				i++;
+			if (i == k)
+				break;
+		}
+		if (b == 1) {
+			ck_assert_uint_lt(k, res.n_tokens);
+			stop = res.tokens[k];
 		}
 		rs_gen_result_cleanup(&res);
 		col_cleanup(&c);
