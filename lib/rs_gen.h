@@ -275,8 +275,8 @@ void		rs_gen_req_cleanup(struct rs_gen_req *r);
  * xhigh, max (any case), unsupported features (response_format other than
  * text, n > 1, continue_final_message, functions), and every §2.3 rule
  * (roles, content parts, images, tool calls and their arguments, tool
- * messages, tools and their names, tool_choice).  RS_ERR_NOMEM (type server_error, 500).  On
- * failure R is left for rs_gen_req_cleanup() only.
+ * messages, tools and their names, tool_choice).  RS_ERR_NOMEM (type
+ * server_error, 500).  On failure R is left for rs_gen_req_cleanup() only.
  */
 enum rs_status	rs_gen_req_parse(const struct rs_gen *g, struct rs_gen_req *r,
 		    const struct rs_json *body, struct rs_gen_error *ge);
@@ -351,9 +351,9 @@ struct rs_gen_event {
  * never samples (§0 hardening), so that a greedy token is always the
  * first of its top list.  The same whether the token was sampled, forced
  * or an accepted draft (then the verification pass's row for its
- * position).  The LOGPROB event comes
- * before the token's text events, so a streaming client attaches the
- * entries received since its last chunk to its next chunk.
+ * position).  The LOGPROB event comes before the token's text events, so
+ * a streaming client attaches the entries received since its last chunk
+ * to its next chunk.
  */
 
 /*

@@ -371,7 +371,7 @@ START_TEST(greedy_reference)
 }
 END_TEST
 
-/* log softmax(ROW)[T] over V logits, in double, straight from the definition. */
+/* log softmax(ROW)[T] over V logits in double, from the definition. */
 static double
 ref_logprob(const float *row, int64_t v, int32_t t)
 {
