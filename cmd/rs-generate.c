@@ -24,6 +24,7 @@
 #include "rs_gen.h"
 #include "rs_json.h"
 #include "rs_model.h"
+#include "rs_oai.h"
 #include "rs_tok.h"
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
@@ -57,6 +58,8 @@ struct delta {
 	struct rs_json	*last;		/* the entry of the latest call */
 	size_t		 last_index;
 	struct rs_buf	 args;		/* its arguments so far */
+	struct rs_logprob lp;		/* the token's logprob, with logprobs */
+	int		 has_lp;
 };
 
 struct run {
@@ -315,6 +318,7 @@ delta_reset(struct delta *d)
 	rs_json_free(d->calls);
 	d->calls = NULL;
 	d->last = NULL;
+	d->has_lp = 0;
 }
 
 /* Close the latest call entry: its arguments so far go in. */
@@ -374,6 +378,15 @@ delta_write(struct run *r, int32_t token)
 
 	if (token >= 0)
 		rs_json_set(o, "token", rs_json_int(token));
+	if (d->has_lp) {
+		struct rs_json *l = rs_oai_logprobs_chat(&d->lp, 1, r->tok);
+
+		if (l == NULL)
+			rs_cli_fatal("out of memory");
+		rs_json_set(o, "logprob", rs_json_ref(rs_json_arr_at(l, 0)));
+		rs_json_free(l);
+		d->has_lp = 0;
+	}
 	if (d->content.len > 0)
 		rs_json_set(o, "delta", rs_json_strn(d->content.data,
 		    d->content.len));
@@ -409,6 +422,10 @@ on_event(const struct rs_gen_event *ev, void *arg)
 	case RS_GEN_EV_TOKEN:
 		delta_write(r, ev->token);
 		break;
+	case RS_GEN_EV_LOGPROB:
+		r->d.lp = *ev->lp;
+		r->d.has_lp = 1;
+		break;
 	case RS_GEN_EV_PROGRESS:
 	case RS_GEN_EV_FINISH:
 		break;
@@ -418,9 +435,12 @@ on_event(const struct rs_gen_event *ev, void *arg)
 
 /* ---- JSON lines ---- */
 
-/* The final object of a successful request. */
+/*
+ * The final object of a successful request; LOGPROBS: the request asked
+ * for them.
+ */
 static void
-write_result(struct run *r, const struct rs_gen_result *res)
+write_result(struct run *r, const struct rs_gen_result *res, int logprobs)
 {
 	struct rs_json	*o = new_line(r), *toks = rs_json_arr();
 
@@ -435,6 +455,9 @@ write_result(struct run *r, const struct rs_gen_result *res)
 	    rs_json_str(rs_gen_finish_name(res->finish)));
 	rs_json_set(o, "usage", rs_gen_usage_json(&res->usage));
 	rs_json_set(o, "timings", rs_gen_timings_json(&res->timings));
+	if (logprobs)
+		rs_json_set(o, "logprobs", rs_oai_logprobs_chat(res->logprobs,
+		    res->n_logprobs, r->tok));
 	write_line(r, o);
 	rs_json_free(o);
 }
@@ -521,7 +544,7 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 		if (r->o->stream && (r->d.content.len > 0 ||
 		    r->d.reasoning.len > 0 || r->d.calls != NULL))
 			delta_write(r, -1);
-		write_result(r, &res);
+		write_result(r, &res, req.logprobs);
 		rs_gen_result_cleanup(&res);
 	} else
 		write_error(r, lineno, &ge);

@@ -41,7 +41,8 @@ effort_static(const char *e)
 /*
  * Chat mode never samples a padding row (no vocabulary entry, or UNUSED /
  * UNKNOWN) or a CONTROL token that does not end generation (<|im_start|>,
- * vision and audio tokens): serving.md §0 hardening.
+ * vision and audio tokens): serving.md §0 hardening.  Its logprobs leave
+ * them out too (rs_gen.h), through the BANNED flags.
  */
 static enum rs_status
 build_ban(struct rs_gen *g, struct rs_err *err)
@@ -50,7 +51,8 @@ build_ban(struct rs_gen *g, struct rs_err *err)
 	int	t;
 
 	g->ban = malloc((size_t)g->n_vocab * sizeof(*g->ban));
-	if (g->ban == NULL)
+	g->banned = calloc((size_t)g->n_vocab, 1);
+	if (g->ban == NULL || g->banned == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	for (int32_t id = 0; id < g->n_vocab; id++) {
 		t = id < n_tok ? rs_tok_type(g->tok, id) : 0;
@@ -59,6 +61,7 @@ build_ban(struct rs_gen *g, struct rs_err *err)
 			continue;
 		g->ban[g->n_ban].token = id;
 		g->ban[g->n_ban++].bias = -INFINITY;
+		g->banned[id] = 1;
 	}
 	return (RS_OK);
 }
@@ -171,6 +174,7 @@ rs_gen_free(struct rs_gen *g)
 	if (g == NULL)
 		return;
 	free(g->ban);
+	free(g->banned);
 	free(g->logits);
 	free(g->piece);
 	free(g);
@@ -231,6 +235,7 @@ rs_gen_result_cleanup(struct rs_gen_result *res)
 	free(res->calls);
 	free(res->raw);
 	free(res->tokens);
+	free(res->logprobs);
 	memset(res, 0, sizeof(*res));
 }
 
@@ -294,6 +299,9 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	res->tokens = u->out;
 	res->n_tokens = u->n_out;
 	u->out = NULL;
+	res->logprobs = u->lp;
+	res->n_logprobs = u->n_lp;
+	u->lp = NULL;
 	if (res->content == NULL || res->reasoning == NULL || res->raw == NULL)
 		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if (copy_calls(res, &pr, &u->err) != RS_OK)
@@ -377,6 +385,11 @@ setup(struct rs_gen_job *u)
 
 	u->limit = (size_t)(r->max_tokens > 0 && r->max_tokens < room ?
 	    r->max_tokens : room);
+	if (r->logprobs && (r->top_logprobs < 0 ||
+	    r->top_logprobs > RS_LOGPROB_MAX_TOP))
+		return (rs_errf(&u->err, RS_ERR_INVALID_ARG, "top_logprobs %d "
+		    "is outside [0, %d]", r->top_logprobs,
+		    RS_LOGPROB_MAX_TOP));
 	if ((u->out = malloc(u->limit * sizeof(*u->out))) == NULL)
 		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if ((st = make_sampler(u)) != RS_OK ||
@@ -401,6 +414,7 @@ teardown(struct rs_gen_job *u)
 	rs_parse_free(u->parse);
 	rs_buf_cleanup(&u->raw);
 	free(u->out);
+	free(u->lp);
 }
 
 enum rs_status

@@ -65,6 +65,7 @@
 #include "rs_engine.h"
 #include "rs_err.h"
 #include "rs_json.h"
+#include "rs_logprob.h"
 #include "rs_sample.h"
 #include "rs_state.h"
 #include "rs_tok.h"
@@ -207,6 +208,11 @@ struct rs_gen_req {
 	size_t			 n_bias;
 	int64_t			 max_tokens;	/* >= 1, or -1: to the context
 						   end */
+	/* logprobs (§4.3): 1 reports a struct rs_logprob for every output
+	   token (RS_GEN_EV_LOGPROB, rs_gen_result.logprobs) with the
+	   TOP_LOGPROBS (0..RS_LOGPROB_MAX_TOP) most likely tokens */
+	int			 logprobs;
+	int			 top_logprobs;
 	char			**stop;		/* N_STOP strings */
 	size_t			 n_stop;
 	int32_t			*stop_ids;	/* extra stop token ids */
@@ -251,7 +257,12 @@ void		rs_gen_req_cleanup(struct rs_gen_req *r);
  * min_p, presence_penalty, frequency_penalty, repetition_penalty, seed,
  * stop, stop_token_ids, logit_bias, n, logprobs, top_logprobs,
  * response_format, continue_final_message, functions, function_call.
- * Every other field is ignored.
+ * Every other field is ignored.  logprobs follows the endpoint the input
+ * belongs to: with "messages" (chat) a boolean, with top_logprobs an
+ * integer in [0, RS_LOGPROB_MAX_TOP] that needs logprobs true; with
+ * "prompt", "tokens" or "ids" (text completions) an integer in [0,
+ * RS_LOGPROB_MAX_TOP], the number of alternatives (top_logprobs is then
+ * not read).
  *
  * Fails with RS_ERR_INVALID_ARG and GE filled (type invalid_request_error,
  * code 400, param the field's path) for: not an object, no input or two,
@@ -259,13 +270,13 @@ void		rs_gen_req_cleanup(struct rs_gen_req *r);
  * (0, 1], top_k >= -1, min_p [0, 1], penalties [-2, 2], repetition > 0,
  * max_tokens [1, 2^31 − 1], n = 1, at most RS_GEN_MAX_STOP non-empty
  * stop strings, logit_bias keys that are ids of G's model with values in
- * [-100, 100]), a token id outside the model, an effort other than none,
- * minimal, low, medium, high, xhigh, max (any case), unsupported features
- * (logprobs, response_format other than text, n > 1,
- * continue_final_message, functions), and every §2.3 rule (roles, content
- * parts, images, tool calls and their arguments, tool messages, tools and
- * their names, tool_choice).  RS_ERR_NOMEM (type server_error, 500).  On
- * failure R is left for rs_gen_req_cleanup() only.
+ * [-100, 100], logprobs and top_logprobs as above), a token id outside
+ * the model, an effort other than none, minimal, low, medium, high,
+ * xhigh, max (any case), unsupported features (response_format other than
+ * text, n > 1, continue_final_message, functions), and every §2.3 rule
+ * (roles, content parts, images, tool calls and their arguments, tool
+ * messages, tools and their names, tool_choice).  RS_ERR_NOMEM (type
+ * server_error, 500).  On failure R is left for rs_gen_req_cleanup() only.
  */
 enum rs_status	rs_gen_req_parse(const struct rs_gen *g, struct rs_gen_req *r,
 		    const struct rs_json *body, struct rs_gen_error *ge);
@@ -304,6 +315,8 @@ enum rs_gen_ev {
 	RS_GEN_EV_CONTENT,	/* TEXT: a piece of content */
 	RS_GEN_EV_TOOL_CALL,	/* call INDEX starts: ID, name in TEXT */
 	RS_GEN_EV_TOOL_ARGS,	/* TEXT: a piece of call INDEX's arguments */
+	RS_GEN_EV_LOGPROB,	/* LP: the next output token, before its
+				   text (only when logprobs are asked) */
 	RS_GEN_EV_TOKEN,	/* TOKEN joined the output (after its text) */
 	RS_GEN_EV_FINISH	/* generation ended: FINISH (not sent when
 				   cancelled) */
@@ -317,9 +330,31 @@ struct rs_gen_event {
 	size_t			 index;	/* TOOL_*: the call, 0-based */
 	const char		*id;	/* TOOL_CALL: "call_" + 24 chars */
 	int32_t			 token;	/* TOKEN: its id */
+	const struct rs_logprob	*lp;	/* LOGPROB; borrowed for the callback
+					   only */
 	int32_t			 n_done, n_total;	/* PROGRESS */
 	enum rs_gen_finish	 finish;		/* FINISH */
 };
+
+/*
+ * Logprobs.  With R->logprobs set, every output token gets a struct
+ * rs_logprob, in output order, except a token that ends the run without
+ * text (end-of-generation, a stop_token_ids id): reasoning, markup
+ * (</think>, <tool_call>), tool-call and content tokens alike, forced
+ * tokens (tool_choice) and a token whose text a stop string cuts
+ * included.  Its logprob is the log-softmax of the raw logits of the
+ * position that predicted it (rs_logprob.h: temperature 1, before
+ * penalties, logit_bias and the sampler's filters), over the tokens the
+ * request can produce: for RS_GEN_TEXT and RS_GEN_TOKENS every row of the
+ * model's output matrix (padding rows included, as nothing is masked
+ * there); for RS_GEN_CHAT all but the padding rows and control tokens it
+ * never samples (§0 hardening), so that a greedy token is always the
+ * first of its top list.  The same whether the token was sampled, forced
+ * or an accepted draft (then the verification pass's row for its
+ * position).  The LOGPROB event comes before the token's text events, so
+ * a streaming client attaches the entries received since its last chunk
+ * to its next chunk.
+ */
 
 /*
  * Called for every event, in order.  A non-zero return cancels the run
@@ -380,6 +415,10 @@ struct rs_gen_result {
 	int32_t			*tokens;	/* output ids, forced and EOG
 						   included */
 	size_t			 n_tokens;
+	struct rs_logprob	*logprobs;	/* with R->logprobs: one per
+						   output token but an ending
+						   one, in order; else NULL */
+	size_t			 n_logprobs;
 	struct rs_gen_usage	 usage;
 	struct rs_gen_timings	 timings;
 };

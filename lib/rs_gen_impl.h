@@ -28,6 +28,8 @@ struct rs_gen {
 	int32_t			 id_call_end;
 	struct rs_logit_bias	*ban;		/* never sampled in chat mode */
 	size_t			 n_ban;
+	unsigned char		*banned;	/* (n_vocab) the same as flags:
+						   left out of chat logprobs */
 	float			*logits;	/* (1 + draft_ngram, n_vocab) */
 	char			*piece;		/* rs_detok_max() bytes */
 	size_t			 piece_cap;
@@ -56,6 +58,8 @@ struct rs_gen_job {
 	struct rs_buf		 raw;		/* stop-checked output text */
 	int32_t			*out;		/* (limit) output ids */
 	size_t			 n_out, limit;
+	struct rs_logprob	*lp;		/* (cap_lp) with logprobs */
+	size_t			 n_lp, cap_lp;
 	const int32_t		*force;		/* tokens to take, not sample */
 	size_t			 n_force, i_force;
 	int			 forced_think;	/* forced text after </think>

@@ -8,6 +8,8 @@
  *                  last chunk's last row of logits kept
  *   decode         per token: sample (or take a forced token), then
  *                    end-of-generation / stop id?  -> end (no text)
+ *                    logprobs asked?  -> LOGPROB event from the row that
+ *                                        predicted the token
  *                    bytes -> rs_detok (UTF-8 assembly, §1.8)
  *                          -> rs_stop (stop strings, hold-back)
  *                          -> rs_parse (chat) or content (raw)
@@ -20,6 +22,7 @@
  * The last token is never forwarded: the state ends at P + n − 1
  * positions, which is what the next request's prefix reuse compares.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -245,9 +248,49 @@ token_text(struct rs_gen_job *u, int32_t t, enum rs_gen_end *end)
 	return (RS_OK);
 }
 
-/* One output token T: count it, send its text, decide whether it ends. */
+/*
+ * Token T's log-probability and top alternatives from ROW, the logits
+ * that predicted it, kept for the result and sent as a LOGPROB event.
+ * The list grows by doubling (a realloc every doubling, only when logprobs
+ * are asked for; entries are about 340 bytes, so no up-front allocation
+ * for the whole context).
+ */
 static enum rs_status
-take(struct rs_gen_job *u, int32_t t, int forced, enum rs_gen_end *end)
+logprob(struct rs_gen_job *u, const float *row, int32_t t)
+{
+	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_LOGPROB };
+	struct rs_logprob	*lp;
+	size_t			 cap;
+	enum rs_status		 st;
+
+	if (!u->r->logprobs)
+		return (RS_OK);
+	if (u->n_lp == u->cap_lp) {
+		cap = u->cap_lp > 0 ? 2 * u->cap_lp : 64;
+		if ((lp = realloc(u->lp, cap * sizeof(*lp))) == NULL)
+			return (rs_errf(&u->err, RS_ERR_NOMEM,
+			    "out of memory"));
+		u->lp = lp;
+		u->cap_lp = cap;
+	}
+	lp = &u->lp[u->n_lp];
+	if ((st = rs_logprob_compute(row, u->g->n_vocab, u->r->kind ==
+	    RS_GEN_CHAT ? u->g->banned : NULL, t, u->r->top_logprobs, lp,
+	    &u->err)) != RS_OK)
+		return (st);
+	u->n_lp++;
+	ev.lp = lp;
+	rs_gen_emit(u, &ev);
+	return (RS_OK);
+}
+
+/*
+ * One output token T, predicted by the logits ROW: count it, send its
+ * logprob and its text, decide whether it ends.
+ */
+static enum rs_status
+take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
+    enum rs_gen_end *end)
 {
 	struct rs_gen		*g = u->g;
 	struct rs_gen_req	*r = u->r;
@@ -263,7 +306,8 @@ take(struct rs_gen_job *u, int32_t t, int forced, enum rs_gen_end *end)
 	*end = RS_GEN_END_NONE;
 	if (!forced && (rs_tok_is_eog(g->tok, t) || rs_stop_token(u->stop, t)))
 		*end = RS_GEN_END_TOKEN;
-	else if ((st = token_text(u, t, end)) != RS_OK)
+	else if ((st = logprob(u, row, t)) != RS_OK ||
+	    (st = token_text(u, t, end)) != RS_OK)
 		return (st);
 	if (*end == RS_GEN_END_NONE && r->tools != NULL &&
 	    !r->parallel_tool_calls && t == g->id_call_end)
@@ -354,7 +398,7 @@ rs_gen_decode(struct rs_gen_job *u)
 	while (!u->cancelled) {
 		float *row = u->g->logits + (int64_t)ps.i * u->g->n_vocab;
 		if ((st = next_token(u, row, &t, &forced)) != RS_OK ||
-		    (st = take(u, t, forced, &end)) != RS_OK)
+		    (st = take(u, row, t, forced, &end)) != RS_OK)
 			return (st);
 		if (u->cancelled)
 			break;

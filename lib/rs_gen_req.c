@@ -504,6 +504,45 @@ parse_bias(const struct rs_gen *g, struct rs_gen_req *r,
 	return (RS_OK);
 }
 
+/*
+ * logprobs and top_logprobs, in the shape of the endpoint (§4.3): chat
+ * takes "logprobs": bool and "top_logprobs": 0..20, which needs logprobs
+ * true; text completions take "logprobs": 0..20 alone (OpenAI allows
+ * 0..5 there; vLLM and llama.cpp more).
+ */
+static enum rs_status
+parse_logprobs(struct rs_gen_req *r, const struct rs_json *body,
+    struct rs_gen_error *ge)
+{
+	struct rs_json	*v = rs_gen_field(body, "logprobs");
+	int64_t		 top = r->top_logprobs;
+	enum rs_status	 st;
+
+	if (r->kind != RS_GEN_CHAT) {
+		if (v != NULL && rs_json_as_int(v, &top) != 0)
+			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "logprobs",
+			    "logprobs: must be an integer in [0, %d] (the "
+			    "alternatives listed per token)",
+			    RS_LOGPROB_MAX_TOP));
+		if ((st = get_int(body, "logprobs", 0, RS_LOGPROB_MAX_TOP,
+		    &top, ge)) != RS_OK)
+			return (st);
+		if (v != NULL)
+			r->logprobs = 1;
+		r->top_logprobs = (int)top;
+		return (RS_OK);
+	}
+	if ((st = get_bool(body, "logprobs", "logprobs", &r->logprobs, ge)) !=
+	    RS_OK || (st = get_int(body, "top_logprobs", 0,
+	    RS_LOGPROB_MAX_TOP, &top, ge)) != RS_OK)
+		return (st);
+	if (rs_gen_field(body, "top_logprobs") != NULL && !r->logprobs)
+		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "top_logprobs",
+		    "top_logprobs: needs logprobs set to true"));
+	r->top_logprobs = (int)top;
+	return (RS_OK);
+}
+
 /* Fields this server does not implement: a 400 rather than silence. */
 static enum rs_status
 parse_unsupported(const struct rs_json *body, struct rs_gen_error *ge)
@@ -511,21 +550,15 @@ parse_unsupported(const struct rs_json *body, struct rs_gen_error *ge)
 	struct rs_json	*rf = rs_gen_field(body, "response_format");
 	const char	*s;
 	size_t		 n;
-	int		 lp = 0;
 	int64_t		 count = 1;
 	enum rs_status	 st;
 
 	if ((st = get_int(body, "n", INT64_MIN, INT64_MAX, &count, ge)) !=
-	    RS_OK || (st = get_bool(body, "logprobs", "logprobs", &lp, ge)) !=
 	    RS_OK)
 		return (st);
 	if (count != 1)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "n",
 		    "n: %lld; only n = 1 is supported", (long long)count));
-	if (lp || rs_gen_field(body, "top_logprobs") != NULL)
-		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, lp ? "logprobs" :
-		    "top_logprobs", "logprobs are not supported by this "
-		    "server"));
 	if (rf != NULL && (rs_json_as_str(rs_json_get(rf, "type"), &s, &n) !=
 	    0 || strcmp(s, "text") != 0))
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "response_format",
@@ -578,7 +611,8 @@ parse_sampling(const struct rs_gen *g, struct rs_gen_req *r,
 	    &r->n_stop_ids, ge)) != RS_OK)
 		return (st);
 	if ((st = parse_stop(r, body, ge)) != RS_OK ||
-	    (st = parse_bias(g, r, body, ge)) != RS_OK)
+	    (st = parse_bias(g, r, body, ge)) != RS_OK ||
+	    (st = parse_logprobs(r, body, ge)) != RS_OK)
 		return (st);
 	return (parse_unsupported(body, ge));
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rs_oai.h"
+#include "rs_utf8.h"
 
 static const char alnum[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -102,8 +103,18 @@ rs_oai_resp_cleanup(struct rs_oai_resp *r)
 		return;
 	free(r->model);
 	free(r->fingerprint);
+	free(r->pend);
 	r->model = r->fingerprint = NULL;
+	r->pend = NULL;
+	r->n_pend = r->cap_pend = 0;
 	rs_buf_cleanup(&r->head);
+}
+
+void
+rs_oai_resp_logprobs(struct rs_oai_resp *r, const struct rs_tok *tok)
+{
+	r->tok = tok;
+	r->offset = 0;
 }
 
 /* ---- streaming ---- */
@@ -117,12 +128,51 @@ chunk_open(const struct rs_oai_resp *r, struct rs_buf *out)
 	rs_buf_adds(out, "\"choices\":[{\"index\":0,");
 }
 
-/* Close the choice with FINISH (NULL: null) and the chunk. */
+static void	add_json(struct rs_buf *out, struct rs_json *j);
+
+/*
+ * The queued logprobs as the chunk's "logprobs" value, the queue emptied;
+ * NULL when there are none (or they are not asked for).  Out of memory
+ * marks OUT.
+ */
+static struct rs_json *
+take_pending(struct rs_oai_resp *r, struct rs_buf *out)
+{
+	struct rs_json	*j = NULL, *c;
+
+	if (r->tok == NULL || r->n_pend == 0)
+		return (NULL);
+	if (r->api == RS_OAI_COMPLETION)
+		j = rs_oai_logprobs_text(r->pend, r->n_pend, r->tok,
+		    &r->offset);
+	else if ((c = rs_oai_logprobs_chat(r->pend, r->n_pend, r->tok)) !=
+	    NULL && ((j = rs_json_obj()) == NULL ||
+	    rs_json_set(j, "content", c) != 0)) {
+		if (j == NULL)
+			rs_json_free(c);
+		rs_json_free(j);
+		j = NULL;
+	}
+	r->n_pend = 0;
+	if (j == NULL)
+		out->oom = 1;
+	return (j);
+}
+
+/*
+ * Close the choice with logprobs LP (taken; NULL: null), FINISH (NULL:
+ * null) and the chunk.
+ */
 static void
 chunk_close(const struct rs_oai_resp *r, struct rs_buf *out,
-    const char *finish)
+    struct rs_json *lp, const char *finish)
 {
-	rs_buf_adds(out, ",\"logprobs\":null,\"finish_reason\":");
+	rs_buf_adds(out, ",\"logprobs\":");
+	if (lp != NULL)
+		add_json(out, lp);
+	else
+		rs_buf_adds(out, "null");
+	rs_buf_adds(out, ",\"finish_reason\":");
 	if (finish != NULL)
 		add_jstrz(out, finish);
 	else
@@ -145,26 +195,26 @@ rs_oai_sse_role(const struct rs_oai_resp *r, struct rs_buf *out)
 		return (done(out));
 	chunk_open(r, out);
 	rs_buf_adds(out, "\"delta\":{\"role\":\"assistant\",\"content\":\"\"}");
-	chunk_close(r, out, NULL);
+	chunk_close(r, out, NULL, NULL);
 	rs_buf_add(out, "}\n\n", 3);
 	return (done(out));
 }
 
 /* A delta with one text field: {"<key>": "<text>"}. */
 static void
-delta_text(const struct rs_oai_resp *r, struct rs_buf *out, const char *key,
+delta_text(struct rs_oai_resp *r, struct rs_buf *out, const char *key,
     const struct rs_gen_event *ev)
 {
 	chunk_open(r, out);
 	rs_buf_addf(out, "\"delta\":{\"%s\":", key);
 	add_jstr(out, ev->text, ev->len);
 	rs_buf_addc(out, '}');
-	chunk_close(r, out, NULL);
+	chunk_close(r, out, take_pending(r, out), NULL);
 	rs_buf_add(out, "}\n\n", 3);
 }
 
 static void
-delta_call(const struct rs_oai_resp *r, struct rs_buf *out,
+delta_call(struct rs_oai_resp *r, struct rs_buf *out,
     const struct rs_gen_event *ev)
 {
 	chunk_open(r, out);
@@ -182,20 +232,43 @@ delta_call(const struct rs_oai_resp *r, struct rs_buf *out,
 		add_jstr(out, ev->text, ev->len);
 		rs_buf_adds(out, "}}]}");
 	}
-	chunk_close(r, out, NULL);
+	chunk_close(r, out, take_pending(r, out), NULL);
 	rs_buf_add(out, "}\n\n", 3);
 }
 
+/* Queue LP for the next chunk; -1 when out of memory. */
+static int
+queue(struct rs_oai_resp *r, const struct rs_logprob *lp)
+{
+	struct rs_logprob	*p;
+	size_t			 cap;
+
+	if (r->n_pend == r->cap_pend) {
+		cap = r->cap_pend > 0 ? 2 * r->cap_pend : 8;
+		if ((p = realloc(r->pend, cap * sizeof(*p))) == NULL)
+			return (-1);
+		r->pend = p;
+		r->cap_pend = cap;
+	}
+	r->pend[r->n_pend++] = *lp;
+	return (0);
+}
+
 int
-rs_oai_sse_event(const struct rs_oai_resp *r, const struct rs_gen_event *ev,
+rs_oai_sse_event(struct rs_oai_resp *r, const struct rs_gen_event *ev,
     struct rs_buf *out)
 {
+	if (ev->kind == RS_GEN_EV_LOGPROB) {
+		if (r->tok != NULL && queue(r, ev->lp) != 0)
+			out->oom = 1;
+		return (done(out));
+	}
 	if (r->api == RS_OAI_COMPLETION) {
 		if (ev->kind == RS_GEN_EV_CONTENT) {
 			chunk_open(r, out);
 			rs_buf_adds(out, "\"text\":");
 			add_jstr(out, ev->text, ev->len);
-			chunk_close(r, out, NULL);
+			chunk_close(r, out, take_pending(r, out), NULL);
 			rs_buf_add(out, "}\n\n", 3);
 		}
 		return (done(out));
@@ -217,7 +290,7 @@ rs_oai_sse_event(const struct rs_oai_resp *r, const struct rs_gen_event *ev,
 	return (done(out));
 }
 
-/* Append J compactly; a NULL J (out of memory) marks OUT as OOM. */
+/* Append J (taken) compactly; a NULL J (out of memory) marks OUT as OOM. */
 static void
 add_json(struct rs_buf *out, struct rs_json *j)
 {
@@ -233,7 +306,7 @@ add_json(struct rs_buf *out, struct rs_json *j)
 }
 
 int
-rs_oai_sse_end(const struct rs_oai_resp *r, const struct rs_gen_result *res,
+rs_oai_sse_end(struct rs_oai_resp *r, const struct rs_gen_result *res,
     struct rs_buf *out)
 {
 	const char *finish = rs_gen_finish_name(res->finish);
@@ -241,7 +314,7 @@ rs_oai_sse_end(const struct rs_oai_resp *r, const struct rs_gen_result *res,
 	chunk_open(r, out);
 	rs_buf_adds(out, r->api == RS_OAI_CHAT ? "\"delta\":{}" :
 	    "\"text\":\"\"");
-	chunk_close(r, out, finish);
+	chunk_close(r, out, take_pending(r, out), finish);
 	if (r->include_usage) {
 		rs_buf_add(out, "}\n\n", 3);
 		rs_buf_add(out, "data: ", 6);
@@ -306,6 +379,30 @@ message_json(const struct rs_gen_result *res, int *bad)
 	return (msg);
 }
 
+/* The choice's "logprobs": null, or all of RES's entries. */
+static struct rs_json *
+choice_logprobs(const struct rs_oai_resp *r, const struct rs_gen_result *res)
+{
+	struct rs_json	*o, *c;
+	int64_t		 off = 0;
+
+	if (r->tok == NULL)
+		return (rs_json_null());
+	if (r->api == RS_OAI_COMPLETION)
+		return (rs_oai_logprobs_text(res->logprobs, res->n_logprobs,
+		    r->tok, &off));
+	if ((c = rs_oai_logprobs_chat(res->logprobs, res->n_logprobs,
+	    r->tok)) == NULL)
+		return (NULL);
+	if ((o = rs_json_obj()) == NULL || rs_json_set(o, "content", c) != 0) {
+		if (o == NULL)
+			rs_json_free(c);
+		rs_json_free(o);
+		return (NULL);
+	}
+	return (o);
+}
+
 struct rs_json *
 rs_oai_response(const struct rs_oai_resp *r, const struct rs_gen_result *res)
 {
@@ -331,7 +428,7 @@ rs_oai_response(const struct rs_oai_resp *r, const struct rs_gen_result *res)
 		else
 			put(choice, "text", rs_json_strn(res->content,
 			    res->content_len), &bad);
-		put(choice, "logprobs", rs_json_null(), &bad);
+		put(choice, "logprobs", choice_logprobs(r, res), &bad);
 		put(choice, "finish_reason",
 		    rs_json_str(rs_gen_finish_name(res->finish)), &bad);
 		if (rs_json_push(choices, choice) != 0)
@@ -417,6 +514,185 @@ struct rs_json *
 rs_oai_gen_error(const struct rs_gen_error *ge)
 {
 	return (envelope(rs_gen_error_json(ge)));
+}
+
+/* ---- logprobs ---- */
+
+/*
+ * Token ID's bytes as RS_TOK_DEC_SPECIAL decodes them (a control token
+ * spelled out; a padding row, outside the tokenizer, has none).
+ */
+static const char *
+token_bytes(const struct rs_tok *tok, int32_t id, size_t *n)
+{
+	const char *p = rs_tok_piece(tok, id, RS_TOK_DEC_SPECIAL, n);
+
+	if (p == NULL)
+		*n = 0;
+	return (p != NULL ? p : "");
+}
+
+/* The N bytes at P less those that are not valid UTF-8, as a string. */
+static struct rs_json *
+token_str(const char *p, size_t n)
+{
+	struct rs_json	*j;
+	char		*v;
+	size_t		 o = 0;
+	int		 k;
+
+	if (rs_utf8_valid(p, n, NULL))
+		return (rs_json_strn(p, n));
+	if ((v = malloc(n + 1)) == NULL)
+		return (NULL);
+	for (size_t i = 0; i < n; i += k > 0 ? (size_t)k : 1) {
+		k = rs_utf8_seq((const unsigned char *)p + i, n - i, NULL);
+		if (k > 0) {
+			memcpy(v + o, p + i, (size_t)k);
+			o += (size_t)k;
+		}
+	}
+	j = rs_json_strn(v, o);
+	free(v);
+	return (j);
+}
+
+/* {"token", "logprob", "bytes"} of ID, plus whatever the caller adds. */
+static struct rs_json *
+token_json(const struct rs_tok *tok, int32_t id, double logprob, int *bad)
+{
+	struct rs_json	*o = rs_json_obj(), *b = rs_json_arr();
+	const char	*p;
+	size_t		 n;
+
+	if (o == NULL || b == NULL) {
+		rs_json_free(o);
+		rs_json_free(b);
+		*bad = 1;
+		return (NULL);
+	}
+	p = token_bytes(tok, id, &n);
+	for (size_t i = 0; i < n; i++)
+		if (rs_json_push(b, rs_json_int((unsigned char)p[i])) != 0)
+			*bad = 1;
+	put(o, "token", token_str(p, n), bad);
+	put(o, "logprob", rs_json_real(logprob), bad);
+	put(o, "bytes", b, bad);
+	return (o);
+}
+
+struct rs_json *
+rs_oai_logprobs_chat(const struct rs_logprob *lp, size_t n,
+    const struct rs_tok *tok)
+{
+	struct rs_json	*list = rs_json_arr(), *e, *top;
+	int		 bad = list == NULL;
+
+	for (size_t i = 0; i < n && !bad; i++) {
+		e = token_json(tok, lp[i].token, lp[i].logprob, &bad);
+		if ((top = rs_json_arr()) == NULL)
+			bad = 1;
+		for (int j = 0; j < lp[i].n_top && top != NULL; j++)
+			if (rs_json_push(top, token_json(tok,
+			    lp[i].top[j].token, lp[i].top[j].logprob, &bad)))
+				bad = 1;
+		if (e != NULL) {
+			put(e, "top_logprobs", top, &bad);
+			top = NULL;
+		}
+		rs_json_free(top);
+		if (e == NULL || rs_json_push(list, e) != 0)
+			bad = 1;
+	}
+	if (bad) {
+		rs_json_free(list);
+		return (NULL);
+	}
+	return (list);
+}
+
+/* Unicode code points that token ID adds to the output text. */
+static int64_t
+text_points(const struct rs_tok *tok, int32_t id)
+{
+	const char	*p;
+	size_t		 n;
+	int64_t		 c = 0;
+
+	if ((p = rs_tok_piece(tok, id, 0, &n)) == NULL)
+		return (0);
+	/* a code point starts at every byte that is not 10xxxxxx */
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)p[i] & 0xc0) != 0x80;
+	return (c);
+}
+
+/* {token string: logprob} of LP's alternatives and its own token. */
+static struct rs_json *
+top_object(const struct rs_logprob *lp, const struct rs_tok *tok, int *bad)
+{
+	struct rs_json	*o = rs_json_obj(), *k;
+	const char	*s, *p;
+	size_t		 len, n;
+
+	if (o == NULL) {
+		*bad = 1;
+		return (NULL);
+	}
+	for (int j = -1; j < lp->n_top; j++) {
+		p = token_bytes(tok, j < 0 ? lp->token : lp->top[j].token, &n);
+		if ((k = token_str(p, n)) == NULL ||
+		    rs_json_as_str(k, &s, &len) != 0) {
+			rs_json_free(k);
+			*bad = 1;
+			continue;
+		}
+		put(o, s, rs_json_real(j < 0 ? lp->logprob :
+		    lp->top[j].logprob), bad);
+		rs_json_free(k);
+	}
+	return (o);
+}
+
+struct rs_json *
+rs_oai_logprobs_text(const struct rs_logprob *lp, size_t n,
+    const struct rs_tok *tok, int64_t *offset)
+{
+	struct rs_json	*o = rs_json_obj(), *toks = rs_json_arr(),
+			*lps = rs_json_arr(), *tops = rs_json_arr(),
+			*offs = rs_json_arr();
+	const char	*p;
+	size_t		 len;
+	int		 bad = 0;
+
+	if (o == NULL || toks == NULL || lps == NULL || tops == NULL ||
+	    offs == NULL)
+		bad = 1;
+	for (size_t i = 0; i < n && !bad; i++) {
+		p = token_bytes(tok, lp[i].token, &len);
+		if (rs_json_push(toks, token_str(p, len)) != 0 ||
+		    rs_json_push(lps, rs_json_real(lp[i].logprob)) != 0 ||
+		    rs_json_push(tops, top_object(&lp[i], tok, &bad)) != 0 ||
+		    rs_json_push(offs, rs_json_int(*offset)) != 0)
+			bad = 1;
+		*offset += text_points(tok, lp[i].token);
+	}
+	if (!bad) {
+		put(o, "tokens", toks, &bad);
+		put(o, "token_logprobs", lps, &bad);
+		put(o, "top_logprobs", tops, &bad);
+		put(o, "text_offset", offs, &bad);
+		toks = lps = tops = offs = NULL;
+	}
+	rs_json_free(toks);
+	rs_json_free(lps);
+	rs_json_free(tops);
+	rs_json_free(offs);
+	if (bad) {
+		rs_json_free(o);
+		return (NULL);
+	}
+	return (o);
 }
 
 /* ---- the model ---- */

@@ -21,6 +21,22 @@
  * only, and calls never interleave: what Copilot's parser needs, §3.5).
  * Text completions: {"text": ...} choices.
  *
+ * Logprobs (§4.3), when rs_oai_resp_logprobs() asked for them: every
+ * struct rs_logprob of the run (rs_gen.h says which tokens have one), as
+ * OpenAI spells them.  Chat: "logprobs": {"content": [{"token", "logprob",
+ * "bytes", "top_logprobs": [{"token", "logprob", "bytes"}, ...]}, ...]}.
+ * Text completions: "logprobs": {"tokens", "token_logprobs",
+ * "top_logprobs": [{token: logprob, ...}, ...], "text_offset"}.  A
+ * token's "bytes" are its vocabulary entry's (a control token spelled
+ * out, a padding row's empty); "token" is those bytes less any that are
+ * not valid UTF-8 (a token may hold part of a character: the character
+ * shows in no token string, its bytes in "bytes").  Streamed, LOGPROB
+ * events queue their entries in the response and the next chunk carries
+ * the queue (the entries of the tokens taken since the previous chunk;
+ * chunks with none carry "logprobs": null), the finish chunk what is
+ * left: tokens whose text went to no delta (markup the parser consumed, a
+ * stop string).
+ *
  * Lifecycle: rs_oai_resp_init() / rs_oai_resp_cleanup(); the model and
  * fingerprint strings are copied.  Functions returning struct rs_json give
  * a new value (caller frees with rs_json_free()) or NULL when out of
@@ -35,6 +51,8 @@
 #include "rs_buf.h"
 #include "rs_gen.h"
 #include "rs_json.h"
+#include "rs_logprob.h"
+#include "rs_tok.h"
 
 enum rs_oai_api {
 	RS_OAI_CHAT,		/* POST /v1/chat/completions */
@@ -51,6 +69,13 @@ struct rs_oai_resp {
 	char		*fingerprint;
 	int		 include_usage;	/* stream_options.include_usage */
 	struct rs_buf	 head;		/* '{"id":...,"model":...,' */
+	/* logprobs: TOK (borrowed) spells tokens, NULL when not asked for;
+	   PEND queues the entries for the next chunk; OFFSET is the next
+	   entry's text_offset (text completions) */
+	const struct rs_tok *tok;
+	struct rs_logprob *pend;	/* (cap_pend) */
+	size_t		 n_pend, cap_pend;
+	int64_t		 offset;
 };
 
 /*
@@ -71,6 +96,13 @@ int		 rs_oai_resp_init(struct rs_oai_resp *r, enum rs_oai_api api,
 		    const char *fingerprint, int include_usage);
 void		 rs_oai_resp_cleanup(struct rs_oai_resp *r);
 
+/*
+ * Report logprobs in R's chunks and body (the request asked for them);
+ * TOK, the model's tokenizer, must outlive R.
+ */
+void		 rs_oai_resp_logprobs(struct rs_oai_resp *r,
+		    const struct rs_tok *tok);
+
 /* ---- streaming ---- */
 
 /* The first chunk: delta {"role":"assistant","content":""} (chat only). */
@@ -79,10 +111,11 @@ int		 rs_oai_sse_role(const struct rs_oai_resp *r,
 
 /*
  * The chunk of one rs_gen event, if it has one (REASONING, CONTENT,
- * TOOL_CALL, TOOL_ARGS; PROGRESS, TOKEN and FINISH give nothing).  Text
- * completions only stream CONTENT.
+ * TOOL_CALL, TOOL_ARGS; PROGRESS, TOKEN and FINISH give nothing; LOGPROB
+ * is queued for the next chunk when logprobs are on).  Text completions
+ * only stream CONTENT.
  */
-int		 rs_oai_sse_event(const struct rs_oai_resp *r,
+int		 rs_oai_sse_event(struct rs_oai_resp *r,
 		    const struct rs_gen_event *ev, struct rs_buf *out);
 
 /*
@@ -90,7 +123,7 @@ int		 rs_oai_sse_event(const struct rs_oai_resp *r,
  * finish_reason), the usage chunk (choices [], RES's usage) when
  * include_usage, RES's timings on the last of them, then "data: [DONE]".
  */
-int		 rs_oai_sse_end(const struct rs_oai_resp *r,
+int		 rs_oai_sse_end(struct rs_oai_resp *r,
 		    const struct rs_gen_result *res, struct rs_buf *out);
 
 /*
@@ -109,7 +142,7 @@ int		 rs_oai_sse_keepalive(struct rs_buf *out);
  * The non-streamed response (§4.4): chat.completion with the message
  * (content, null only when empty and tool calls exist; reasoning_content
  * and tool_calls only when non-empty) or text_completion with the text;
- * finish_reason, usage and timings.
+ * logprobs (null unless asked for), finish_reason, usage and timings.
  */
 struct rs_json	*rs_oai_response(const struct rs_oai_resp *r,
 		    const struct rs_gen_result *res);
@@ -132,6 +165,28 @@ struct rs_json	*rs_oai_gen_error(const struct rs_gen_error *ge);
  * server_error.
  */
 const char	*rs_oai_error_type(int code);
+
+/* ---- logprobs ---- */
+
+/*
+ * Chat's "content" list for the N entries at LP, tokens spelled by TOK:
+ * [{"token", "logprob", "bytes", "top_logprobs": [{"token", "logprob",
+ * "bytes"}, ...]}, ...].
+ */
+struct rs_json	*rs_oai_logprobs_chat(const struct rs_logprob *lp, size_t n,
+		    const struct rs_tok *tok);
+
+/*
+ * Text completions' object for the N entries at LP: {"tokens",
+ * "token_logprobs", "top_logprobs", "text_offset"}.  Each top_logprobs
+ * object holds the entry's alternatives and its own token (OpenAI: up to
+ * logprobs + 1 of them).  text_offset is the position, in Unicode code
+ * points of the completion text, where the token's text starts (counting
+ * from *OFFSET, which is advanced past the N tokens): a control token
+ * adds nothing there, as the text does not hold it.
+ */
+struct rs_json	*rs_oai_logprobs_text(const struct rs_logprob *lp, size_t n,
+		    const struct rs_tok *tok, int64_t *offset);
 
 /* ---- the model ---- */
 

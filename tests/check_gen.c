@@ -37,6 +37,9 @@ struct gx {
 struct col {
 	struct rs_buf	 content, reasoning, args, names, ids;
 	size_t		 n_tokens, n_calls, n_progress, n_finish;
+	size_t		 n_lp;		/* LOGPROB events */
+	int32_t		 lp_token;	/* the last one's token, -1: none
+					   since the last TOKEN */
 	int32_t		 tokens[512];
 	size_t		 cancel_at;	/* cancel on TOKEN event k (1-based) */
 	int		 cancel_progress;
@@ -84,6 +87,7 @@ static void
 col_init(struct col *c)
 {
 	memset(c, 0, sizeof(*c));
+	c->lp_token = -1;
 	rs_buf_init(&c->content);
 	rs_buf_init(&c->reasoning);
 	rs_buf_init(&c->args);
@@ -112,7 +116,7 @@ on_event(const struct rs_gen_event *ev, void *arg)
 	}
 	ck_assert(ev->kind == RS_GEN_EV_PROGRESS ||
 	    ev->kind == RS_GEN_EV_TOKEN || ev->kind == RS_GEN_EV_FINISH ||
-	    ev->len > 0);
+	    ev->kind == RS_GEN_EV_LOGPROB || ev->len > 0);
 	switch (ev->kind) {
 	case RS_GEN_EV_PROGRESS:
 		c->n_progress++;
@@ -132,7 +136,15 @@ on_event(const struct rs_gen_event *ev, void *arg)
 	case RS_GEN_EV_TOOL_ARGS:
 		rs_buf_add(&c->args, ev->text, ev->len);
 		break;
+	case RS_GEN_EV_LOGPROB:
+		/* one per token, before that token's TOKEN event */
+		ck_assert_int_eq(c->lp_token, -1);
+		c->lp_token = ev->lp->token;
+		c->n_lp++;
+		break;
 	case RS_GEN_EV_TOKEN:
+		ck_assert(c->lp_token == -1 || c->lp_token == ev->token);
+		c->lp_token = -1;
 		if (c->n_tokens < 512)
 			c->tokens[c->n_tokens] = ev->token;
 		c->n_tokens++;
@@ -215,22 +227,24 @@ greedy_text(const struct gx *x, const struct t_ref *ref, size_t n,
  * again, so lookup drafts come up often; greedy and seeded sampling must
  * give the same result with drafts (4 a pass) as without, on a cold cache
  * and with prefix reuse, and a stop string or max_tokens must end both in
- * the same place.
+ * the same place.  The logprobs of a token taken as an accepted draft come
+ * from the verification pass's row for its position: the engine is
+ * batch-invariant on the CPU, so they equal plain decoding's bit for bit.
  */
 START_TEST(draft_equal)
 {
 	static const char *const extras[] = {
-		"\"temperature\": 0, \"max_tokens\": 60",
+		"\"temperature\": 0, \"max_tokens\": 60, \"logprobs\": 3",
 		"\"temperature\": 1, \"seed\": 7, \"max_tokens\": 60",
 		"\"temperature\": 0.7, \"top_k\": 5, \"seed\": 3, "
-		    "\"max_tokens\": 23",
+		    "\"max_tokens\": 23, \"logprobs\": 0",
 	};
 	struct t_ref	ref;
 	struct gx	plain, spec;
 	struct rs_gen_opts o;
 	struct rs_buf	b;
 	int		p;
-	int64_t		drafted = 0, accepted = 0;
+	int64_t		drafted = 0, accepted = 0, accepted_lp = 0;
 
 	t_ref_load(&ref);
 	p = ref.greedy_prompt;
@@ -257,6 +271,31 @@ START_TEST(draft_equal)
 			    sizeof(int32_t)) == 0, "extra %zu: drafts changed "
 			    "the output", e);
 			ck_assert_int_eq(c.finish, a.finish);
+			ck_assert_uint_eq(c.n_logprobs, a.n_logprobs);
+			if (strstr(extras[e], "logprobs") != NULL) {
+				/* raw mode: every token but an ending EOG */
+				ck_assert_uint_eq(a.n_logprobs, a.n_tokens -
+				    (a.finish == RS_GEN_FINISH_STOP));
+				accepted_lp += c.timings.draft_n_accepted;
+			}
+			for (size_t i = 0; i < a.n_logprobs; i++) {
+				const struct rs_logprob *x = &a.logprobs[i];
+				const struct rs_logprob *y = &c.logprobs[i];
+
+				ck_assert_int_eq(x->token, a.tokens[i]);
+				ck_assert_int_eq(y->token, x->token);
+				ck_assert_msg(y->logprob == x->logprob,
+				    "extra %zu, token %zu: logprob %.17g with "
+				    "drafts, %.17g without", e, i, y->logprob,
+				    x->logprob);
+				ck_assert_int_eq(y->n_top, x->n_top);
+				for (int j = 0; j < x->n_top; j++) {
+					ck_assert_int_eq(y->top[j].token,
+					    x->top[j].token);
+					ck_assert(y->top[j].logprob ==
+					    x->top[j].logprob);
+				}
+			}
 			ck_assert_int_eq(a.timings.draft_n, 0);
 			drafted += c.timings.draft_n;
 			accepted += c.timings.draft_n_accepted;
@@ -268,6 +307,7 @@ START_TEST(draft_equal)
 	    (long long)accepted);
 	ck_assert_int_gt(drafted, 0);
 	ck_assert_int_gt(accepted, 0);
+	ck_assert_int_gt(accepted_lp, 0);	/* logprobs of drafts seen */
 	gx_close(&plain);
 	gx_close(&spec);
 	t_ref_free(&ref);
@@ -299,6 +339,10 @@ START_TEST(greedy_reference)
 	ck_assert_uint_eq(c.n_finish, 1);
 	ck_assert_uint_eq(c.n_tokens, 40);
 	ck_assert_mem_eq(c.tokens, ref.greedy, 40 * sizeof(int32_t));
+	/* not asked for: no logprobs */
+	ck_assert_uint_eq(c.n_lp, 0);
+	ck_assert_ptr_null(res.logprobs);
+	ck_assert_uint_eq(res.n_logprobs, 0);
 	/* raw mode: all text is content, the tokenizer's decoding */
 	text = greedy_text(&x, &ref, 40, &len);
 	ck_assert_uint_eq(res.content_len, len);
@@ -324,6 +368,184 @@ START_TEST(greedy_reference)
 	rs_gen_result_cleanup(&res);
 	gx_close(&x);
 	t_ref_free(&ref);
+}
+END_TEST
+
+/* log softmax(ROW)[T] over V logits in double, from the definition. */
+static double
+ref_logprob(const float *row, int64_t v, int32_t t)
+{
+	double	m = row[0], sum = 0;
+
+	for (int64_t i = 1; i < v; i++)
+		m = row[i] > m ? row[i] : m;
+	for (int64_t i = 0; i < v; i++)
+		sum += exp(row[i] - m);
+	return (row[t] - m - log(sum));
+}
+
+/*
+ * Logprobs of the greedy run against the float64 reference's logits over
+ * the same sequence (ref-greedy-logits.npy: row P − 1 + i predicted output
+ * token i), log-softmax computed here.  The engine's logits on the f16
+ * file are within T_MAX_REL (relative L2 over the rows) of the reference's,
+ * so no logit is off by more than T_MAX_REL × ‖reference rows‖₂; a
+ * logprob moves by at most twice the largest logit error (its own logit,
+ * and the log-sum-exp, which moves by at most the largest one).  That
+ * bound is loose (about 0.06 here; the measured error is printed) but a
+ * row off by one position misses by whole units.
+ */
+START_TEST(logprobs_reference)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct t_npy		rl;
+	struct rs_gen_result	res;
+	struct col		c;
+	char			*body;
+	int64_t			 v, p0;
+	double			 worst = 0, lpmax = 0, norm = 0, tol;
+
+	t_ref_load(&ref);
+	t_npy_load(t_fixture("tiny/ref-greedy-logits.npy"), &rl);
+	v = rl.shape[1];
+	p0 = ref.len[ref.greedy_prompt] - 1;
+	ck_assert_int_eq(rl.shape[0], p0 + 1 + ref.n_greedy);
+	for (int64_t i = p0 * v; i < (p0 + 40) * v; i++)
+		norm += (double)rl.data[i] * rl.data[i];
+	tol = 2 * T_MAX_REL * sqrt(norm);
+	gx_open(&x, F16, 0, 1, NULL);
+	body = greedy_body(&ref, "\"max_tokens\": 40, \"logprobs\": 5");
+	col_init(&c);
+	run_body(&x, body, &res, &c);
+	ck_assert_uint_eq(res.n_logprobs, 40);
+	ck_assert_uint_eq(c.n_lp, 40);
+	for (size_t i = 0; i < res.n_logprobs; i++) {
+		const struct rs_logprob	*lp = &res.logprobs[i];
+		const float		*row = rl.data + (p0 + (int64_t)i) * v;
+		double			 want = ref_logprob(row, v,
+					    ref.greedy[i]);
+
+		ck_assert_int_eq(lp->token, ref.greedy[i]);
+		ck_assert_int_eq(lp->n_top, 5);
+		/* greedy on raw logits: the token is the first of the list */
+		ck_assert_int_eq(lp->top[0].token, lp->token);
+		ck_assert(lp->top[0].logprob == lp->logprob);
+		ck_assert(lp->logprob <= 0);
+		for (int j = 0; j < 5; j++) {
+			double d = fabs(lp->top[j].logprob - ref_logprob(row,
+			    v, lp->top[j].token));
+
+			worst = d > worst ? d : worst;
+			if (j > 0)
+				ck_assert(lp->top[j].logprob <=
+				    lp->top[j - 1].logprob);
+		}
+		worst = fabs(lp->logprob - want) > worst ?
+		    fabs(lp->logprob - want) : worst;
+		lpmax = fabs(want) > lpmax ? fabs(want) : lpmax;
+	}
+	printf("gen logprobs: max |logprob - reference| %.3g, bound %.3g "
+	    "(largest |logprob| %.3g)\n", worst, tol, lpmax);
+	ck_assert_msg(worst <= tol, "logprobs %.3g from the reference, "
+	    "bound %.3g", worst, tol);
+	free(body);
+	free(rl.data);
+	col_cleanup(&c);
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/*
+ * Chat: reasoning, markup and content tokens all get an entry, in order,
+ * each from before its text; an ending stop token none; the top lists
+ * hold no token that chat never samples (padding rows, control tokens).
+ */
+START_TEST(chat_logprobs)
+{
+	static const char *const bodies[] = {
+		"{\"messages\": [{\"role\": \"user\", \"content\": "
+		    "\"hi\"}], \"max_tokens\": 16, \"seed\": 7, "
+		    "\"logprobs\": true, \"top_logprobs\": 2}",
+		"{\"messages\": [{\"role\": \"user\", \"content\": "
+		    "\"hi\"}], \"max_tokens\": 12, \"temperature\": 0, "
+		    "\"enable_thinking\": false, \"logprobs\": true, "
+		    "\"top_logprobs\": 3}",
+		/* the same, ended by a token of that output (stop_tokens) */
+		"{\"messages\": [{\"role\": \"user\", \"content\": "
+		    "\"hi\"}], \"max_tokens\": 12, \"temperature\": 0, "
+		    "\"enable_thinking\": false, \"logprobs\": true, "
+		    "\"stop_token_ids\": [%d]}",
+	};
+	struct gx		x;
+	struct rs_gen_result	res;
+	struct col		c;
+	char			body[512];
+	int32_t			stop = -1;
+	size_t			k = 0;
+	double			greedy[12];
+
+	gx_open(&x, "tiny/model-q8_0.gguf", 0, 1, NULL);
+	for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+		snprintf(body, sizeof(body), bodies[b], (int)stop);
+		col_init(&c);
+		run_body(&x, body, &res, &c);
+		if (b < 2)
+			ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+		else	/* K tokens, then the stop token without an entry */
+			ck_assert(res.n_tokens == k + 1 && res.tokens[k] ==
+			    stop && res.finish == RS_GEN_FINISH_STOP);
+		ck_assert_uint_eq(res.n_logprobs, res.n_tokens - (b == 2));
+		ck_assert_uint_eq(c.n_lp, res.n_logprobs);
+		for (size_t i = 0; i < res.n_logprobs; i++) {
+			const struct rs_logprob *lp = &res.logprobs[i];
+
+			ck_assert_int_eq(lp->token, res.tokens[i]);
+			ck_assert_int_eq(lp->n_top, b == 0 ? 2 : b == 1 ? 3 :
+			    0);
+			ck_assert(lp->logprob <= 0);
+			if (lp->n_top > 0)
+				ck_assert(lp->top[0].logprob >= lp->logprob &&
+				    lp->top[1].logprob <= lp->top[0].logprob);
+			/* greedy: the chosen token heads the list, as the
+			   tokens chat never samples are left out */
+			if (b == 1) {
+				ck_assert(lp->top[0].token == lp->token &&
+				    lp->top[0].logprob == lp->logprob);
+				greedy[i] = lp->logprob;
+			}
+			if (b == 2)
+				ck_assert(lp->logprob == greedy[i]);
+			for (int j = 0; j < lp->n_top; j++) {
+				int ty = rs_tok_type(x.tok, lp->top[j].token);
+
+				ck_assert_msg(ty == RS_TOK_NORMAL ||
+				    ty == RS_TOK_USER_DEFINED ||
+				    rs_tok_is_eog(x.tok, lp->top[j].token),
+				    "top[%d]: id %d of type %d", j,
+				    lp->top[j].token, ty);
+			}
+		}
+		/* the stop token: the first output token after the first
+		   that did not come before it */
+		for (k = 1; b == 1 && k < res.n_tokens; k++) {
+			size_t i = 0;
+
+			while (i < k && res.tokens[i] != res.tokens[k])
+				i++;
+			if (i == k)
+				break;
+		}
+		if (b == 1) {
+			ck_assert_uint_lt(k, res.n_tokens);
+			stop = res.tokens[k];
+		}
+		rs_gen_result_cleanup(&res);
+		col_cleanup(&c);
+	}
+	gx_close(&x);
 }
 END_TEST
 
@@ -940,7 +1162,23 @@ static const struct bad {
 	    "[-100, 100]" },
 	{ "{\"tokens\": [1], \"n\": 2}", "n", "n = 1" },
 	{ "{\"tokens\": [1], \"logprobs\": true}", "logprobs",
-	    "not supported" },
+	    "integer in [0, 20]" },
+	{ "{\"tokens\": [1], \"logprobs\": 21}", "logprobs", "outside" },
+	{ "{\"prompt\": \"x\", \"logprobs\": -1}", "logprobs",
+	    "outside" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"logprobs\": 3}", "logprobs", "true or false" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"top_logprobs\": 3}", "top_logprobs", "needs logprobs" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"logprobs\": false, \"top_logprobs\": 0}", "top_logprobs",
+	    "needs logprobs" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"logprobs\": true, \"top_logprobs\": 21}", "top_logprobs",
+	    "outside" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"logprobs\": true, \"top_logprobs\": \"3\"}", "top_logprobs",
+	    "integer" },
 	{ "{\"tokens\": [1], \"response_format\": {\"type\": \"json_schema\"}}",
 	    "response_format", "json_schema" },
 	{ "{\"messages\": \"hi\"}", "messages", "array" },
@@ -1220,6 +1458,7 @@ gen_suite(void)
 	tc = tcase_create("greedy");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, greedy_reference);
+	tcase_add_test(tc, logprobs_reference);
 	tcase_add_test(tc, draft_equal);
 	tcase_add_test(tc, greedy_prefix_reuse);
 	suite_add_tcase(s, tc);
@@ -1241,6 +1480,7 @@ gen_suite(void)
 	tc = tcase_create("chat");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, chat_stream);
+	tcase_add_test(tc, chat_logprobs);
 	tcase_add_test(tc, chat_bans);
 	tcase_add_test(tc, chat_prefix_reuse);
 	tcase_add_test(tc, chat_tokens);

@@ -157,6 +157,53 @@ START_TEST(cmd_stream)
 END_TEST
 
 /*
+ * Logprobs asked for in the request: each streamed token line carries its
+ * entry, the result all of them in order; the raw-mode greedy token is the
+ * first of its top list.
+ */
+START_TEST(cmd_logprobs)
+{
+	struct rs_json	*l[MAX_LINES], *all, *e, *top;
+	char		*out = NULL;
+	size_t		 n;
+	double		 a, b;
+
+	ck_assert_int_eq(run_cmd(&out, "echo '{\"prompt\":\"Hello\","
+	    "\"max_tokens\":5,\"temperature\":0,\"logprobs\":2}' | %s -m %s "
+	    "--stream -t 1", t_bin("rs-generate"), t_fixture(Q8)), 0);
+	n = parse_lines(out, l, MAX_LINES);
+	ck_assert_uint_eq(n, 6);
+	all = rs_json_get(l[5], "logprobs");
+	ck_assert_uint_eq(rs_json_arr_len(all), 5);
+	for (size_t i = 0; i < 5; i++) {
+		e = rs_json_get(l[i], "logprob");
+		ck_assert_ptr_nonnull(e);
+		ck_assert_str_eq(get_str(e, "token"), get_str(rs_json_arr_at(all,
+		    i), "token"));
+		top = rs_json_get(e, "top_logprobs");
+		ck_assert_uint_eq(rs_json_arr_len(top), 2);
+		ck_assert(rs_json_as_real(rs_json_get(e, "logprob"), &a) == 0 &&
+		    rs_json_as_real(rs_json_get(rs_json_arr_at(top, 0),
+		    "logprob"), &b) == 0);
+		ck_assert(a == b && a <= 0);
+		ck_assert_str_eq(get_str(e, "token"),
+		    get_str(rs_json_arr_at(top, 0), "token"));
+	}
+	free_lines(l, n);
+	free(out);
+	/* not asked for: no field */
+	ck_assert_int_eq(run_cmd(&out, "echo '{\"prompt\":\"Hello\","
+	    "\"max_tokens\":2}' | %s -m %s -t 1", t_bin("rs-generate"),
+	    t_fixture(Q8)), 0);
+	n = parse_lines(out, l, MAX_LINES);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_ptr_null(rs_json_get(l[0], "logprobs"));
+	free_lines(l, n);
+	free(out);
+}
+END_TEST
+
+/*
  * Greedy from reference.json's prompt as {"tokens": ...}: the reference
  * continuation; the same prompt through rs-tokenize's {"ids": ...}.
  */
@@ -343,6 +390,7 @@ generate_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, cmd_stream);
+	tcase_add_test(tc, cmd_logprobs);
 	tcase_add_test(tc, cmd_greedy_and_pipes);
 	tcase_add_test(tc, cmd_bad_lines);
 	tcase_add_test(tc, cmd_raw);

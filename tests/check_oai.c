@@ -2,7 +2,9 @@
  * check_oai.c - the OpenAI wire format: SSE chunks, whole responses,
  * error envelopes, the model list and the Copilot entry (serving.md §4,
  * §5).  Expected shapes come from the spec's examples (§4.4, §4.5, §4.6,
- * §4.11, §5.3), values from independent arithmetic.
+ * §4.11, §5.3), values from independent arithmetic.  Logprobs: token ids
+ * are looked up in the tiny vocabulary by their text, so the bytes
+ * expected are the texts searched for.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +12,7 @@
 #include <check.h>
 
 #include "rs_oai.h"
+#include "t_tok.h"
 
 static const unsigned char zeros[32];
 
@@ -344,6 +347,296 @@ START_TEST(whole_response)
 }
 END_TEST
 
+/* ---- logprobs ---- */
+
+/* Id of the token whose bytes are TEXT in TOK (fails the test if none). */
+static int32_t
+tid(const struct rs_tok *tok, const char *text)
+{
+	int32_t id = rs_tok_find(tok, text, strlen(text));
+
+	ck_assert_msg(id >= 0, "'%s' is no token of the tiny vocabulary",
+	    text);
+	return (id);
+}
+
+/* An entry for TOK with LOGPROB and alternatives TOP[0..N). */
+static struct rs_logprob
+entry(int32_t tok, double logprob, const int32_t *top, const double *tlp,
+    int n)
+{
+	struct rs_logprob lp;
+
+	memset(&lp, 0, sizeof(lp));
+	lp.token = tok;
+	lp.logprob = logprob;
+	lp.n_top = n;
+	for (int j = 0; j < n; j++) {
+		lp.top[j].token = top[j];
+		lp.top[j].logprob = tlp[j];
+	}
+	return (lp);
+}
+
+static double
+num(const struct rs_json *j)
+{
+	double d;
+
+	ck_assert_int_eq(rs_json_as_real(j, &d), 0);
+	return (d);
+}
+
+/* {"token": TEXT, "logprob": LP, "bytes": BYTES of N} */
+static void
+ck_token(const struct rs_json *e, const char *text, double lp,
+    const char *bytes, size_t n)
+{
+	struct rs_json	*b = rs_json_get(e, "bytes");
+	int64_t		 v;
+
+	ck_assert_str_eq(str_at(e, "token", NULL), text);
+	ck_assert(num(rs_json_get(e, "logprob")) == lp);
+	ck_assert_uint_eq(rs_json_arr_len(b), n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_int_eq(rs_json_as_int(rs_json_arr_at(b, i), &v), 0);
+		ck_assert_int_eq(v, (unsigned char)bytes[i]);
+	}
+}
+
+/* The "content" list of chunk or body J's choice. */
+static struct rs_json *
+lp_content(const struct rs_json *j)
+{
+	return (rs_json_get(rs_json_get(choice0(j), "logprobs"), "content"));
+}
+
+/*
+ * Chat stream: each chunk carries the entries queued since the previous
+ * one, the finish chunk the rest; chunks with none carry null.  A token
+ * holding part of a character has the valid part as "token" (here
+ * nothing) and all its bytes; a padding row has neither; a control token
+ * is spelled out.
+ */
+START_TEST(logprobs_chat_stream)
+{
+	struct rs_tok		*tok = t_tok_load("tiny/model-q8_0.gguf",
+				    RS_TOK_NORM_DEFAULT);
+	int32_t			 where = tid(tok, " where"), e2 = tid(tok,
+				    "\xe2"), end = tid(tok, "<|im_end|>"),
+				    x = tid(tok, "x"), pad = 2100;
+	int32_t			 top[2] = { where, end };
+	double			 tlp[2] = { -0.5, -1.25 };
+	struct rs_logprob	 lp[4];
+	struct rs_oai_resp	 r;
+	struct rs_gen_event	 ev;
+	struct rs_gen_result	 res;
+	struct rs_buf		 b;
+	struct rs_json		**v, *c, *t;
+	size_t			 n, i;
+	int			 done;
+
+	/* 2057 tokens (tiny-tokenizer.json), 2176 rows: 2100 is padding */
+	ck_assert_int_eq(rs_tok_type(tok, pad), RS_TOK_UNUSED);
+	lp[0] = entry(where, -0.5, top, tlp, 2);
+	lp[1] = entry(e2, -2.0, NULL, NULL, 0);
+	lp[2] = entry(pad, -3.0, NULL, NULL, 0);
+	lp[3] = entry(x, -0.125, NULL, NULL, 0);
+	ck_assert_int_eq(rs_oai_resp_init(&r, RS_OAI_CHAT, "chatcmpl-l", 1,
+	    "m", "f", 0), 0);
+	rs_oai_resp_logprobs(&r, tok);
+	rs_buf_init(&b);
+	rs_oai_sse_role(&r, &b);
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = RS_GEN_EV_LOGPROB;
+	ev.lp = &lp[0];
+	rs_oai_sse_event(&r, &ev, &b);
+	ck_assert_uint_eq(b.len, strstr(b.data, "\n\n") + 2 - b.data);
+	ev.kind = RS_GEN_EV_REASONING;
+	ev.text = " where";
+	ev.len = 6;
+	rs_oai_sse_event(&r, &ev, &b);
+	ev.kind = RS_GEN_EV_LOGPROB;
+	ev.lp = &lp[1];
+	rs_oai_sse_event(&r, &ev, &b);
+	ev.lp = &lp[2];
+	rs_oai_sse_event(&r, &ev, &b);
+	ev.kind = RS_GEN_EV_TOKEN;	/* no chunk, no entry */
+	rs_oai_sse_event(&r, &ev, &b);
+	ev.kind = RS_GEN_EV_CONTENT;
+	ev.text = "y";
+	ev.len = 1;
+	rs_oai_sse_event(&r, &ev, &b);
+	ev.kind = RS_GEN_EV_CONTENT;	/* nothing queued: null */
+	rs_oai_sse_event(&r, &ev, &b);
+	ev.kind = RS_GEN_EV_LOGPROB;	/* text the parser kept: finish */
+	ev.lp = &lp[3];
+	rs_oai_sse_event(&r, &ev, &b);
+	result_init(&res, "yy", " where");
+	rs_oai_sse_end(&r, &res, &b);
+	v = events(b.data, &n, &done);
+	ck_assert(done);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(rs_json_kind(rs_json_get(choice0(v[0]),
+	    "logprobs")), RS_JSON_NULL);
+	c = lp_content(v[1]);
+	ck_assert_uint_eq(rs_json_arr_len(c), 1);
+	ck_token(rs_json_arr_at(c, 0), " where", -0.5, " where", 6);
+	t = rs_json_get(rs_json_arr_at(c, 0), "top_logprobs");
+	ck_assert_uint_eq(rs_json_arr_len(t), 2);
+	ck_token(rs_json_arr_at(t, 0), " where", -0.5, " where", 6);
+	ck_token(rs_json_arr_at(t, 1), "<|im_end|>", -1.25, "<|im_end|>", 10);
+	c = lp_content(v[2]);
+	ck_assert_uint_eq(rs_json_arr_len(c), 2);
+	ck_token(rs_json_arr_at(c, 0), "", -2.0, "\xe2", 1);
+	ck_token(rs_json_arr_at(c, 1), "", -3.0, "", 0);
+	ck_assert_uint_eq(rs_json_arr_len(rs_json_get(rs_json_arr_at(c, 1),
+	    "top_logprobs")), 0);
+	ck_assert_int_eq(rs_json_kind(rs_json_get(choice0(v[3]),
+	    "logprobs")), RS_JSON_NULL);
+	ck_assert_str_eq(str_at(choice0(v[4]), "finish_reason", NULL), "stop");
+	c = lp_content(v[4]);
+	ck_assert_uint_eq(rs_json_arr_len(c), 1);
+	ck_token(rs_json_arr_at(c, 0), "x", -0.125, "x", 1);
+	for (i = 0; i < n; i++)
+		rs_json_free(v[i]);
+	free(v);
+
+	/* the whole body: all four, in order; without logprobs: null */
+	res.logprobs = lp;
+	res.n_logprobs = 4;
+	v = malloc(sizeof(*v));
+	v[0] = rs_oai_response(&r, &res);
+	c = lp_content(v[0]);
+	ck_assert_uint_eq(rs_json_arr_len(c), 4);
+	ck_token(rs_json_arr_at(c, 0), " where", -0.5, " where", 6);
+	ck_token(rs_json_arr_at(c, 1), "", -2.0, "\xe2", 1);
+	ck_token(rs_json_arr_at(c, 3), "x", -0.125, "x", 1);
+	rs_json_free(v[0]);
+	rs_oai_resp_cleanup(&r);
+	rs_oai_resp_init(&r, RS_OAI_CHAT, "chatcmpl-m", 1, "m", "f", 0);
+	v[0] = rs_oai_response(&r, &res);
+	ck_assert_int_eq(rs_json_kind(rs_json_get(choice0(v[0]),
+	    "logprobs")), RS_JSON_NULL);
+	rs_json_free(v[0]);
+	free(v);
+	rs_oai_resp_cleanup(&r);
+	rs_buf_cleanup(&b);
+	rs_tok_free(tok);
+}
+END_TEST
+
+/* I-th integer of array A. */
+static int64_t
+int_at(const struct rs_json *a, size_t i)
+{
+	int64_t v;
+
+	ck_assert_int_eq(rs_json_as_int(rs_json_arr_at(a, i), &v), 0);
+	return (v);
+}
+
+/* I-th string of array A. */
+static const char *
+str_el(const struct rs_json *a, size_t i)
+{
+	const char	*s;
+	size_t		 n;
+
+	ck_assert_int_eq(rs_json_as_str(rs_json_arr_at(a, i), &s, &n), 0);
+	return (s);
+}
+
+/*
+ * Text completions: parallel lists; the top object holds the chosen
+ * token too; text_offset counts code points of the text across chunks:
+ * " where" is 6, and "€" (E2 82 AC, three byte tokens) starts at 6 and
+ * ends at 7.
+ */
+START_TEST(logprobs_completion)
+{
+	struct rs_tok		*tok = t_tok_load("tiny/model-q8_0.gguf",
+				    RS_TOK_NORM_DEFAULT);
+	int32_t			 ids[5] = { tid(tok, " where"), tid(tok,
+				    "\xe2"), tid(tok, "\x82"), tid(tok,
+				    "\xac"), tid(tok, "x") };
+	int32_t			 top[1] = { tid(tok, "<|im_end|>") };
+	double			 tlp[1] = { -1.5 };
+	static const int64_t	 offsets[5] = { 0, 6, 7, 7, 7 };
+	struct rs_logprob	 lp[5];
+	struct rs_oai_resp	 r;
+	struct rs_gen_event	 ev;
+	struct rs_gen_result	 res;
+	struct rs_buf		 b;
+	struct rs_json		**v, *o, *a, *body;
+	size_t			 n, i;
+	int			 done;
+
+	for (i = 0; i < 5; i++)
+		lp[i] = entry(ids[i], -0.25 * (double)(i + 1), top, tlp,
+		    i == 0);
+	rs_oai_resp_init(&r, RS_OAI_COMPLETION, "cmpl-l", 1, "m", "f", 0);
+	rs_oai_resp_logprobs(&r, tok);
+	rs_buf_init(&b);
+	memset(&ev, 0, sizeof(ev));
+	for (i = 0; i < 5; i++) {
+		ev.kind = RS_GEN_EV_LOGPROB;
+		ev.lp = &lp[i];
+		rs_oai_sse_event(&r, &ev, &b);
+		if (i == 0 || i == 3) {
+			ev.kind = RS_GEN_EV_CONTENT;
+			ev.text = i == 0 ? " where" : "\xe2\x82\xac";
+			ev.len = strlen(ev.text);
+			rs_oai_sse_event(&r, &ev, &b);
+		}
+	}
+	result_init(&res, " where\xe2\x82\xacx", "");
+	rs_oai_sse_end(&r, &res, &b);
+	v = events(b.data, &n, &done);
+	ck_assert_uint_eq(n, 3);
+	o = rs_json_get(choice0(v[0]), "logprobs");
+	a = rs_json_get(o, "tokens");
+	ck_assert_uint_eq(rs_json_arr_len(a), 1);
+	ck_assert_str_eq(str_el(a, 0), " where");
+	ck_assert(num(rs_json_arr_at(rs_json_get(o, "token_logprobs"), 0)) ==
+	    -0.25);
+	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 0), 0);
+	a = rs_json_arr_at(rs_json_get(o, "top_logprobs"), 0);
+	ck_assert_uint_eq(rs_json_obj_len(a), 2);
+	ck_assert(num(rs_json_get(a, " where")) == -0.25);
+	ck_assert(num(rs_json_get(a, "<|im_end|>")) == -1.5);
+	o = rs_json_get(choice0(v[1]), "logprobs");
+	ck_assert_uint_eq(rs_json_arr_len(rs_json_get(o, "tokens")), 3);
+	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 0), 6);
+	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 1), 7);
+	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 2), 7);
+	for (i = 0; i < 3; i++)		/* parts of a character */
+		ck_assert_str_eq(str_el(rs_json_get(o, "tokens"), i), "");
+	/* the finish chunk: the last token, at offset 7 */
+	o = rs_json_get(choice0(v[2]), "logprobs");
+	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 0), 7);
+	a = rs_json_arr_at(rs_json_get(o, "top_logprobs"), 0);
+	ck_assert_uint_eq(rs_json_obj_len(a), 1);
+	ck_assert(num(rs_json_get(a, "x")) == -1.25);
+	for (i = 0; i < n; i++)
+		rs_json_free(v[i]);
+	free(v);
+	/* the whole body: offsets from 0 again */
+	res.logprobs = lp;
+	res.n_logprobs = 5;
+	body = rs_oai_response(&r, &res);
+	o = rs_json_get(choice0(body), "logprobs");
+	for (i = 0; i < 5; i++)
+		ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), i),
+		    offsets[i]);
+	ck_assert_str_eq(str_el(rs_json_get(o, "tokens"), 4), "x");
+	rs_json_free(body);
+	rs_oai_resp_cleanup(&r);
+	rs_buf_cleanup(&b);
+	rs_tok_free(tok);
+}
+END_TEST
+
 /* §4.6's table. */
 START_TEST(errors)
 {
@@ -499,6 +792,10 @@ oai_suite(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, models);
 	tcase_add_test(tc, copilot);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("logprobs");
+	tcase_add_test(tc, logprobs_chat_stream);
+	tcase_add_test(tc, logprobs_completion);
 	suite_add_tcase(s, tc);
 	return (s);
 }

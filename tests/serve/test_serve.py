@@ -7,6 +7,7 @@ context length from the model's reference configuration (hf-config.json).
 All servers listen on 127.0.0.1 only, and every call has a timeout.
 """
 import json
+import math
 import os
 import re
 import socket
@@ -293,6 +294,192 @@ def test_tokenize_detokenize(tmp_path_factory):
         assert st == 400 and err(400, b)["param"] == "content"
     finally:
         srv.stop_clean()
+
+
+# ---- logprobs (§4.3) ----
+
+def load_npy(path):
+    """A float32 .npy file as (shape, flat list), read by hand (NumPy's
+    format: magic, version, header length, a dict literal, then data)."""
+    import array
+    import ast
+    with open(path, "rb") as f:
+        raw = f.read()
+    assert raw[:6] == b"\x93NUMPY"
+    hlen_size = 2 if raw[6] == 1 else 4
+    hlen = int.from_bytes(raw[8:8 + hlen_size], "little")
+    start = 8 + hlen_size
+    head = ast.literal_eval(raw[start:start + hlen].decode("latin-1"))
+    assert head["descr"] == "<f4" and not head["fortran_order"]
+    data = array.array("f")
+    data.frombytes(raw[start + hlen:])
+    return head["shape"], data
+
+
+def log_softmax(row):
+    """log softmax of ROW in double, the maximum subtracted first."""
+    m = max(row)
+    lse = m + math.log(math.fsum(math.exp(x - m) for x in row))
+    return [x - lse for x in row]
+
+
+def check_chat_entry(e, greedy):
+    """One entry of choices[].logprobs.content (OpenAI's shape)."""
+    assert isinstance(e.token, str) and isinstance(e.bytes, list)
+    assert all(0 <= b < 256 for b in e.bytes)
+    assert e.logprob <= 0
+    tops = [t.logprob for t in e.top_logprobs]
+    assert tops == sorted(tops, reverse=True)
+    assert math.fsum(math.exp(t) for t in tops) <= 1 + 1e-6
+    if greedy and tops:
+        # the greedy token is the most likely one (chat leaves out the
+        # tokens it never samples, rs-serve(1))
+        assert e.logprob == tops[0] and e.top_logprobs[0].token == e.token
+
+
+def test_chat_logprobs(server):
+    c = client(server)
+    kw = dict(model="tiny", messages=MSG, max_tokens=12, temperature=0,
+              logprobs=True, top_logprobs=3, extra_body={"enable_thinking": False})
+    r = c.chat.completions.create(**kw)
+    lp = r.choices[0].logprobs.content
+    assert len(lp) == r.usage.completion_tokens == 12    # length: no ending token
+    for e in lp:
+        assert len(e.top_logprobs) == 3
+        check_chat_entry(e, greedy=True)
+    # the tokens' bytes are the content, in order
+    assert b"".join(bytes(e.bytes) for e in lp).decode() == r.choices[0].message.content
+    # streamed: each chunk's entries are those of its tokens; together the
+    # same list as the whole body's
+    content, reasoning, calls, chunks = collect(c.chat.completions.create(stream=True, **kw))
+    streamed = [e for ch in chunks if ch.choices and ch.choices[0].logprobs
+                for e in ch.choices[0].logprobs.content]
+    assert content == r.choices[0].message.content
+    assert b"".join(bytes(e.bytes) for e in streamed).decode() == content
+    assert [(e.token, e.logprob, [t.logprob for t in e.top_logprobs]) for e in streamed] == \
+        [(e.token, e.logprob, [t.logprob for t in e.top_logprobs]) for e in lp]
+    # without logprobs: null
+    r = c.chat.completions.create(model="tiny", messages=MSG, max_tokens=2)
+    assert r.choices[0].logprobs is None
+
+
+def test_chat_logprobs_reasoning(server):
+    """Thinking on: every token has an entry, reasoning ones included (the
+    documented choice), and sampling at temperature 1 changes nothing in
+    how logprobs are computed."""
+    r = client(server).chat.completions.create(
+        model="tiny", messages=MSG, max_tokens=10, seed=3, logprobs=True)
+    lp = r.choices[0].logprobs.content
+    assert r.choices[0].finish_reason == "length"
+    assert len(lp) == r.usage.completion_tokens == 10
+    assert extra(r.choices[0].message, "reasoning_content")
+    for e in lp:
+        assert e.top_logprobs == []
+        check_chat_entry(e, greedy=False)
+
+
+def test_completion_logprobs(server):
+    c = client(server)
+    req = dict(model="tiny", prompt="The capital of France is", max_tokens=8,
+               temperature=0, logprobs=3)
+    r = c.completions.create(**req)
+    lp = r.choices[0].logprobs
+    text = r.choices[0].text
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == \
+        len(lp.text_offset) == 8
+    assert "".join(lp.tokens) == text
+    for tok, l, top, off in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs, lp.text_offset):
+        assert l <= 0 and text[off:off + len(tok)] == tok
+        # the top 3 and the chosen token; greedy: the chosen one is the best
+        assert 3 <= len(top) <= 4 and top[tok] == l == max(top.values())
+        assert math.fsum(math.exp(v) for v in top.values()) <= 1 + 1e-6
+    s = c.completions.create(stream=True, **req)
+    toks, lps, offs = [], [], []
+    for ch in s:
+        if ch.choices and ch.choices[0].logprobs:
+            toks += ch.choices[0].logprobs.tokens
+            lps += ch.choices[0].logprobs.token_logprobs
+            offs += ch.choices[0].logprobs.text_offset
+    assert (toks, lps, offs) == (lp.tokens, lp.token_logprobs, lp.text_offset)
+
+
+def test_logprobs_against_rs_verify(server, tmp_path):
+    """The logprobs of a text completion from the engine's own logits:
+    rs-verify scores prompt + output in one pass and writes every row; the
+    log-softmax is computed here.  The prompt is given as ids, and
+    rs-generate (greedy, same file and backend) gives the output's ids."""
+    prompt = [2000, 2023, 778, 350, 1890]
+    req = dict(prompt=prompt, max_tokens=6, temperature=0)
+    out = [l["token"] for l in rs_generate(req, stream=True) if "token" in l]
+    assert len(out) == 6
+    r = client(server).completions.create(model="tiny", logprobs=5, **req)
+    lp = r.choices[0].logprobs
+    npy = str(tmp_path / "logits.npy")
+    p = subprocess.run([os.path.join(BIN, "rs-verify"), "-q", "-m",
+                        fixture("tiny/model-q8_0.gguf"), "--backend", "cpu", "-t", "1",
+                        "--tokens", " ".join(map(str, prompt + out)), "--logits", npy],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    (rows, v), data = load_npy(npy)
+    assert rows == len(prompt) + len(out)
+    for i, t in enumerate(out):
+        row = data[(len(prompt) - 1 + i) * v:(len(prompt) + i) * v]
+        ref = log_softmax(row)
+        # %.9g on the wire: 9 significant digits of values below 20
+        assert abs(lp.token_logprobs[i] - ref[t]) <= 1e-6, (i, lp.token_logprobs[i], ref[t])
+        best = sorted(ref, reverse=True)[:5]
+        got = sorted(lp.top_logprobs[i].values(), reverse=True)[:5]
+        assert all(abs(a - b) <= 1e-6 for a, b in zip(got, best)), (i, got, best)
+
+
+def test_logprobs_with_drafts(server, tmp_path_factory):
+    """Speculative decoding (--draft): a token taken as an accepted draft
+    gets the logprobs of its own position in the verification pass, so the
+    entries equal plain decoding's (the CPU engine is batch-invariant)."""
+    with open(fixture("tiny/reference.json")) as f:
+        ref = json.load(f)
+    p = ref["prompts"][ref["greedy"]["prompt_index"]]
+    # the reference's greedy sequence, then its prompt again: lookups hit
+    body = dict(prompt=p + ref["greedy"]["tokens"] + p, max_tokens=40, temperature=0,
+                logprobs=2)
+    srv = start(tmp_path_factory, "--draft", "4", name="draft")
+    try:
+        st, _, b = http(srv.url + "/v1/completions", "POST", body)
+        assert st == 200, b
+        spec = json.loads(b)
+    finally:
+        srv.stop_clean()
+    st, _, b = http(server.url + "/v1/completions", "POST", body)
+    plain = json.loads(b)
+    assert spec["timings"]["draft_n_accepted"] > 0
+    assert spec["choices"][0]["logprobs"] == plain["choices"][0]["logprobs"]
+    assert len(plain["choices"][0]["logprobs"]["tokens"]) == 40
+
+
+def test_logprobs_errors(server):
+    chat = server.url + "/v1/chat/completions"
+    comp = server.url + "/v1/completions"
+    cases = [
+        (chat, dict(messages=MSG, logprobs=3), "logprobs"),
+        (chat, dict(messages=MSG, logprobs="yes"), "logprobs"),
+        (chat, dict(messages=MSG, top_logprobs=2), "top_logprobs"),
+        (chat, dict(messages=MSG, logprobs=False, top_logprobs=2), "top_logprobs"),
+        (chat, dict(messages=MSG, logprobs=True, top_logprobs=21), "top_logprobs"),
+        (chat, dict(messages=MSG, logprobs=True, top_logprobs=-1), "top_logprobs"),
+        (chat, dict(messages=MSG, logprobs=True, top_logprobs=2.5), "top_logprobs"),
+        (comp, dict(prompt="hi", logprobs=21), "logprobs"),
+        (comp, dict(prompt="hi", logprobs=-1), "logprobs"),
+        (comp, dict(prompt="hi", logprobs=True), "logprobs"),
+    ]
+    for url, body, param in cases:
+        st, _, b = http(url, "POST", dict(body, max_tokens=1))
+        assert st == 400, (body, b)
+        e = err(400, b)
+        assert e["param"] == param and e["type"] == "invalid_request_error", (body, e)
+    # null is the default (§4.2)
+    st, _, b = http(chat, "POST", dict(messages=MSG, max_tokens=1, logprobs=None,
+                                       top_logprobs=None))
+    assert st == 200 and json.loads(b)["choices"][0]["logprobs"] is None
 
 
 # ---- errors (§4.6, §6) ----

@@ -295,6 +295,8 @@ generation(struct serve_job *job, const struct rs_json *body)
 		answer(job, 500, NULL);
 		return;
 	}
+	if (job->greq.logprobs)
+		rs_oai_resp_logprobs(&job->fmt, serve_model.tok);
 	serve_job_prepared(job, SERVE_READY);
 }
 
