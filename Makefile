@@ -54,6 +54,11 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(TEST_HELP:%.c=$(BUILD)/obj/%.o) \
 	    $(BUILD)/obj/tests/check_main.o
 
 ifeq ($(CUDA),1)
+# an nvcc named on the command line brings its own tree (headers, cudart),
+# over a CUDA_HOME in the environment (scripts/cuda129.sh's sm_70 build)
+ifeq ($(origin NVCC)$(origin CUDA_HOME),command lineenvironment)
+CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCHS ?= 75 90
 NVCCFLAGS ?= -O3 -lineinfo

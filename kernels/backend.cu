@@ -101,7 +101,13 @@ dev_zero(void *p, size_t bytes)
 	(void)cudaMemset(p, 0, bytes);
 }
 
-static const struct rs_state_mem cuda_mem = {
+/*
+ * Not const: clang's CUDA front end would take a namespace-scope const
+ * struct that rs_cuda_backend points at for an implicit __constant__
+ * variable, emit it on the device and make ptxas fail on the host function
+ * addresses in it (building for sm_70 with clang, scripts/cuda129.sh).
+ */
+static struct rs_state_mem cuda_mem = {
 	"cuda", dev_alloc, dev_free, dev_copy, dev_zero, sizeof(uint16_t)
 };
 
