@@ -497,8 +497,12 @@ static struct sock_filter filter_worker[] = {
  * The CUDA driver, ahead of the list above when the backend may be CUDA:
  * it talks to the kernel module through ioctl() on /dev/nvidia* (refused
  * above), maps device memory and its own code (writable-and-executable
- * mappings, refused above), pins host memory, reads /proc and /sys, and
- * sets thread affinity.  Found with --seccomp-trace on an H200.
+ * mappings, refused above), pins host memory, reads /proc and /sys, sets
+ * thread affinity and priorities, makes pipes and dup()s descriptors, and
+ * sets up a listening UNIX socket with its directory and links.  Found with
+ * `rs-serve --backend cuda --seccomp-trace` on an H200 (driver 580.159,
+ * tests/serve can not run it: CI has no GPU); without the last group the
+ * worker died of a sandbox violation at its first request.
  */
 static struct sock_filter filter_cuda[] = {
 	KORE_SYSCALL_ALLOW(ioctl),
@@ -521,7 +525,23 @@ static struct sock_filter filter_cuda[] = {
 	KORE_SYSCALL_ALLOW(mbind),
 	KORE_SYSCALL_ALLOW(socket),
 	KORE_SYSCALL_ALLOW(connect),
+#if defined(SYS_poll)
 	KORE_SYSCALL_ALLOW(poll),
+#endif
+	KORE_SYSCALL_ALLOW(sched_get_priority_max),
+	KORE_SYSCALL_ALLOW(sched_get_priority_min),
+	KORE_SYSCALL_ALLOW(pipe2),
+	KORE_SYSCALL_ALLOW(dup),
+	KORE_SYSCALL_ALLOW(bind),
+	KORE_SYSCALL_ALLOW(listen),
+#if defined(SYS_mkdir)
+	KORE_SYSCALL_ALLOW(mkdir),
+#endif
+	KORE_SYSCALL_ALLOW(mkdirat),
+#if defined(SYS_symlink)
+	KORE_SYSCALL_ALLOW(symlink),
+#endif
+	KORE_SYSCALL_ALLOW(symlinkat),
 };
 #endif
 
