@@ -50,11 +50,12 @@ struct cuda {
 	/* activations (batch, width), as in the CPU backend */
 	float	*x, *h, *y, *mixed, *u, *z, *bb, *aa, *mix, *qg, *kk, *vv;
 	float	*fg, *fu, *cat, *attn, *logits;
-	/* XQ_SRC (XQ_WIDTH values a row) in the 16-bit format of rs_xq.h,
-	   the input of the next products; XQ_SRC NULL: none */
+	/* XQ_ROWS rows of XQ_WIDTH values at XQ_SRC (XQ_LD apart) in the
+	   16-bit format of rs_xq.h: the input of the next products; XQ_SRC
+	   NULL: none */
 	uint8_t	*xq;
 	const float *xq_src;
-	int64_t	 xq_width;
+	int64_t	 xq_width, xq_ld, xq_rows;
 	size_t	 scratch_bytes;
 	int32_t	*d_tokens, *d_params;
 	/* pinned host staging */
@@ -140,26 +141,51 @@ dvec(const struct rs_engine *e, const struct rs_gguf_tensor *t)
 }
 
 /*
- * X (n rows of WIDTH, LDX apart) into c->xq, for the products that read
- * it next: their integer path (rs_k_matvec).  One conversion serves every
- * product of the same input (q, k, v; gate and up).
+ * Where the next kernel writes X (N rows of WIDTH, LDX apart) in the
+ * 16-bit format, for the products that read X next (their integer path,
+ * rs_k_matvec); NULL when WIDTH is not a multiple of 32 (the f32 path).
+ * One conversion serves every product of the same input (q, k, v; gate
+ * and up).
  */
+static void *
+xq_for(struct cuda *c, const float *x, int64_t ldx, int64_t width, int64_t n)
+{
+	c->xq_src = width % RS_XQ_BLOCK == 0 ? x : NULL;
+	c->xq_width = width;
+	c->xq_ld = ldx;
+	c->xq_rows = n;
+	return (c->xq_src == NULL ? NULL : c->xq);
+}
+
+/* X (as for xq_for) into c->xq, when no kernel converts it on the way. */
 static enum rs_status
 quant(struct rs_engine *e, const float *x, int64_t ldx, int64_t width,
     int64_t n, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
+	void *xq = xq_for(c, x, ldx, width, n);
 
-	c->xq_src = width % RS_XQ_BLOCK == 0 ? x : NULL;
-	c->xq_width = width;
-	if (c->xq_src == NULL)
-		return (RS_OK);		/* the f32 path reads x */
-	return (rs_k_xq(x, ldx, width, (int)n, c->xq, c->s, err));
+	return (xq == NULL ? RS_OK : rs_k_xq(x, ldx, width, (int)n, xq, c->s,
+	    err));
+}
+
+/* The converted form of the N rows at X (LDX apart), or NULL. */
+static const uint8_t *
+xq_of(const struct cuda *c, const float *x, int64_t ldx, int64_t width,
+    int64_t n)
+{
+	if (c->xq_src == NULL || width != c->xq_width || ldx != c->xq_ld ||
+	    x < c->xq_src)
+		return (NULL);
+	int64_t off = x - c->xq_src;
+	if (off % ldx != 0 || off / ldx + n > c->xq_rows)
+		return (NULL);
+	return (c->xq + off / ldx * RS_XQ_COL_BYTES(width));
 }
 
 /*
  * Y (+)= W·X for N tokens, in launches of up to 16 columns; on X's integer
- * form if X is what the last quant() converted, else on X.
+ * form if X is part of what was last converted, else on X.
  */
 static enum rs_status
 mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
@@ -168,8 +194,7 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 	struct cuda *c = (struct cuda *)e->be;
 	const struct dev_w *w = dw(e, t);
 	const int64_t ldq = RS_XQ_COL_BYTES(w->n_in);
-	const uint8_t *xq = x == c->xq_src && w->n_in == c->xq_width ?
-	    c->xq : NULL;
+	const uint8_t *xq = xq_of(c, x, ldx, w->n_in, n);
 	enum rs_status st;
 
 	for (int64_t i = 0; i < n; i += RS_K_MATVEC_MAX_COLS) {
@@ -188,10 +213,11 @@ static enum rs_status
 norm_rows(struct rs_engine *e, const float *x, const struct rs_gguf_tensor *w,
     float *y, int64_t ldy, int64_t n, struct rs_err *err)
 {
+	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd;
 
 	return (rs_k_rmsnorm(x, d, dvec(e, w), y, ldy, d, n,
-	    e->model->hp.rms_eps, ((struct cuda *)e->be)->s, err));
+	    e->model->hp.rms_eps, xq_for(c, y, ldy, d, n), c->s, err));
 }
 
 #define TRY(x)	do { if ((s = (x)) != RS_OK) return (s); } while (0)
@@ -207,11 +233,10 @@ ffn_block(struct rs_engine *e, const struct rs_layer *l, int64_t n,
 	enum rs_status s;
 
 	TRY(norm_rows(e, c->x, l->post_norm, c->h, d, n, err));
-	TRY(quant(e, c->h, d, d, n, err));
 	TRY(mv(e, l->ffn_gate, c->h, d, c->fg, ff, n, 0, err));
 	TRY(mv(e, l->ffn_up, c->h, d, c->fu, ff, n, 0, err));
-	TRY(rs_k_swiglu(c->fg, c->fu, c->fg, ff, (int)n, c->s, err));
-	TRY(quant(e, c->fg, ff, ff, n, err));
+	TRY(rs_k_swiglu(c->fg, c->fu, c->fg, ff, (int)n, xq_for(c, c->fg, ff,
+	    ff, n), c->s, err));
 	return (mv(e, l->ffn_down, c->fg, ff, c->x, d, n, 1, err));
 }
 
@@ -231,7 +256,6 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 		snap_c = st->snap_conv + (int64_t)slot * st->conv_len;
 		snap_s = st->snap_ssm + (int64_t)slot * st->ssm_len;
 	}
-	TRY(quant(e, c->h, d, d, n, err));
 	TRY(mv(e, l->qkv, c->h, d, c->mixed, ch, n, 0, err));
 	TRY(mv(e, l->gate, c->h, d, c->z, di, n, 0, err));
 	TRY(mv(e, l->beta, c->h, d, c->bb, nvh, n, 0, err));
@@ -264,15 +288,14 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	const int64_t	 ldk = (int64_t)nkv * hd, ldv = (int64_t)nkv * hdv;
 	enum rs_status	 s;
 
-	TRY(quant(e, c->h, d, d, n, err));
 	TRY(mv(e, l->wq, c->h, d, c->qg, qdim, n, 0, err));
 	TRY(mv(e, l->wk, c->h, d, c->kk, ldk, n, 0, err));
 	TRY(mv(e, l->wv, c->h, d, c->vv, ldv, n, 0, err));
 	/* per head [q | gate] interleaved (§3.3): norm and rotate q only */
 	TRY(rs_k_rmsnorm(c->qg, 2 * hd, dvec(e, l->q_norm), c->qg, 2 * hd, hd,
-	    n * nh, hp->rms_eps, c->s, err));
+	    n * nh, hp->rms_eps, NULL, c->s, err));
 	TRY(rs_k_rmsnorm(c->kk, hd, dvec(e, l->k_norm), c->kk, hd, hd, n * nkv,
-	    hp->rms_eps, c->s, err));
+	    hp->rms_eps, NULL, c->s, err));
 	TRY(rs_k_rope(c->qg, qdim, 2 * hd, nh, (int)n, (int)hp->n_rot,
 	    hp->rope_sections, hp->rope_base, c->d_params, c->s, err));
 	TRY(rs_k_rope(c->kk, ldk, hd, nkv, (int)n, (int)hp->n_rot,
@@ -322,12 +345,9 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int32_t logits_from,
 		TRY(ffn_block(e, l, n, err));
 	}
 	TRY(norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
-	if (want_logits) {
-		TRY(quant(e, c->h + logits_from * d, d, d, n - logits_from,
-		    err));
+	if (want_logits)
 		TRY(mv(e, m->output, c->h + logits_from * d, d, c->logits,
 		    m->hp.n_vocab, n - logits_from, 0, err));
-	}
 	return (RS_OK);
 }
 
@@ -485,11 +505,9 @@ cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	    err));
 	TRY(ffn_block(e, l, n, err));
 	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
-	if (logits != NULL) {
-		TRY(quant(e, c->h, d, d, n, err));
+	if (logits != NULL)
 		TRY(mv(e, l->mtp_head, c->h, d, c->logits, m->hp.n_vocab, n, 0,
 		    err));
-	}
 	TRY(fetch(e, n, 0, logits, h_out, err));
 	st->mtp_pos = pos + n;
 	return (RS_OK);

@@ -12,27 +12,39 @@
 
 #include "common.cuh"
 #include "rs_kernels.h"
+#include "xq.cuh"
 
+/*
+ * With XQ (n a multiple of 32), every warp's 32 consecutive values are one
+ * 32-value block of a row, which it converts to the 16-bit format.
+ */
 static __global__ void
 swiglu_kernel(const float *__restrict__ g, const float *__restrict__ u,
-    float *__restrict__ h, int64_t count)
+    float *__restrict__ h, int64_t n, int64_t count, uint8_t *__restrict__ xq)
 {
 	int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 
-	if (i < count)
-		h[i] = silu_f(g[i]) * u[i];
+	if (i >= count)
+		return;
+	float v = silu_f(g[i]) * u[i];
+	h[i] = v;
+	if (xq != NULL)
+		xq_store(v, (int)(i % RS_WARP), xq + (i / n) *
+		    RS_XQ_COL_BYTES(n), n, (i % n) / RS_XQ_BLOCK);
 }
 
 extern "C" enum rs_status
 rs_k_swiglu(const float *d_g, const float *d_u, float *d_h, int64_t n,
-    int n_tok, cudaStream_t stream, struct rs_err *err)
+    int n_tok, void *d_xq, cudaStream_t stream, struct rs_err *err)
 {
 	int64_t count = n * n_tok;
 
-	if (count < 1)
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "swiglu: empty"));
+	if (count < 1 || (d_xq != NULL && n % RS_XQ_BLOCK != 0))
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "swiglu: n %lld, "
+		    "n_tok %d%s", (long long)n, n_tok, d_xq != NULL ?
+		    " (with xq: n a multiple of 32)" : ""));
 	swiglu_kernel<<<(unsigned)((count + 255) / 256), 256, 0, stream>>>(d_g,
-	    d_u, d_h, count);
+	    d_u, d_h, n, count, (uint8_t *)d_xq);
 	RS_LAUNCH_CHECK(err, "swiglu");
 	return (RS_OK);
 }

@@ -113,11 +113,17 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 /*
  * The integer path (matvec_xq.cuh): x in the 16-bit format of rs_xq.h
  * (XQ, column t at t·RS_XQ_COL_BYTES(n_in)), Q4_K / Q5_K / Q6_K weights.
- * One warp per row; lane group g = lane/8 takes super-blocks g, g + 4,
- * g + 8, ... in order, U of them per step for loads in flight, and each
- * lane's share of a super-block (two groups of 16 values) is decoded once
- * for all NT columns.  Each lane sums its super-blocks in one order and
- * the warp reduction is fixed, so the result does not depend on NT or U:
+ * Eight lanes share a super-block, so a warp has four lane sets: they
+ * take RW rows (1, 2 or 4) and each row's super-blocks are dealt to its
+ * 4/RW sets in turn (set p of a row takes super-blocks p, p + 4/RW, ...),
+ * U of them per step for loads in flight.  Each lane's share of a
+ * super-block (two groups of 16 values) is decoded once for all NT
+ * columns.  Sets of different rows read the same x at the same time, so
+ * L1 serves those loads once for all of them; sets of one row keep more
+ * of its bytes in flight, which small matrices need to fill the GPU.  RW
+ * and U are tuning knobs for kernels/dev/matvec_xq.cu; matvec_launch uses
+ * RW = 1, U = 1 (measured best).  Each lane sums in one order and the
+ * reductions are fixed, so the result depends on RW but not on NT or U:
  * batch invariance as in matvec_rows_kernel.
  *
  * Instructions per 32 weights of a lane, one column: 2 (Q4_K) to 10 (Q6_K)
@@ -125,38 +131,42 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * scales and the float tail: ~2 per weight, against ~9 of the f32 path.
  * Each further column adds 6 loads, 16 dp4a and ~6 more.
  */
-template <int TYPE, int NT, int U>
+template <int TYPE, int NT, int RW, int U>
 static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
 matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
     int64_t row_bytes, const uint8_t *__restrict__ xq, float *__restrict__ y,
     int64_t ldy, int accumulate)
 {
+	constexpr int	 P = 4 / RW;	/* lane sets per row */
 	const int	 lane = threadIdx.x % RS_WARP, j = lane & 7;
-	const int64_t	 o = (int64_t)blockIdx.x * MV_WARPS +
-	    threadIdx.x / RS_WARP;
+	const int	 set = lane >> 3;
+	const int64_t	 o0 = ((int64_t)blockIdx.x * MV_WARPS +
+	    threadIdx.x / RS_WARP) * RW;
+	const int64_t	 o = o0 + set / P;
 	const int64_t	 nb = n_in / 256, ldxq = RS_XQ_COL_BYTES(n_in);
 	float		 acc[NT];
 
-	if (o >= n_out)
+	if (o0 >= n_out)
 		return;
-	const uint8_t *row = w + o * row_bytes;
+	/* lanes past the last row read it again and write nothing */
+	const uint8_t *row = w + (o < n_out ? o : n_out - 1) * row_bytes;
 #pragma unroll
 	for (int t = 0; t < NT; t++)
 		acc[t] = 0.0f;
-	int64_t bi = lane >> 3;
-	for (; bi + 4 * (U - 1) < nb; bi += 4 * U) {
+	int64_t bi = set % P;
+	for (; bi + P * (U - 1) < nb; bi += P * U) {
 		xq_lane l[U];
 #pragma unroll
 		for (int u = 0; u < U; u++)
-			xqw<TYPE>::load(row, bi + 4 * u, j, &l[u]);
+			xqw<TYPE>::load(row, bi + P * u, j, &l[u]);
 #pragma unroll
 		for (int u = 0; u < U; u++)
 #pragma unroll
 			for (int t = 0; t < NT; t++)
 				acc[t] = xq_dot(l[u], xq + t * ldxq, n_in,
-				    bi + 4 * u, acc[t]);
+				    bi + P * u, acc[t]);
 	}
-	for (; bi < nb; bi += 4) {
+	for (; bi < nb; bi += P) {
 		xq_lane l;
 		xqw<TYPE>::load(row, bi, j, &l);
 #pragma unroll
@@ -165,8 +175,13 @@ matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
 	}
 #pragma unroll
 	for (int t = 0; t < NT; t++) {
-		float v = warp_sum(acc[t]);
-		if (lane == 0) {
+		float v = acc[t];
+		/* the 8 lanes of a set, then the P sets of a row */
+		for (int m = 4; m > 0; m >>= 1)
+			v += __shfl_xor_sync(0xffffffffu, v, m);
+		for (int m = 8; m < 8 * P; m <<= 1)
+			v += __shfl_xor_sync(0xffffffffu, v, m);
+		if (lane % (8 * P) == 0 && o < n_out) {
 			float *dst = y + t * ldy + o;
 			*dst = accumulate ? *dst + v : v;
 		}
@@ -244,21 +259,29 @@ struct matvec_launch {
 	int		 n_tok, accumulate;
 	cudaStream_t	 stream;
 
-	template <int TYPE, int NT, int U>
+	template <int TYPE, int NT, int RW, int U>
 	void
 	go_xq_rows(void)
 	{
-		dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
-		matvec_xq_kernel<TYPE, NT, U><<<grid, MV_WARPS * RS_WARP, 0,
-		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy, accumulate);
+		const int64_t rows = MV_WARPS * RW;
+		dim3 grid((unsigned)((n_out + rows - 1) / rows));
+		matvec_xq_kernel<TYPE, NT, RW, U><<<grid, MV_WARPS * RS_WARP,
+		    0, stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
+		    accumulate);
 	}
 
-	/* one column keeps two steps of loads in flight */
+	/*
+	 * One row per warp, one super-block per set and step: the best or
+	 * within 3 % of the best shape for every matrix of a 27B token in
+	 * kernels/dev/matvec_xq.cu (docs/perf-log.md).  RW must never depend
+	 * on NT: that would change the order of the sums between a batch and
+	 * single steps.
+	 */
 	template <int TYPE, int NT>
 	void
 	go_xq(void)
 	{
-		go_xq_rows<TYPE, NT, NT == 1 ? 2 : 1>();
+		go_xq_rows<TYPE, NT, 1, 1>();
 	}
 
 	template <int TYPE, int NT, int R, int U>

@@ -2,11 +2,11 @@
  * matvec_xq.cuh - per-lane weight decoders of the integer matvec
  * (matvec.cu), for the formats of the Q4_K_M files: Q4_K, Q5_K, Q6_K.
  *
- * A warp takes four 256-value super-blocks of a row per step, eight lanes
- * each.  Every lane covers two runs of 16 consecutive values of its
- * super-block ("groups"), chosen so that its quantized bytes are one or two
- * 16-byte loads, and turns them into 16 bytes q[i] (0..63) per group plus
- * two floats, a and m, with
+ * Eight lanes share each 256-value super-block of a row (matvec.cu puts
+ * four rows in a warp).  Every lane covers two runs of 16 consecutive
+ * values of its super-block ("groups"), chosen so that its quantized bytes
+ * are one or two 16-byte loads, and turns them into 16 bytes q[i] (0..63)
+ * per group plus two floats, a and m, with
  *
  *   w[i] = a·q[i] − m          for every value i of the group.
  *

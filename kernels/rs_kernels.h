@@ -68,11 +68,14 @@ enum rs_status	rs_k_embed(const void *d_w, int type, int64_t n_embd,
  * RMSNorm of N_ROWS rows of N values: y = x·rsqrt(mean(x²) + eps)·w.
  * Row r of X starts at r·LDX, of Y at r·LDY; W has N values, repeated for
  * every row (per-head q/k norms use rows = tokens × heads).  In place is
- * fine (X == Y).  norm.cu.
+ * fine (X == Y).  D_XQ, if not NULL, also receives each row of Y in the
+ * 16-bit format of rs_xq.h (N a multiple of 32; row r at
+ * r·RS_XQ_COL_BYTES(n)), as rs_k_xq would write it.  norm.cu.
  */
 enum rs_status	rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w,
 		    float *d_y, int64_t ldy, int64_t n, int64_t n_rows,
-		    float eps, cudaStream_t stream, struct rs_err *err);
+		    float eps, void *d_xq, cudaStream_t stream,
+		    struct rs_err *err);
 
 /*
  * Gated RMSNorm of the GDN output (§4.6 step 7), per head of N values:
@@ -150,9 +153,13 @@ enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
 		    int64_t snap_stride, int n_snap, const int32_t *d_params,
 		    cudaStream_t stream, struct rs_err *err);
 
-/* h[t][i] = silu(g[t][i])·u[t][i]; G, U, H are (n_tok, n).  elementwise.cu */
+/*
+ * h[t][i] = silu(g[t][i])·u[t][i]; G, U, H are (n_tok, n).  D_XQ, if not
+ * NULL, also receives H in the 16-bit format of rs_xq.h (N a multiple of
+ * 32), as rs_k_xq would write it.  elementwise.cu
+ */
 enum rs_status	rs_k_swiglu(const float *d_g, const float *d_u, float *d_h,
-		    int64_t n, int n_tok, cudaStream_t stream,
+		    int64_t n, int n_tok, void *d_xq, cudaStream_t stream,
 		    struct rs_err *err);
 
 /*

@@ -1,15 +1,13 @@
 /*
  * xq.cu - activations to the 16-bit integer format of lib/rs_xq.h, which
- * the integer matvec reads (matvec.cu).  One warp per 32-value block, one
- * lane per value; the same f32 operations as rs_xq_quantize, so the bytes
- * match the CPU oracle exactly (test: tests/check_cuda.c "xq").
+ * the integer matvec reads (matvec.cu), for inputs that no producing
+ * kernel converts on the way out.  One warp per 32-value block, one lane
+ * per value (xq.cuh); the bytes match rs_xq_quantize exactly (test:
+ * tests/check_cuda.c "xq").
  */
 #include "common.cuh"
 #include "rs_kernels.h"
-
-extern "C" {
-#include "rs_xq.h"
-}
+#include "xq.cuh"
 
 #define XQ_WARPS	8
 
@@ -24,29 +22,8 @@ xq_kernel(const float *__restrict__ x, int64_t ldx, int64_t n, int n_tok,
 
 	if (t >= n_tok)
 		return;
-	float	 xi = x[t * ldx + RS_XQ_BLOCK * b + lane];
-	int	 finite = __all_sync(0xffffffffu, isfinite(xi));
-	float	 amax = warp_max(fabsf(xi));
-	int	 zero = !finite || amax < RS_XQ_MIN_AMAX;
-	float	 inv = 32767.0f / amax;
-	float	 s = !finite ? NAN : zero ? 0.0f : amax / 32767.0f;
-	int	 v = zero ? 0 : __float2int_rn(xi * inv);
-	uint8_t	*col = xq + t * RS_XQ_COL_BYTES(n);
-
-	col[RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)(v >> 8);
-	col[n + RS_XQ_BLOCK * b + lane] = (uint8_t)(v & 255);
-	/* exact integer half-sums: lanes 0..15 and 16..31 */
-	int half = v;
-	for (int o = 8; o > 0; o >>= 1)
-		half += __shfl_xor_sync(0xffffffffu, half, o);
-	if (lane % 16 == 0) {
-		float *meta = (float *)(col + 2 * n) + 4 * b;
-		meta[1 + lane / 16] = s * (float)half;
-		if (lane == 0) {
-			meta[0] = s;
-			meta[3] = 0.0f;
-		}
-	}
+	xq_store(x[t * ldx + RS_XQ_BLOCK * b + lane], lane,
+	    xq + t * RS_XQ_COL_BYTES(n), n, b);
 }
 
 extern "C" enum rs_status

@@ -322,8 +322,9 @@ START_TEST(matvec_all_types)
 END_TEST
 
 /*
- * The integer path on rows of 13 super-blocks (lane groups with 4 and 3
- * of them: both loops of matvec_xq_kernel) and 3 or 16 columns.
+ * The integer path on rows of 13 super-blocks (odd: both loops of
+ * matvec_xq_kernel's one-column shape, which check_matvec_xq runs column
+ * by column), 67 rows (a warp's four rows cut short) and 3 or 16 columns.
  */
 START_TEST(matvec_xq_wide)
 {
@@ -436,9 +437,27 @@ END_TEST
 
 /* ---- norms, rope, elementwise ---- */
 
+/* D_XQ (ROWS rows of N) is what rs_xq_quantize makes of Y. */
+static void
+expect_xq_of(const char *what, const float *y, const void *d_xq, int64_t n,
+    int rows)
+{
+	const int64_t ldq = RS_XQ_COL_BYTES(n);
+	uint8_t *got = malloc((size_t)(rows * ldq));
+	uint8_t *ref = malloc((size_t)(rows * ldq));
+
+	for (int r = 0; r < rows; r++)
+		rs_xq_quantize(y + r * n, n, ref + r * ldq);
+	to_host(got, d_xq, (size_t)(rows * ldq));
+	ck_assert_msg(memcmp(got, ref, (size_t)(rows * ldq)) == 0,
+	    "%s: 16-bit form differs from rs_xq_quantize", what);
+	free(got);
+	free(ref);
+}
+
 START_TEST(norms)
 {
-	enum { N = 300, ROWS = 7 };
+	enum { N = 320, ROWS = 7 };
 	float	x[ROWS * N], z[ROWS * N], w[N], ref[ROWS * N], got[ROWS * N];
 	struct rs_err err;
 
@@ -452,10 +471,32 @@ START_TEST(norms)
 	float *dw = dup_dev(w, sizeof(w)), *dy = dup_dev(x, sizeof(x));
 	for (int r = 0; r < ROWS; r++)
 		rs_cpu_rmsnorm_ref(x + r * N, w, N, 1e-6f, ref + r * N);
-	ck_assert_int_eq(rs_k_rmsnorm(dx, N, dw, dy, N, N, ROWS, 1e-6f, 0,
+	void *dq = dup_dev(NULL, (size_t)(ROWS * RS_XQ_COL_BYTES(N)));
+	ck_assert_int_eq(rs_k_rmsnorm(dx, N, dw, dy, N, N, ROWS, 1e-6f, dq, 0,
 	    &err), RS_OK);
 	to_host(got, dy, sizeof(got));
 	expect_close("rmsnorm", got, ref, ROWS * N, 1e-6);
+	expect_xq_of("rmsnorm", got, dq, N, ROWS);
+	ck_assert_int_eq(rs_k_rmsnorm(dx, N, dw, dy, N, N - 8, ROWS, 1e-6f, dq,
+	    0, &err), RS_ERR_INVALID_ARG);
+	cudaFree(dq);
+	/* a row of 4096 or more takes the wide block */
+	float *wide = malloc(4 * 4160), *wv = malloc(4 * 4160);
+	for (int i = 0; i < 4160; i++) {
+		wide[i] = frand();
+		wv[i] = 1.0f;
+	}
+	float *dwide = dup_dev(wide, 4 * 4160), *dwv = dup_dev(wv, 4 * 4160);
+	dq = dup_dev(NULL, (size_t)RS_XQ_COL_BYTES(4160));
+	ck_assert_int_eq(rs_k_rmsnorm(dwide, 4160, dwv, dwide, 4160, 4160, 1,
+	    1e-6f, dq, 0, &err), RS_OK);
+	to_host(wide, dwide, 4 * 4160);
+	expect_xq_of("rmsnorm 4160", wide, dq, 4160, 1);
+	cudaFree(dq);
+	cudaFree(dwide);
+	cudaFree(dwv);
+	free(wide);
+	free(wv);
 	for (int r = 0; r < ROWS; r++)
 		rs_cpu_gated_rmsnorm_ref(x + r * N, z + r * N, w, N, 1e-6f,
 		    ref + r * N);
@@ -501,7 +542,7 @@ END_TEST
 
 START_TEST(elementwise)
 {
-	enum { N = 3000, T = 3 };
+	enum { N = 3008, T = 3 };
 	float	g[T * N], u[T * N], ref[T * N], got[T * N];
 	int32_t	 am[T];
 	struct rs_err err;
@@ -526,9 +567,12 @@ START_TEST(elementwise)
 	ck_assert_int_eq(am[0], 7);
 	ck_assert_int_eq(am[1], 1234);
 	ck_assert_int_eq(am[2], 7);
-	ck_assert_int_eq(rs_k_swiglu(dg, du, dh, N, T, 0, &err), RS_OK);
+	void *dq = dup_dev(NULL, (size_t)(T * RS_XQ_COL_BYTES(N)));
+	ck_assert_int_eq(rs_k_swiglu(dg, du, dh, N, T, dq, 0, &err), RS_OK);
 	to_host(got, dh, sizeof(got));
 	expect_close("swiglu", got, ref, T * N, 1e-6);
+	expect_xq_of("swiglu", got, dq, N, T);
+	cudaFree(dq);
 	cudaFree(dg);
 	cudaFree(du);
 	cudaFree(dh);

@@ -1,0 +1,47 @@
+/*
+ * xq.cuh - one 32-value block into the 16-bit activation format of
+ * lib/rs_xq.h, by the warp that holds it (one value per lane).  Shared by
+ * the conversion kernel (xq.cu) and the kernels that produce a matvec's
+ * input and convert it on the way out (RMSNorm, SwiGLU): the same f32
+ * operations as rs_xq_quantize, so the bytes match the CPU oracle exactly.
+ */
+#ifndef RS_XQ_CUH
+#define RS_XQ_CUH
+
+#include "common.cuh"
+
+extern "C" {
+#include "rs_xq.h"
+}
+
+/*
+ * Lane LANE's value XI of block B of column COL (N values); every lane of
+ * the warp calls it with its own value.
+ */
+static __device__ __forceinline__ void
+xq_store(float xi, int lane, uint8_t *col, int64_t n, int64_t b)
+{
+	const int	 finite = __all_sync(0xffffffffu, isfinite(xi));
+	const float	 amax = warp_max(fabsf(xi));
+	const int	 zero = !finite || amax < RS_XQ_MIN_AMAX;
+	const float	 inv = 32767.0f / amax;
+	const float	 s = !finite ? NAN : zero ? 0.0f : amax / 32767.0f;
+	const int	 v = zero ? 0 : __float2int_rn(xi * inv);
+
+	col[RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)(v >> 8);
+	col[n + RS_XQ_BLOCK * b + lane] = (uint8_t)(v & 255);
+	/* exact integer half-sums: lanes 0..15 and 16..31 */
+	int half = v;
+	for (int o = 8; o > 0; o >>= 1)
+		half += __shfl_xor_sync(0xffffffffu, half, o);
+	if (lane % 16 == 0) {
+		float *meta = (float *)(col + 2 * n) + 4 * b;
+		meta[1 + lane / 16] = s * (float)half;
+		if (lane == 0) {
+			meta[0] = s;
+			meta[3] = 0.0f;
+		}
+	}
+}
+
+#endif /* RS_XQ_CUH */
