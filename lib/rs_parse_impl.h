@@ -103,8 +103,9 @@ match(const char *s, size_t n, const char *lit)
 	size_t	m = strlen(lit);
 
 	if (n >= m)
-		return (memcmp(s, lit, m) == 0 ? M_FULL : M_NO);
-	return (memcmp(s, lit, n) == 0 ? M_PART : M_NO);
+		return (m == 0 || memcmp(s, lit, m) == 0 ? M_FULL : M_NO);
+	/* S may be NULL when N is 0 (an empty answer) */
+	return (n == 0 || memcmp(s, lit, n) == 0 ? M_PART : M_NO);
 }
 
 static inline int

@@ -569,6 +569,28 @@ START_TEST(invariance)
 }
 END_TEST
 
+/*
+ * No text at all, thinking off: the parser's buffers are still empty
+ * (NULL) when it looks for its markers (UBSan caught a memcmp of NULL
+ * here under make asan).
+ */
+START_TEST(empty_answer)
+{
+	struct rs_parse_opts	 o;
+	struct rs_parse		*p;
+	struct rs_parse_result	 r;
+	struct rs_err		 err;
+
+	rs_parse_opts_init(&o);
+	ck_assert_int_eq(rs_parse_new(&p, &o, &err), RS_OK);
+	ck_assert_int_eq(rs_parse_finish(p, RS_PARSE_END_STOP, &err), RS_OK);
+	rs_parse_result(p, &r);
+	ck_assert_uint_eq(r.content_len, 0);
+	ck_assert_uint_eq(r.n_calls, 0);
+	rs_parse_free(p);
+}
+END_TEST
+
 START_TEST(bad_input)
 {
 	struct rs_parse_opts	 opts;
@@ -643,6 +665,7 @@ parse_suite(void)
 	tcase_add_loop_test(tc, invariance, 0, 25);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
+	tcase_add_test(tc, empty_answer);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, long_name);
 	suite_add_tcase(s, tc);
