@@ -73,7 +73,7 @@ LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
-.PHONY: all lib cmds test test-unit test-man test-serve test-cuda asan fuzz \
+.PHONY: all lib cmds test test-unit test-man test-serve test-cuda volta asan fuzz \
 	install clean config
 all: config lib cmds
 
@@ -170,6 +170,17 @@ $(BUILD)/tests/check_cuda: $(BUILD)/obj/tests/check_cuda.o \
 
 test-cuda: all $(BUILD)/tests/check_cuda
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_cuda
+
+# Volta: the whole project for sm_70 + compute_70 PTX into build/sm70, on
+# CUDA 12.9's headers, ptxas and runtime with clang as the CUDA compiler
+# (scripts/cuda129.sh: PyPI has no 12.x nvcc), then every kernel through
+# NVIDIA's own 12.9 front end, NVRTC, for compute_70
+# (scripts/cuda129-nvrtc.sh).  `build/sm70/tests/check_cuda` runs the
+# tests on any GPU, through the driver's JIT on newer ones.
+volta:
+	$(MAKE) BUILD=build/sm70 CUDA=1 CUDA_ARCHS=70 \
+	    NVCC="$$(bash scripts/cuda129.sh)" all build/sm70/tests/check_cuda
+	bash scripts/cuda129-nvrtc.sh
 
 test-unit: $(BUILD)/tests/check_all cmds
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all

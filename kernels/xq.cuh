@@ -8,6 +8,8 @@
 #ifndef RS_XQ_CUH
 #define RS_XQ_CUH
 
+#include <math.h>
+
 #include "common.cuh"
 
 extern "C" {

@@ -64,6 +64,7 @@ EOF
 cat >"$shim/math.h" <<'EOF'
 #pragma once
 #define INFINITY (__int_as_float(0x7f800000))
+#define NAN (__int_as_float(0x7fc00000))
 EOF
 
 if [ $# -eq 0 ]; then
