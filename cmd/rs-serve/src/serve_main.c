@@ -222,18 +222,29 @@ absolute(const char *opt, const char *path)
 
 /*
  * Kore 4.1 compiles its OpenSSL TLS code whatever the flavor.  Its private
- * keys live in a separate key-manager process: a worker loads only the
- * certificate and swaps the RSA or EC method of the certificate's public
- * key for one that asks the key manager to sign.  OpenSSL 3 hands out a
- * cached copy of that key (EVP_PKEY_get1_RSA/EC_KEY), so the swap does not
- * reach the key the handshake uses, and every handshake fails with an
- * internal-error alert when the server must sign.  So with OpenSSL 3 we
- * refuse --tls-* up front, with the reason, rather than accept
- * connections that cannot complete; put a TLS-terminating proxy in front,
- * or reach the server through an SSH tunnel.  With OpenSSL 1.1 Kore's TLS
- * works and is used: it needs a Diffie-Hellman group besides the
- * certificate, and we take the RFC 7919 ffdhe2048 group that OpenSSL
- * carries, so no dhparam file is needed.
+ * keys live in a separate key-manager process, and with OpenSSL 3 both
+ * halves of that design fail, whatever the key type (RSA, EC P-256/P-384),
+ * protocol (TLS 1.2 or 1.3) or cipher list:
+ *
+ *   - the worker decodes only the certificate, and OpenSSL 3 makes its
+ *     public key a provider key; EVP_PKEY_get1_RSA/EC_KEY hand out a
+ *     legacy copy, so the RSA_METHOD/EC_KEY_METHOD that forwards signing
+ *     to the key manager lands on the copy, and the handshake signs with
+ *     the provider key, which has no private half ("missing private key"
+ *     from rsa_ossl_private_encrypt or ossl_ecdsa_simple_sign_sig): the
+ *     client gets an internal_error alert;
+ *   - the key manager reads the key with PEM_read_PrivateKey, also a
+ *     provider key under OpenSSL 3, and takes it apart with EVP_PKEY_get0,
+ *     which returns NULL for provider keys: RSA_size(NULL) crashes it (and
+ *     stops the server), ECDSA_size(NULL) leaves EC requests unanswered.
+ *
+ * rs-serve runs no code in the key manager (Kore drops the application's
+ * hooks there), so with OpenSSL 3 we refuse --tls-* up front, with the
+ * reason, rather than accept connections that cannot complete; put a
+ * TLS-terminating proxy in front, or reach the server through an SSH
+ * tunnel.  With OpenSSL 1.1 Kore's TLS is used: it needs a Diffie-Hellman
+ * group besides the certificate, and we take the RFC 7919 ffdhe2048 group
+ * that OpenSSL carries, so no dhparam file is needed.
  */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
@@ -242,10 +253,10 @@ check_tls(void)
 {
 	if (serve_cfg.tls_cert != NULL && OpenSSL_version_num() >= 0x30000000L)
 		rs_cli_fatal("--tls-cert: TLS is not available: Kore %s cannot "
-		    "sign handshakes with %s (its key manager relies on "
-		    "OpenSSL 1.1 key methods); terminate TLS in a proxy in "
-		    "front of rs-serve or use an SSH tunnel", kore_version,
-		    OpenSSL_version(OPENSSL_VERSION));
+		    "sign handshakes with %s, for RSA and EC keys alike (its "
+		    "key manager needs OpenSSL 1.1's legacy keys); terminate "
+		    "TLS in a proxy in front of rs-serve or use an SSH tunnel",
+		    kore_version, OpenSSL_version(OPENSSL_VERSION));
 }
 
 static void
