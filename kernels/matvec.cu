@@ -375,6 +375,13 @@ rs_k_matvec(const void *d_w, int type, int64_t n_in, int64_t n_out,
 		    "matvec: n_tok %d, n_in %lld, n_out %lld, ldx %lld "
 		    "(need 1..16 columns, n_in a multiple of 8, aligned x)",
 		    n_tok, (long long)n_in, (long long)n_out, (long long)ldx));
+	/* the integer path reads Q4_K / Q5_K blocks with 16-byte loads */
+	if (d_xq != NULL && (type == RS_TYPE_Q4_K || type == RS_TYPE_Q5_K) &&
+	    (((uintptr_t)d_w | (uintptr_t)row_bytes) & 15) != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "matvec: %s weights at %p, rows %lld bytes apart: the "
+		    "integer path needs 16-byte alignment", rs_type_name(type),
+		    d_w, (long long)row_bytes));
 	for (int done = 0; done < n_tok; ) {
 		int k = n_in % 256 != 0 ? 1 : pick_cols(type, n_tok - done);
 		const uint8_t *xq = d_xq == NULL ? NULL :

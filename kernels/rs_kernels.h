@@ -40,7 +40,8 @@ extern "C" {
  * D_XQ, if not NULL, holds the same N_TOK columns of X in the 16-bit format
  * of rs_xq.h (rs_k_xq, RS_XQ_COL_BYTES(n_in) bytes apart): Q4_K, Q5_K and
  * Q6_K rows whose width is a multiple of 256 then use integer dot products
- * on it (y within ~1e-5 relative of the f32 path); other types read X.
+ * on it (y within ~1e-5 relative of the f32 path; Q4_K and Q5_K weights
+ * 16-byte aligned, as the rows of an arena are); other types read X.
  * Either way y[t] does not depend on N_TOK.  matvec.cu.
  * RS_ERR_UNSUPPORTED for a type without a device decoder.
  */
