@@ -559,9 +559,6 @@ static struct sock_filter filter_cuda[] = {
 void
 kore_seccomp_hook(void)
 {
-	/* the key manager (TLS) keeps Kore's own filter for it */
-	if (worker->id == KORE_WORKER_KEYMGR)
-		return;
 #if defined(RS_CUDA)
 	if (serve_cfg.backend != RS_BACKEND_CPU)
 		kore_seccomp_filter("rs-serve-cuda", filter_cuda,
