@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "rs_bench.h"
+#include "rs_sample.h"
 #include "rs_state_impl.h"
 
 struct bench {
@@ -91,6 +92,51 @@ decode(struct bench *b, int64_t depth, int n, struct rs_err *err)
 		    1, b->logits, RS_LOGITS_LAST, NULL, err)) != RS_OK)
 			return (s);
 	r.ms = (now_ms() - t0) / n;
+	r.tok_s = 1e3 / r.ms;
+	r.bytes_per_tok = bytes_per_token(b, depth);
+	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
+}
+
+/*
+ * As decode() at the decode depth, with the host sampler choosing each
+ * next token from the logits, as rs-generate and rs-serve do: TEST "greedy"
+ * (temperature 0) or "sampled" (the model's defaults, temperature 1,
+ * top-k 20, top-p 0.95; serving.md §0).  The rate a client sees, less
+ * detokenisation and HTTP.
+ */
+static enum rs_status
+decode_sampled(struct bench *b, const char *test, struct rs_err *err)
+{
+	const int64_t depth = b->o->decode_depth;
+	const int n = b->o->decode_tokens;
+	struct rs_bench_row r = { .test = test, .n = 1, .depth = depth };
+	struct rs_sample_params p;
+	struct rs_sampler *smp;
+	enum rs_status s;
+	int32_t	 t = b->tokens[depth];
+	double	 t0;
+
+	rs_sample_params_init(&p);
+	if (strcmp(test, "greedy") == 0)
+		p.temperature = 0.0f;
+	else {
+		p.top_k = 20;
+		p.top_p = 0.95f;
+	}
+	if ((s = fill(b, depth, err)) != RS_OK || (s = rs_sample_new(&smp, &p,
+	    (int32_t)rs_engine_model(b->e)->hp.n_vocab, err)) != RS_OK)
+		return (s);
+	t0 = now_ms();
+	for (int i = 0; i < n; i++)
+		if ((s = rs_engine_forward(b->e, b->st, &t, 1, b->logits,
+		    RS_LOGITS_LAST, NULL, err)) != RS_OK ||
+		    (s = rs_sample_next(smp, b->logits, &t, err)) != RS_OK ||
+		    (s = rs_sample_accept(smp, t, err)) != RS_OK)
+			break;
+	r.ms = (now_ms() - t0) / n;
+	rs_sample_free(smp);
+	if (s != RS_OK)
+		return (s);
 	r.tok_s = 1e3 / r.ms;
 	r.bytes_per_tok = bytes_per_token(b, depth);
 	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
@@ -186,7 +232,9 @@ run_all(struct bench *b, struct rs_err *err)
 	r.eff = 1.0;
 	if (b->cb(&r, b->ctx))
 		return (RS_ERR_LIMIT);
-	if ((s = decode(b, o->decode_depth, o->decode_tokens, err)) != RS_OK)
+	if ((s = decode(b, o->decode_depth, o->decode_tokens, err)) != RS_OK ||
+	    (s = decode_sampled(b, "greedy", err)) != RS_OK ||
+	    (s = decode_sampled(b, "sampled", err)) != RS_OK)
 		return (s);
 	for (int i = 0; i < o->n_groups; i++)
 		if ((s = verify(b, o->groups[i], err)) != RS_OK)

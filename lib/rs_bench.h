@@ -2,7 +2,9 @@
  * rs_bench.h - end-to-end engine benchmarks (what rs-bench -m prints).
  *
  * One run measures, on one engine and one state: the streaming-read
- * bandwidth probe, decode tokens/s at a short depth, verification of groups
+ * bandwidth probe, decode tokens/s at a short depth (the engine alone, then
+ * with the host sampler choosing each token, greedy and with the model's
+ * default chain), verification of groups
  * of drafts at a short prefix (tokens supplied per second and cost relative
  * to a group of 1), prefill tokens/s, decode at long depths, and the memory
  * plan.  Every timed row reports the bytes the engine must read per token
@@ -37,7 +39,8 @@ struct rs_bench_opts {
 };
 
 struct rs_bench_row {
-	const char	*test;		/* probe, decode, verify, prefill, memory */
+	const char	*test;		/* probe, decode, greedy, sampled,
+					   verify, prefill, memory */
 	int64_t		 n;		/* tokens per call (group, prefill) */
 	int64_t		 depth;		/* context length before the call */
 	double		 ms;		/* wall time per call */

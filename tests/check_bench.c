@@ -1,0 +1,93 @@
+/*
+ * check_bench.c - rs_bench_run on the tiny fixture with small sizes, CPU
+ * backend: every row comes, in order, and its numbers agree with each
+ * other (tokens/s from ms, bandwidth from bytes and tokens/s, cost of a
+ * group of 1).  Timings themselves are the machine's: only their
+ * consistency is checked.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "rs_bench.h"
+#include "rs_model.h"
+#include "t_util.h"
+
+#define MAX_ROWS	16
+
+struct rows {
+	struct rs_bench_row	r[MAX_ROWS];
+	char			test[MAX_ROWS][16];
+	int			n;
+};
+
+static int
+keep(const struct rs_bench_row *r, void *ctx)
+{
+	struct rows *rs = ctx;
+
+	ck_assert_int_lt(rs->n, MAX_ROWS);
+	rs->r[rs->n] = *r;
+	strncpy(rs->test[rs->n], r->test, sizeof(rs->test[0]) - 1);
+	rs->n++;
+	return (0);
+}
+
+START_TEST(rows_in_order)
+{
+	static const char *const want[] = { "probe", "decode", "greedy",
+	    "sampled", "verify", "verify", "prefill", "decode", "memory" };
+	const struct rs_bench_opts o = { .decode_tokens = 4, .decode_depth = 8,
+	    .groups = { 1, 3 }, .n_groups = 2, .verify_reps = 2,
+	    .prefills = { 20 }, .n_prefills = 1, .depths = { 40 },
+	    .n_depths = 1, .depth_tokens = 2, .seed = 7 };
+	const struct rs_engine_opts eo = { .backend = RS_BACKEND_CPU,
+	    .n_threads = 1 };
+	struct rs_model	*m;
+	struct rs_engine *e;
+	struct rs_err	 err;
+	struct rows	 rs = { .n = 0 };
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	ck_assert_int_eq(rs_engine_new(&e, m, &eo, &err), RS_OK);
+	ck_assert_msg(rs_bench_run(e, &o, keep, &rs, &err) == RS_OK, "%s",
+	    err.msg);
+	ck_assert_int_eq(rs.n, (int)(sizeof(want) / sizeof(want[0])));
+	for (int i = 0; i < rs.n; i++) {
+		const struct rs_bench_row *r = &rs.r[i];
+		ck_assert_str_eq(rs.test[i], want[i]);
+		if (i == 0 || i == rs.n - 1)
+			continue;
+		ck_assert(r->ms > 0.0);
+		ck_assert(fabs(r->tok_s - 1e3 * (double)r->n / r->ms) <=
+		    1e-9 * r->tok_s);
+		if (strcmp(rs.test[i], "prefill") == 0)
+			continue;
+		ck_assert(r->bytes_per_tok > 0.0);
+		ck_assert(fabs(r->gb_s - r->bytes_per_tok * r->tok_s / 1e9) <=
+		    1e-9 * r->gb_s);
+	}
+	/* the greedy and sampled rows decode at the decode row's depth */
+	ck_assert_int_eq(rs.r[2].depth, 8);
+	ck_assert_int_eq(rs.r[3].depth, 8);
+	ck_assert(rs.r[2].bytes_per_tok == rs.r[1].bytes_per_tok);
+	ck_assert(rs.r[4].rel_cost == 1.0);
+	ck_assert_int_eq(rs.r[5].n, 3);
+	ck_assert(rs.r[8].mem_weights > 0 && rs.r[8].mem_state > 0);
+	rs_engine_free(e);
+	rs_model_close(m);
+}
+END_TEST
+
+Suite *
+bench_suite(void)
+{
+	Suite	*s = suite_create("bench");
+	TCase	*tc = tcase_create("run");
+
+	tcase_add_test(tc, rows_in_order);
+	suite_add_tcase(s, tc);
+	return (s);
+}
