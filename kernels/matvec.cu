@@ -5,22 +5,32 @@
  *   W {n_in, n_out} (rows of n_in values, any §7 format), X (n_tok, n_in),
  *   Y (n_tok, n_out);  y[t][o] = Σ_i W[o][i]·x[t][i],  f32 accumulation.
  *
- * One warp per output row walks the row a 256-value super-block at a time,
- * each lane decoding 8 values (matvec_sb.cuh) that serve all N_TOK
- * columns, so every weight byte is read once per launch; a shuffle
- * reduction ends each row.  X is read through the L1/L2 caches (5120
- * floats per column: 20 KB, shared by every row).  Each sum runs in one
+ * Two paths, both one warp per output row walking the row a 256-value
+ * super-block at a time, every weight byte read once per launch for all
+ * N_TOK columns, a shuffle reduction ending each row:
+ *   f32      (matvec_rows_kernel, matvec_sb.cuh) each lane decodes 8
+ *            values to floats and multiplies them with x in f32; every
+ *            format;
+ *   integer  (matvec_xq_kernel, matvec_xq.cuh) x arrives quantized to 16
+ *            bits (lib/rs_xq.h) and four weights meet four activation
+ *            bytes in a dp4a; Q4_K, Q5_K and Q6_K, what the 27B files are
+ *            made of, when the caller passes x in that form (the engine
+ *            always does).
+ * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
+ * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
- * Oracle: rs_cpu_matmul_ref (lib/rs_cpu.h); test: tests/check_cuda.c
- * "matvec"; measurements: docs/perf-log.md.
+ * Oracles: rs_cpu_matmul_ref (lib/rs_cpu.h) and rs_xq_dot_ref; test:
+ * tests/check_cuda.c "matvec"; measurements: docs/perf-log.md.
  *
  * Napkin math, decode (N_TOK = 1) of Qwen3.8-27B Q4_K_M: 15.8 GB of weights
  * per token; at the V100's 900 GB/s that is 17.6 ms (57 tok/s), at the
  * H200's 4.8 TB/s 3.3 ms (303 tok/s), if the kernel streams at full
- * bandwidth.  With 16 columns the FMAs grow to 16 per weight (2·16 flops
- * per 0.56 bytes of Q4_K): 864 GFLOP per pass over 27B weights, which is
- * compute-bound in f32 on both GPUs; integer (dp4a) or tensor-core paths are
- * the next step for verification batches.  Only SM70 features are used.
+ * bandwidth.  The f32 path spends ~9 instructions per weight and was
+ * instruction-bound at a quarter of the H200's bandwidth; the integer
+ * path spends ~2 and streams about half of it.  Each further column costs
+ * the integer path 16 dp4a per 32 weights and lane, so groups of 16 are
+ * instruction-bound (tensor cores are the next step there).  Only SM70
+ * features are used.
  */
 #include "common.cuh"
 #include "matvec_sb.cuh"
