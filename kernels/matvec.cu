@@ -281,11 +281,12 @@ struct matvec_launch {
 	}
 
 	/*
-	 * One row per warp, one super-block per set and step: the best or
-	 * within 3 % of the best shape for every matrix of a 27B token in
-	 * kernels/dev/matvec_xq.cu (docs/perf-log.md).  RW must never depend
-	 * on NT: that would change the order of the sums between a batch and
-	 * single steps.
+	 * One row per warp, one super-block per set and step: the best
+	 * shape for four of the seven matrices of a 27B token in
+	 * kernels/dev/matvec_xq.cu and at most 5 % behind on two; Q6_K's
+	 * ffn_down would gain 17 % from RW 2, U 4 (docs/perf-log.md).  RW
+	 * may depend on the matrix but never on NT: that would change the
+	 * order of the sums between a batch and single steps.
 	 */
 	template <int TYPE, int NT>
 	void
