@@ -296,6 +296,17 @@ enum rs_status	rs_gen_req_parse(const struct rs_gen *g, struct rs_gen_req *r,
 enum rs_status	rs_gen_prepare(const struct rs_gen *g, struct rs_gen_req *r,
 		    struct rs_gen_error *ge);
 
+/*
+ * How many prompt tokens of request R (rs_gen_prepare()d) G's state holds
+ * already: the common prefix of R's prompt and the state's history, at
+ * most P − 1.  The run may recompute part of it (back to the checkpoint,
+ * see prefix reuse above).  For choosing among generators that share an
+ * engine (rs-serve --slots); it reads G's state, so only the thread that
+ * runs G may call it.
+ */
+int32_t		rs_gen_common_prefix(const struct rs_gen *g,
+		    const struct rs_gen_req *r);
+
 /* ---- running ---- */
 
 enum rs_gen_finish {

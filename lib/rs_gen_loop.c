@@ -172,12 +172,26 @@ checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
  * recomputed) and the replay cancellable.
  */
 static int32_t
-reuse(struct rs_gen *g, const int32_t *p, int32_t n)
+common_prefix(const struct rs_gen *g, const int32_t *p, int32_t n)
 {
-	int32_t	pos = rs_state_pos(g->st), l = 0, c;
+	int32_t	pos = rs_state_pos(g->st), l = 0;
 
 	while (l < pos && l < n - 1 && rs_state_token(g->st, l) == p[l])
 		l++;
+	return (l);
+}
+
+int32_t
+rs_gen_common_prefix(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	return (common_prefix(g, r->prompt, (int32_t)r->n_prompt));
+}
+
+static int32_t
+reuse(struct rs_gen *g, const int32_t *p, int32_t n)
+{
+	int32_t	l = common_prefix(g, p, n), c;
+
 	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
 	c = rs_state_checkpoint_pos(g->st);

@@ -576,6 +576,68 @@ START_TEST(greedy_prefix_reuse)
 }
 END_TEST
 
+/* The prepared request {"tokens": TOKS (N of them)} against X's state. */
+static int32_t
+common_prefix_of(struct gx *x, const int32_t *toks, int32_t n)
+{
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge = { 0 };
+	struct rs_buf		 b;
+	int32_t			 l;
+
+	rs_buf_init(&b);
+	rs_buf_adds(&b, "{\"tokens\": [");
+	for (int32_t i = 0; i < n; i++)
+		rs_buf_addf(&b, i > 0 ? ",%d" : "%d", (int)toks[i]);
+	rs_buf_adds(&b, "]}");
+	ck_assert(!b.oom);
+	rs_gen_req_init(&r, x->g);
+	ck_assert(parse_body(x, &r, b.data, &ge) == RS_OK);
+	ck_assert_msg(rs_gen_prepare(x->g, &r, &ge) == RS_OK, "%s",
+	    ge.err.msg);
+	l = rs_gen_common_prefix(x->g, &r);
+	rs_gen_req_cleanup(&r);
+	rs_buf_cleanup(&b);
+	return (l);
+}
+
+/*
+ * rs_gen_common_prefix after a greedy run of 12 tokens, whose state holds
+ * the prompt (P tokens) and the first 11 of them: the same prompt (P − 1:
+ * the last must run), the prompt and 5 of the output plus one more (all
+ * but that one), a prompt that differs at position 3 (3), and after a
+ * reset (0).
+ */
+START_TEST(common_prefix)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	a;
+	char			*body;
+	int32_t			 p, toks[256];
+
+	t_ref_load(&ref);
+	p = ref.len[ref.greedy_prompt];
+	ck_assert_int_le(p + 6, 256);
+	gx_open(&x, F16, 0, 1, NULL);
+	body = greedy_body(&ref, "\"max_tokens\": 12");
+	run_body(&x, body, &a, NULL);
+	ck_assert_mem_eq(a.tokens, ref.greedy, 12 * sizeof(int32_t));
+	memcpy(toks, ref.seq, (size_t)(p + 5) * sizeof(int32_t));
+	ck_assert_int_eq(common_prefix_of(&x, toks, p), p - 1);
+	toks[p + 5] = ref.greedy[7];
+	ck_assert_int_eq(common_prefix_of(&x, toks, p + 6), p + 5);
+	toks[3] = toks[3] == 0 ? 1 : 0;
+	ck_assert_int_eq(common_prefix_of(&x, toks, p), 3);
+	rs_gen_reset(x.g);
+	ck_assert_int_eq(common_prefix_of(&x, ref.seq, p), 0);
+	free(body);
+	rs_gen_result_cleanup(&a);
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
 /* ---- sampling ---- */
 
 START_TEST(seeded)
@@ -1461,6 +1523,7 @@ gen_suite(void)
 	tcase_add_test(tc, logprobs_reference);
 	tcase_add_test(tc, draft_equal);
 	tcase_add_test(tc, greedy_prefix_reuse);
+	tcase_add_test(tc, common_prefix);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sampling");
 	tcase_set_timeout(tc, 60);

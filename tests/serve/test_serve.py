@@ -456,6 +456,44 @@ def test_logprobs_with_drafts(server, tmp_path_factory):
     assert len(plain["choices"][0]["logprobs"]["tokens"]) == 40
 
 
+def test_slots_keep_two_conversations(tmp_path_factory):
+    """--slots 2: a request with another prompt runs on the second slot, so
+    the first conversation's cache survives it; with one slot it does not.
+    Measured by the prompt tokens the third request does not recompute."""
+    def chat(srv, system):
+        body = dict(messages=[{"role": "system", "content": system},
+                              {"role": "user", "content": "hi"}],
+                    max_tokens=2, temperature=0)
+        st, _, b = http(srv.url + "/v1/chat/completions", "POST", body)
+        assert st == 200, b
+        u = json.loads(b)["usage"]
+        return u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"]
+
+    a = "You review Python code for a small team. " * 12
+    b = "Translate every message into French, politely. " * 12
+    cached = {}
+    for slots in ("1", "2"):
+        srv = start(tmp_path_factory, "--slots", slots, name="slots" + slots)
+        try:
+            chat(srv, a)
+            chat(srv, b)
+            n, cached[slots] = chat(srv, a)
+        finally:
+            srv.stop_clean()
+    # two slots: all of A's prompt but the assistant opener after its last
+    # <|im_start|> (the checkpoint); one slot: only the shared head
+    assert cached["2"] >= n - 8, (n, cached)
+    assert cached["1"] <= 8, (n, cached)
+
+
+def test_slots_bad_usage():
+    for bad in ("0", "17", "x"):
+        p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m",
+                            fixture("tiny/model-q8_0.gguf"), "--slots", bad],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--slots" in p.stderr, p.stderr
+
+
 def test_logprobs_errors(server):
     chat = server.url + "/v1/chat/completions"
     comp = server.url + "/v1/completions"

@@ -44,6 +44,8 @@ struct connection;
 
 /* ---- configuration (serve_opts.c) ---- */
 
+#define SERVE_MAX_SLOTS	16
+
 struct serve_cfg {
 	char		*model_path;
 	char		*host;		/* default 127.0.0.1 */
@@ -55,6 +57,8 @@ struct serve_cfg {
 	int		 threads;	/* 0: online CPUs */
 	int64_t		 queue_max;	/* requests waiting beyond the one
 					   running */
+	int		 slots;		/* sequence states (prefix caches),
+					   1..SERVE_MAX_SLOTS */
 	int64_t		 body_max;	/* bytes */
 	int		 tok_norm;	/* enum rs_tok_norm */
 	char		*tls_cert;

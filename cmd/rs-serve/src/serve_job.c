@@ -3,9 +3,13 @@
  * and its FIFO, and the hand-over of results from the prep and engine
  * threads to the event loop.
  *
- * One engine thread owns the engine, the sequence state and the generator
- * (rs_gen), builds them at start (the CUDA context is created and used in
- * that thread only) and then runs one job at a time, oldest first.  A job
+ * One engine thread owns the engine, the sequence states and their
+ * generators (rs_gen; one of each per --slots), builds them at start (the
+ * CUDA context is created and used in that thread only) and then runs one
+ * job at a time, oldest first, on the slot whose state holds most of its
+ * prompt, or else on the least recently used one (pick_slot): a side
+ * request (a title, a summary) then does not evict the cache of the
+ * conversation it interrupts.  A job
  * reaches its FIFO prepared (serve_prep.c) and admitted by the loop, which
  * for a stream has already sent the 200 header and the role chunk, so the
  * client has its first byte before the engine starts.
@@ -73,10 +77,13 @@ static struct {
 	_Atomic(const struct rs_gen *) gen;
 	int			 announced;
 
-	/* the engine thread's own */
+	/* the engine thread's own: serve_cfg.slots states and generators,
+	   and when each slot last ran a job */
 	struct rs_engine	*engine;
-	struct rs_state		*state;
-	struct rs_gen		*g;
+	struct rs_state		*state[SERVE_MAX_SLOTS];
+	struct rs_gen		*g[SERVE_MAX_SLOTS];
+	uint64_t		 used[SERVE_MAX_SLOTS];
+	uint64_t		 n_jobs;
 	struct rs_buf		 scratch;
 
 	/* the loop's own */
@@ -231,6 +238,34 @@ body(struct rs_json *j, int status)
 	return (status);
 }
 
+/*
+ * The slot for JOB: the one whose state holds the longest prefix of its
+ * prompt, if that is at least half the prompt (the next turn of a
+ * conversation); else the one used least recently (a side request or a
+ * new conversation: every chat prompt shares the template's first tokens
+ * with every slot, which must not make it evict a live conversation).
+ */
+static int
+pick_slot(const struct serve_job *job)
+{
+	int	best = 0, lru = 0;
+	int32_t	best_l = -1;
+
+	for (int i = 0; i < serve_cfg.slots; i++) {
+		int32_t l = rs_gen_common_prefix(eng.g[i], &job->greq);
+		if (l > best_l) {
+			best = i;
+			best_l = l;
+		}
+		if (eng.used[i] < eng.used[lru])
+			lru = i;
+	}
+	if (2 * (int64_t)best_l < (int64_t)job->greq.n_prompt)
+		best = lru;
+	eng.used[best] = ++eng.n_jobs;
+	return (best);
+}
+
 static void
 run_job(struct serve_job *job)
 {
@@ -249,7 +284,8 @@ run_job(struct serve_job *job)
 		push(job, NULL, 0, 1);
 		return;
 	}
-	st = rs_gen_run(eng.g, &job->greq, on_event, job, &res, &ge);
+	st = rs_gen_run(eng.g[pick_slot(job)], &job->greq, on_event, job, &res,
+	    &ge);
 	rs_buf_reset(&eng.scratch);
 	if (st != RS_OK) {
 		job->log.finish = "error";
@@ -294,11 +330,16 @@ build(void)
 	/* a snapshot per verified token to drop rejected drafts */
 	so.n_snap = serve_cfg.gen.draft_ngram > 0 ?
 	    serve_cfg.gen.draft_ngram + 1 : 0;
-	if (rs_engine_state_new(eng.engine, &so, &eng.state, &err) != RS_OK)
-		goto fail;
-	if (rs_gen_new(&eng.g, eng.engine, eng.state, serve_model.tok,
-	    &serve_cfg.gen, &err) != RS_OK)
-		goto fail;
+	for (int i = 0; i < serve_cfg.slots; i++)
+		if (rs_engine_state_new(eng.engine, &so, &eng.state[i],
+		    &err) != RS_OK || rs_gen_new(&eng.g[i], eng.engine,
+		    eng.state[i], serve_model.tok, &serve_cfg.gen, &err) !=
+		    RS_OK) {
+			(void)snprintf(eng.why, sizeof(eng.why), "engine: "
+			    "slot %d of %d (--slots): %s", i + 1,
+			    serve_cfg.slots, err.msg);
+			return (-1);
+		}
 	return (0);
 fail:
 	(void)snprintf(eng.why, sizeof(eng.why), "engine: %s", err.msg);
@@ -318,7 +359,7 @@ engine_main(void *arg)
 		wake_loop();
 		return (NULL);
 	}
-	atomic_store_explicit(&eng.gen, eng.g, memory_order_release);
+	atomic_store_explicit(&eng.gen, eng.g[0], memory_order_release);
 	wake_loop();
 	for (;;) {
 		pthread_mutex_lock(&eng.lock);
@@ -716,8 +757,10 @@ serve_engine_stop(void)
 	pthread_mutex_unlock(&eng.lock);
 	pthread_join(eng.thread, NULL);
 	eng.started = 0;
-	rs_gen_free(eng.g);
-	rs_state_free(eng.state);
+	for (int i = 0; i < serve_cfg.slots; i++) {
+		rs_gen_free(eng.g[i]);
+		rs_state_free(eng.state[i]);
+	}
 	rs_engine_free(eng.engine);
 	rs_buf_cleanup(&eng.scratch);
 }

@@ -46,6 +46,9 @@ usage_full(void)
 	    "per pass (1..16;\n"
 	    "                            same output, fewer passes when text "
 	    "repeats)\n"
+	    "      --slots N             keep N conversations' caches "
+	    "(1..16, default 1; each\n"
+	    "                            takes a sequence state's memory)\n"
 	    "      --queue N             requests that may wait for the "
 	    "engine (default 16);\n"
 	    "                            more are refused with 503 and "
@@ -121,7 +124,7 @@ enum {
 	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
-	OPT_VERSION, OPT_DRAFT
+	OPT_VERSION, OPT_DRAFT, OPT_SLOTS
 };
 
 static const struct option longopts[] = {
@@ -149,6 +152,7 @@ static const struct option longopts[] = {
 	{ "reasoning-effort", required_argument, NULL, OPT_EFFORT },
 	{ "runas", required_argument, NULL, OPT_RUNAS },
 	{ "seccomp-trace", no_argument, NULL, OPT_SECCOMP_TRACE },
+	{ "slots", required_argument, NULL, OPT_SLOTS },
 	{ "threads", required_argument, NULL, 't' },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
@@ -166,6 +170,7 @@ defaults(struct serve_cfg *c)
 	c->port = dup_or_die("8081");
 	c->backend = RS_BACKEND_AUTO;
 	c->queue_max = 16;
+	c->slots = 1;
 	c->body_max = 64 << 20;
 	c->tok_norm = RS_TOK_NORM_DEFAULT;
 	rs_gen_opts_init(&c->gen);
@@ -210,6 +215,9 @@ option(struct serve_cfg *c, int ch, const char *arg)
 	case OPT_QUEUE: c->queue_max = number("--queue", arg, 0, 4096); break;
 	case OPT_DRAFT:
 		c->gen.draft_ngram = (int)number("--draft", arg, 1, 16);
+		break;
+	case OPT_SLOTS:
+		c->slots = (int)number("--slots", arg, 1, SERVE_MAX_SLOTS);
 		break;
 	case OPT_MAX_BODY:
 		c->body_max = number("--max-body", arg, 1024, INT64_C(1) << 32);
