@@ -43,6 +43,7 @@ extern "C" {
 }
 
 #define MV_WARPS	4	/* rows (warps) per block */
+#define XQ_Q6_WIDE	8192	/* see matvec_launch::go_xq */
 /*
  * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
  * one warp per row walks the row's super-blocks in order, U per step so
@@ -283,16 +284,21 @@ struct matvec_launch {
 	/*
 	 * One row per warp, one super-block per set and step: the best
 	 * shape for four of the seven matrices of a 27B token in
-	 * kernels/dev/matvec_xq.cu and at most 5 % behind on two; Q6_K's
-	 * ffn_down would gain 17 % from RW 2, U 4 (docs/perf-log.md).  RW
-	 * may depend on the matrix but never on NT: that would change the
-	 * order of the sums between a batch and single steps.
+	 * kernels/dev/matvec_xq.cu and at most 5 % behind on two.  Q6_K
+	 * rows of the FFN's width (ffn_down) stream 17 % faster with two rows
+	 * a warp and four steps in flight (docs/perf-log.md): its five-word
+	 * loads need more in flight.  RW may depend on the matrix but never
+	 * on NT: that would change the order of the sums between a batch and
+	 * single steps.
 	 */
 	template <int TYPE, int NT>
 	void
 	go_xq(void)
 	{
-		go_xq_rows<TYPE, NT, 1, 1>();
+		if (TYPE == RS_TYPE_Q6_K && n_in >= XQ_Q6_WIDE)
+			go_xq_rows<TYPE, NT, 2, NT == 1 ? 4 : 1>();
+		else
+			go_xq_rows<TYPE, NT, 1, 1>();
 	}
 
 	template <int TYPE, int NT, int R, int U>

@@ -322,19 +322,23 @@ START_TEST(matvec_all_types)
 END_TEST
 
 /*
- * The integer path on rows of 13 super-blocks (odd: both loops of
- * matvec_xq_kernel's one-column shape, which check_matvec_xq runs column
- * by column), 67 rows (a warp's four rows cut short) and 3 or 16 columns.
+ * The integer path on rows of 13 super-blocks (odd: the main and the tail
+ * loop of matvec_xq_kernel) and, for Q6_K, of 35 (FFN-wide rows, which
+ * take two rows a warp and four steps in flight for one column: the main
+ * loop's step of 8 super-blocks per set pair, then the tail), 67 rows (a
+ * warp's rows cut short), 3 or 16 columns and each column alone
+ * (check_matvec_xq).
  */
 START_TEST(matvec_xq_wide)
 {
-	static const int types[] = { RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K };
+	static const int types[] = { RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K,
+	    RS_TYPE_Q6_K };
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		struct rs_gguf_tensor t = { .name = "random", .n_dims = 2,
 		    .type = types[i] };
 		size_t rb;
-		t.ne[0] = 13 * 256;
+		t.ne[0] = (i == 3 ? 35 : 13) * 256;
 		t.ne[1] = 67;
 		t.ne[2] = t.ne[3] = 1;
 		ck_assert_int_eq(rs_type_row_bytes(t.type, t.ne[0], &rb, NULL),
