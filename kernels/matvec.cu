@@ -132,8 +132,8 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * columns.  Sets of different rows read the same x at the same time, so
  * L1 serves those loads once for all of them; sets of one row keep more
  * of its bytes in flight, which small matrices need to fill the GPU.  RW
- * and U are tuning knobs for kernels/dev/matvec_xq.cu; matvec_launch uses
- * RW = 1, U = 1 (measured best).  Each lane sums in one order and the
+ * and U are tuning knobs, timed by kernels/dev/matvec_xq.cu; matvec_launch
+ * picks them per matrix (go_xq).  Each lane sums in one order and the
  * reductions are fixed, so the result depends on RW but not on NT or U:
  * batch invariance as in matvec_rows_kernel.
  *
