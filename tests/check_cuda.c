@@ -294,6 +294,29 @@ START_TEST(matvec_fixtures)
 }
 END_TEST
 
+/* *T: a 2-D weight "random" of N_OUT rows of N_IN values of TYPE, random
+   valid blocks in the returned buffer (free it). */
+static void *
+random_tensor(struct rs_gguf_tensor *t, int type, int64_t n_in, int64_t n_out)
+{
+	size_t	 rb;
+	void	*buf;
+
+	memset(t, 0, sizeof(*t));
+	t->name = "random";
+	t->n_dims = 2;
+	t->type = type;
+	t->ne[0] = n_in;
+	t->ne[1] = n_out;
+	t->ne[2] = t->ne[3] = 1;
+	ck_assert_int_eq(rs_type_row_bytes(type, n_in, &rb, NULL), RS_OK);
+	t->nbytes = rb * (size_t)n_out;
+	ck_assert((buf = malloc(t->nbytes)) != NULL);
+	random_rows(type, buf, t->nbytes);
+	t->data = buf;
+	return (buf);
+}
+
 /* The block formats no fixture file holds: random valid blocks. */
 START_TEST(matvec_all_types)
 {
@@ -302,18 +325,9 @@ START_TEST(matvec_all_types)
 	    RS_TYPE_Q3_K, RS_TYPE_IQ4_XS, RS_TYPE_Q4_K, RS_TYPE_Q6_K };
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		struct rs_gguf_tensor t = { .name = "random", .n_dims = 2,
-		    .type = types[i] };
-		size_t rb;
-		t.ne[0] = 512;
-		t.ne[1] = 37;		/* not a multiple of the 4 rows a block */
-		t.ne[2] = t.ne[3] = 1;
-		ck_assert_int_eq(rs_type_row_bytes(t.type, t.ne[0], &rb, NULL),
-		    RS_OK);
-		t.nbytes = rb * 37;
-		void *buf = malloc(t.nbytes);
-		random_rows(t.type, buf, t.nbytes);
-		t.data = buf;
+		struct rs_gguf_tensor t;
+		/* 37 rows: not a multiple of the 4 rows a block */
+		void *buf = random_tensor(&t, types[i], 512, 37);
 		check_matvec(&t, 1, 0);
 		check_matvec(&t, 7, 1);
 		free(buf);
@@ -335,18 +349,9 @@ START_TEST(matvec_xq_wide)
 	    RS_TYPE_Q6_K };
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		struct rs_gguf_tensor t = { .name = "random", .n_dims = 2,
-		    .type = types[i] };
-		size_t rb;
-		t.ne[0] = (i == 3 ? 35 : 13) * 256;
-		t.ne[1] = 67;
-		t.ne[2] = t.ne[3] = 1;
-		ck_assert_int_eq(rs_type_row_bytes(t.type, t.ne[0], &rb, NULL),
-		    RS_OK);
-		t.nbytes = rb * 67;
-		void *buf = malloc(t.nbytes);
-		random_rows(t.type, buf, t.nbytes);
-		t.data = buf;
+		struct rs_gguf_tensor t;
+		void *buf = random_tensor(&t, types[i], (i == 3 ? 35 : 13) * 256,
+		    67);
 		check_matvec(&t, 3, 0);
 		check_matvec(&t, 16, 0);
 		free(buf);

@@ -18,8 +18,9 @@
 
 #include <nvFatbin.h>
 
+#include "slurp.h"
+
 static int	 add_image(nvFatbinHandle, const char *);
-static char	*slurp(const char *, size_t *);
 
 int
 main(int argc, char **argv)
@@ -116,32 +117,4 @@ add_image(nvFatbinHandle fb, const char *spec)
 		return (1);
 	}
 	return (0);
-}
-
-/* Read PATH whole, NUL-terminated; *SIZE excludes the NUL.  NULL on error. */
-static char *
-slurp(const char *path, size_t *size)
-{
-	FILE	*f;
-	char	*buf;
-	long	 n;
-
-	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) != 0 ||
-	    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-	    (buf = malloc((size_t)n + 1)) == NULL) {
-		perror(path);
-		if (f != NULL)
-			fclose(f);
-		return (NULL);
-	}
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		perror(path);
-		free(buf);
-		fclose(f);
-		return (NULL);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	*size = (size_t)n;
-	return (buf);
 }

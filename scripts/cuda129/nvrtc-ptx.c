@@ -14,7 +14,7 @@
 
 #include <nvrtc.h>
 
-static char	*slurp(const char *);
+#include "slurp.h"
 
 int
 main(int argc, char **argv)
@@ -30,7 +30,7 @@ main(int argc, char **argv)
 		    "[option ...]\n");
 		return (2);
 	}
-	if ((src = slurp(argv[1])) == NULL)
+	if ((src = slurp(argv[1], NULL)) == NULL)
 		return (1);
 	if ((r = nvrtcCreateProgram(&prog, src, argv[1], 0, NULL, NULL)) !=
 	    NVRTC_SUCCESS) {
@@ -64,31 +64,4 @@ main(int argc, char **argv)
 	free(src);
 	nvrtcDestroyProgram(&prog);
 	return (0);
-}
-
-/* PATH's contents, NUL-terminated, or NULL after a message. */
-static char *
-slurp(const char *path)
-{
-	FILE	*f;
-	char	*buf;
-	long	 n;
-
-	if ((f = fopen(path, "rb")) == NULL || fseek(f, 0, SEEK_END) != 0 ||
-	    (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-	    (buf = malloc((size_t)n + 1)) == NULL) {
-		perror(path);
-		if (f != NULL)
-			fclose(f);
-		return (NULL);
-	}
-	if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		perror(path);
-		free(buf);
-		fclose(f);
-		return (NULL);
-	}
-	fclose(f);
-	buf[n] = '\0';
-	return (buf);
 }
