@@ -38,7 +38,8 @@ usage_full(void)
 	    "  -m, --model FILE     model to benchmark\n"
 	    "  -b, --backend B      cpu, cuda or auto (default auto)\n"
 	    "  -t, --threads N      CPU threads (default: all)\n"
-	    "      --max-batch N    tokens per engine call (default 64)\n"
+	    "      --max-batch N    tokens per engine call (default 64 on the CPU,\n"
+	    "                       2048 on the GPU)\n"
 	    "  -j, --json           JSON lines instead of a table\n"
 	    "      --quick          small sizes (decode 16, groups 1 2 4, prefill 64,\n"
 	    "                       depth 256) for a fast check\n"
@@ -122,11 +123,16 @@ plan(const struct opts *o)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++)
 		weights += rs_gguf_tensor(m->gguf, i)->nbytes;
-	printf("%s: %d positions, %d snapshots (scratch and the CUDA context "
-	    "come on top: about 0.2 GiB and 0.5 GiB)\n", o->model,
+	uint64_t scratch = rs_engine_cuda_scratch(m, (int)o->max_batch);
+	printf("%s: %d positions, %d snapshots\n", o->model,
 	    so.n_ctx > 0 ? so.n_ctx : (int)m->hp.n_ctx_train, so.n_snap);
 	rs_state_plan(m, &so, 2, &p);
 	plan_line("cuda", &p, weights);
+	if (scratch > 0)
+		printf("cuda  + scratch %.2f GiB (prefill chunk %d tokens; "
+		    "--max-batch) + the CUDA context, ~0.5 GiB\n",
+		    scratch / 1073741824.0, o->max_batch > 0 ?
+		    (int)o->max_batch : RS_ENGINE_CUDA_CHUNK);
 	rs_state_plan(m, &so, 4, &p);
 	plan_line("cpu", &p, weights);
 	rs_model_close(m);

@@ -26,6 +26,7 @@
 #include "rs_verify.h"
 
 #define DEFAULT_EXTRA	4	/* tokens decoded after a rollback */
+#define MAX_ROWS	256	/* logits rows held at a time (1 MiB each, 27B) */
 
 static const char usage_line[] =
     "rs-verify -m model [--tokens ids | --tokens-file file] [--prefix n]\n"
@@ -63,7 +64,7 @@ struct run {
 	struct rs_state		*state;
 	struct rs_cli_npy	 logits, mtp;
 	int			 want_logits, want_mtp;
-	float			*lbuf;		/* (max_batch, n_vocab) */
+	float			*lbuf;		/* (rows(), n_vocab) */
 	int64_t			 tokens_done;
 	double			 ms_done;
 };
@@ -105,7 +106,9 @@ help(void)
 	    "  -t, --threads N         worker threads (default: all CPUs)\n"
 	    "  -c, --ctx-size N        context positions (default: the "
 	    "model's)\n"
-	    "  -b, --batch-size N      tokens per forward chunk (default 64)\n"
+	    "  -b, --batch-size N      tokens per forward chunk (default 64 on the "
+	    "CPU,\n"
+	    "                          256 on the GPU)\n"
 	    "  -q, --quiet             no timings or warnings on stderr\n"
 	    "  -h, --help              this help\n"
 	    "      --version           version and build configuration\n"
@@ -443,11 +446,20 @@ free_scores(struct scores *sc)
 	free(sc->hid);
 }
 
+/* Tokens per call: the engine's chunk, at most MAX_ROWS. */
+static int32_t
+rows(const struct run *r)
+{
+	int32_t b = rs_engine_max_batch(r->engine);
+
+	return (b < MAX_ROWS ? b : MAX_ROWS);
+}
+
 /*
- * The trunk over REC in chunks of the engine's batch (the same numbers as
- * one call, §4.8): argmax and next-token log-probability per row, logits
+ * The trunk over REC in chunks of rows() tokens (the same numbers as one
+ * call, §4.8): argmax and next-token log-probability per row, logits
  * rows to the .npy file, hidden rows kept for the MTP pass.  Only
- * batch × n_vocab logits are held at a time (~1 MiB per row for 27B).
+ * rows() × n_vocab logits are held at a time (~1 MiB per row for 27B).
  */
 static enum rs_status
 score(struct run *r, const struct record *rec, struct scores *sc,
@@ -455,7 +467,7 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 {
 	const int64_t	 vocab = r->model->hp.n_vocab;
 	const int64_t	 embd = r->model->hp.n_embd;
-	const int32_t	 b = rs_engine_max_batch(r->engine);
+	const int32_t	 b = rows(r);
 	enum rs_status	 s;
 
 	rs_state_reset(r->state);
@@ -489,7 +501,7 @@ mtp_pass(struct run *r, const struct record *rec, struct scores *sc,
     struct rs_err *err)
 {
 	const int64_t	 embd = r->model->hp.n_embd;
-	const int32_t	 b = rs_engine_max_batch(r->engine);
+	const int32_t	 b = rows(r);
 	enum rs_status	 s;
 
 	for (int32_t i = 0; i < rec->n; i += b) {
@@ -818,7 +830,7 @@ main(int argc, char **argv)
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r.engine, &so, &r.state, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
-	r.lbuf = malloc((size_t)rs_engine_max_batch(r.engine) *
+	r.lbuf = malloc((size_t)rows(&r) *
 	    r.model->hp.n_vocab * sizeof(float));
 	if (r.lbuf == NULL)
 		rs_cli_fatal("out of memory");

@@ -10,7 +10,15 @@
  *   state     per sequence (rs_engine_state_new): f16 KV caches, f32 conv
  *             and recurrent state, snapshot ring, checkpoint (rs_state.c
  *             through cuda_mem below);
- *   scratch   activations for max_batch tokens, attention partials, logits.
+ *   scratch   activations for max_batch tokens (the prefill chunk, 2048 by
+ *             default), attention partials and logits for the exact
+ *             path's calls (EXACT_ROWS), the prefill products' f16
+ *             copies (gemm.cu).
+ * Two paths: calls of at most RS_ENGINE_EXACT_MAX tokens (decode steps,
+ * verification) run the batch-invariant matvec and flash-decoding
+ * attention, bit-identical to single steps; longer calls (prompts) run
+ * the products on tensor cores (rs_k_mm) and the attention as causal
+ * flash attention over the chunk (rs_k_attn_prefill).
  * The token loop never allocates.  A call copies its tokens and its two
  * parameters (first position, first snapshotted position) to the device,
  * runs every kernel on one stream and copies logits / hidden rows back.
@@ -50,6 +58,7 @@ struct cuda {
 	/* activations (batch, width), as in the CPU backend */
 	float	*x, *h, *y, *mixed, *u, *z, *bb, *aa, *mix, *qg, *kk, *vv;
 	float	*fg, *fu, *cat, *attn, *logits;
+	struct rs_k_mm *mm;	/* prefill products (max_batch > EXACT_ROWS) */
 	/* XQ_ROWS rows of XQ_WIDTH values at XQ_SRC (XQ_LD apart) in the
 	   16-bit format of rs_xq.h: the input of the next products; XQ_SRC
 	   NULL: none */
@@ -184,8 +193,22 @@ xq_of(const struct cuda *c, const float *x, int64_t ldx, int64_t width,
 }
 
 /*
- * Y (+)= W·X for N tokens, in launches of up to 16 columns; on X's integer
- * form if X is part of what was last converted, else on X.
+ * Rows of the logits and attention-partial buffers: the exact path's
+ * longest call, the most rows of logits a call computes at once.
+ */
+#define EXACT_ROWS	RS_ENGINE_EXACT_MAX
+
+/* Whether a call of N tokens takes the prefill path. */
+static int
+prefill_path(int64_t n)
+{
+	return (n > RS_ENGINE_EXACT_MAX);
+}
+
+/*
+ * Y (+)= W·X for N tokens: on tensor cores for a prefill chunk, else in
+ * matvec launches of up to 16 columns, on X's integer form if X is part of
+ * what was last converted, else on X.
  */
 static enum rs_status
 mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
@@ -197,6 +220,9 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 	const uint8_t *xq = xq_of(c, x, ldx, w->n_in, n);
 	enum rs_status st;
 
+	if (prefill_path(n))
+		return (rs_k_mm(c->mm, w->d, w->type, w->n_in, w->n_out,
+		    w->row_bytes, x, ldx, y, ldy, (int)n, acc, c->s, err));
 	for (int64_t i = 0; i < n; i += RS_K_MATVEC_MAX_COLS) {
 		int k = (int)(n - i < RS_K_MATVEC_MAX_COLS ? n - i :
 		    RS_K_MATVEC_MAX_COLS);
@@ -302,9 +328,14 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	    hp->rope_sections, hp->rope_base, c->d_params, c->s, err));
 	TRY(rs_k_kv_store(c->kk, ldk, c->vv, ldv, ldk, ldv, (int)n,
 	    c->d_params, kc, vc, c->s, err));
-	TRY(rs_k_attn(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd, hdv,
-	    (int)n, c->d_params, 1.0f / sqrtf((float)hd), c->mix, c->attn,
-	    c->s, err));
+	if (prefill_path(n))
+		TRY(rs_k_attn_prefill(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv,
+		    hd, hdv, (int)n, c->d_params, 1.0f / sqrtf((float)hd),
+		    c->mix, c->s, err));
+	else
+		TRY(rs_k_attn(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd,
+		    hdv, (int)n, c->d_params, 1.0f / sqrtf((float)hd), c->mix,
+		    c->attn, c->s, err));
 	TRY(quant(e, c->mix, (int64_t)nh * hdv, (int64_t)nh * hdv, n, err));
 	return (mv(e, l->wo, c->mix, (int64_t)nh * hdv, c->x, d, n, 1, err));
 }
@@ -318,10 +349,12 @@ kv_layer(float *buf, const struct rs_state *st, int32_t slot, int64_t row)
 
 /* ---- the trunk ---- */
 
-/* Everything of a forward call after the inputs are on the device. */
+/*
+ * Everything of a forward call after the inputs are on the device, up to
+ * the final norm (c->h).
+ */
 static enum rs_status
-trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int32_t logits_from,
-    int want_logits, struct rs_err *err)
+trunk(struct rs_engine *e, struct rs_state *st, int64_t n, struct rs_err *err)
 {
 	const struct rs_model *m = e->model;
 	struct cuda *c = (struct cuda *)e->be;
@@ -344,25 +377,50 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int32_t logits_from,
 			    n, err));
 		TRY(ffn_block(e, l, n, err));
 	}
-	TRY(norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
-	if (want_logits)
-		TRY(mv(e, m->output, c->h + logits_from * d, d, c->logits,
-		    m->hp.n_vocab, n - logits_from, 0, err));
-	return (RS_OK);
+	return (norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
 }
 
-/* Copy results to the caller (through pinned staging for graphs). */
+/*
+ * The head W (output or the MTP's) on rows FROM .. N − 1 of c->h,
+ * EXACT_ROWS at a time on the exact path (logits never depend on the
+ * call's length), each piece copied to LOGITS (host) when not NULL, else
+ * left in c->logits.
+ */
 static enum rs_status
-fetch(struct rs_engine *e, int64_t n, int32_t logits_from, float *logits,
-    float *hidden, struct rs_err *err)
+head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
+    int32_t from, float *logits, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
+	enum rs_status s;
+
+	for (int64_t r = from; r < n; r += EXACT_ROWS) {
+		int64_t k = n - r < EXACT_ROWS ? n - r : EXACT_ROWS;
+		for (int64_t i = 0; i < k; i += RS_K_MATVEC_MAX_COLS) {
+			int64_t j = k - i < RS_K_MATVEC_MAX_COLS ? k - i :
+			    RS_K_MATVEC_MAX_COLS;
+			TRY(mv(e, w, c->h + (r + i) * d, d,
+			    c->logits + i * v, v, j, 0, err));
+		}
+		if (logits != NULL)
+			RS_CUDA_TRY(err, cudaMemcpyAsync(logits + (r - from) *
+			    v, c->logits, (size_t)(k * v) * sizeof(float),
+			    cudaMemcpyDeviceToHost, c->s));
+	}
+	return (RS_OK);
+}
+
+/* Logits of rows LOGITS_FROM .. and hidden rows to the caller, then wait. */
+static enum rs_status
+fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
+    int32_t logits_from, float *logits, float *hidden, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t d = e->model->hp.n_embd;
+	enum rs_status s;
 
 	if (logits != NULL)
-		RS_CUDA_TRY(err, cudaMemcpyAsync(logits, c->logits,
-		    (size_t)((n - logits_from) * v) * sizeof(float),
-		    cudaMemcpyDeviceToHost, c->s));
+		TRY(head(e, w, n, logits_from, logits, err));
 	if (hidden != NULL)
 		RS_CUDA_TRY(err, cudaMemcpyAsync(hidden, c->h,
 		    (size_t)(n * d) * sizeof(float), cudaMemcpyDeviceToHost,
@@ -414,7 +472,9 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	    sizeof(int32_t), cudaMemcpyHostToDevice, c->s) != cudaSuccess)
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: input copy");
 	if (s == RS_OK)
-		s = trunk(e, st, 1, 0, want_logits, err);
+		s = trunk(e, st, 1, err);
+	if (s == RS_OK && want_logits)
+		s = head(e, e->model->output, 1, 0, NULL, err);
 	if (s == RS_OK && want_logits &&
 	    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)v * sizeof(float),
 	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
@@ -469,8 +529,9 @@ cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 			memcpy(hidden, c->h_hidden, (size_t)d * sizeof(float));
 	} else {
 		TRY(upload_inputs(c, tokens, n, p0, snap_from, err));
-		TRY(trunk(e, st, n, logits_from, logits != NULL, err));
-		TRY(fetch(e, n, logits_from, logits, hidden, err));
+		TRY(trunk(e, st, n, err));
+		TRY(fetch(e, e->model->output, n, logits_from, logits, hidden,
+		    err));
 	}
 	st->pos = p0 + n;
 	return (RS_OK);
@@ -505,10 +566,7 @@ cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	    err));
 	TRY(ffn_block(e, l, n, err));
 	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
-	if (logits != NULL)
-		TRY(mv(e, l->mtp_head, c->h, d, c->logits, m->hp.n_vocab, n, 0,
-		    err));
-	TRY(fetch(e, n, 0, logits, h_out, err));
+	TRY(fetch(e, l->mtp_head, n, 0, logits, h_out, err));
 	st->mtp_pos = pos + n;
 	return (RS_OK);
 }
@@ -530,6 +588,7 @@ cuda_free(struct rs_engine *e)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		cudaFree(bufs[i]);
 	cudaFree(c->xq);
+	rs_k_mm_free(c->mm);
 	cudaFree(c->d_tokens);
 	cudaFree(c->d_params);
 	cudaFree(c->arena);
@@ -577,18 +636,29 @@ upload_weights(struct rs_engine *e, struct rs_err *err)
 	return (RS_OK);
 }
 
-static enum rs_status
-alloc_scratch(struct rs_engine *e, struct rs_err *err)
+/* An f32 scratch buffer: where its pointer goes, its floats. */
+struct sbuf {
+	float	**p;
+	int64_t	 n;
+};
+#define N_SBUF	17
+
+/*
+ * The f32 scratch of batch B in C's buffers (C may be a dummy: the plan
+ * and the allocation share this list); returns the widest product input,
+ * which sizes the 16-bit and f16 copies of inputs.
+ */
+static int64_t
+scratch_bufs(struct cuda *c, const struct rs_hparams *hp, int64_t b,
+    struct sbuf out[N_SBUF])
 {
-	struct cuda *c = (struct cuda *)e->be;
-	const struct rs_hparams *hp = &e->model->hp;
-	const int64_t b = e->max_batch;
+	const int64_t exact = b < EXACT_ROWS ? b : EXACT_ROWS;
 	const int64_t ch = 2 * (int64_t)hp->ssm_n_kh * hp->ssm_d_state +
 	    hp->ssm_d_inner;
 	const int64_t mix = hp->ssm_d_inner > (int64_t)hp->n_head *
 	    hp->head_dim_v ? hp->ssm_d_inner : (int64_t)hp->n_head *
 	    hp->head_dim_v;
-	struct { float **p; int64_t n; } bufs[] = {
+	const struct sbuf bufs[N_SBUF] = {
 		{ &c->x, b * hp->n_embd }, { &c->h, b * hp->n_embd },
 		{ &c->y, b * hp->n_embd }, { &c->mixed, b * ch },
 		{ &c->u, b * ch }, { &c->z, b * hp->ssm_d_inner },
@@ -599,23 +669,58 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 		{ &c->vv, b * hp->n_head_kv * hp->head_dim_v },
 		{ &c->fg, b * hp->n_ff }, { &c->fu, b * hp->n_ff },
 		{ &c->cat, b * 2 * (int64_t)hp->n_embd },
-		{ &c->attn, (int64_t)rs_k_attn_scratch((int)hp->n_head, (int)b,
-		    (int)hp->head_dim_v) },
-		{ &c->logits, b * hp->n_vocab },
+		{ &c->attn, (int64_t)rs_k_attn_scratch((int)hp->n_head,
+		    (int)exact, (int)hp->head_dim_v) },
+		{ &c->logits, exact * hp->n_vocab },
 	};
 
-	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) {
+	memcpy(out, bufs, sizeof(bufs));
+	/* the widest product input: cat (MTP), the FFN or the mixer output */
+	int64_t wide = 2 * (int64_t)hp->n_embd;
+	wide = hp->n_ff > wide ? hp->n_ff : wide;
+	return (mix > wide ? mix : wide);
+}
+
+extern "C" uint64_t
+rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
+{
+	struct cuda dummy;
+	struct sbuf bufs[N_SBUF];
+	int64_t wide = scratch_bufs(&dummy, hp, b, bufs);
+	uint64_t bytes = (uint64_t)(b * RS_XQ_COL_BYTES(wide));
+
+	for (int i = 0; i < N_SBUF; i++)
+		bytes += (uint64_t)bufs[i].n * sizeof(float);
+	if (b > RS_ENGINE_EXACT_MAX)
+		bytes += rs_k_mm_plan(wide, (int)b, RS_K_MM_WBUDGET,
+		    RS_K_MM_TBUDGET);
+	return (bytes);
+}
+
+static enum rs_status
+alloc_scratch(struct rs_engine *e, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const struct rs_hparams *hp = &e->model->hp;
+	const int64_t b = e->max_batch;
+	struct sbuf bufs[N_SBUF];
+	int64_t wide = scratch_bufs(c, hp, b, bufs);
+
+	for (int i = 0; i < N_SBUF; i++) {
 		size_t bytes = (size_t)bufs[i].n * sizeof(float);
 		RS_CUDA_TRY(err, cudaMalloc((void **)bufs[i].p, bytes));
 		c->scratch_bytes += bytes;
 	}
-	/* the widest product input: cat (MTP), the FFN or the mixer output */
-	int64_t wide = 2 * (int64_t)hp->n_embd;
-	wide = hp->n_ff > wide ? hp->n_ff : wide;
-	wide = mix > wide ? mix : wide;
 	size_t xq_bytes = (size_t)(b * RS_XQ_COL_BYTES(wide));
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->xq, xq_bytes));
 	c->scratch_bytes += xq_bytes;
+	if (b > RS_ENGINE_EXACT_MAX) {
+		enum rs_status s = rs_k_mm_new(wide, (int)b, RS_K_MM_WBUDGET,
+		    RS_K_MM_TBUDGET, &c->mm, err);
+		if (s != RS_OK)
+			return (s);
+		c->scratch_bytes += rs_k_mm_bytes(c->mm);
+	}
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_tokens, (size_t)b *
 	    sizeof(int32_t)));
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_params, RS_K_N_PARAMS *

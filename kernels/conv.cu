@@ -6,10 +6,17 @@
  *   u_t[c] = silu(Σ_{τ<K} seq_c[t+τ]·w[c][τ])         (tap K−1: current)
  *   state_c ← last K−1 entries of seq_c               (raw, not convolved)
  *
- * One thread per channel walks the T tokens keeping the window in
- * registers; K ≤ 8.  Optional snapshots write the state after the token
- * at position p ≥ snap_from into ring slot p mod n_snap (rollback of
- * rejected drafts, §6.5).  Oracle:
+ * Every u_t[c] depends on inputs only, so one thread per (channel, token)
+ * computes it, reading its K entries of seq_c: a prompt chunk is as
+ * parallel as its size (one thread per channel walking the tokens was
+ * ~1 µs of memory latency a token and layer, 100 ms for a 2,048-token
+ * chunk of the 27B).  The sum runs over τ in the same order for any T, so
+ * a batch equals single steps bit for bit.  Snapshots (rollback of rejected
+ * drafts, §6.5): the thread of token t also writes the state after it,
+ * seq_c[t+1 .. t+K−1], to ring slot p mod n_snap when its position p ≥
+ * snap_from.  A second launch then moves the last K−1 entries into the
+ * state (after every thread has read the old one); a single token's
+ * thread does it itself.  K ≤ 8.  Oracle:
  * rs_cpu_conv_ref; test: tests/check_cuda.c "conv".  27B: 10240 channels ×
  * (K + 2·T) floats per layer, a few hundred KB.
  */
@@ -17,36 +24,58 @@
 #include "rs_kernels.h"
 
 #define CONV_MAX_K	8
+#define CONV_THREADS	128
 
-static __global__ void
-conv_kernel(float *state, const float *__restrict__ w,
-    const float *__restrict__ x, int64_t ldx, int64_t n_ch, int k, int n_tok,
-    float *__restrict__ u, float *snap, int64_t snap_stride, int n_snap,
-    const int32_t *__restrict__ params)
+/* Entry I of seq_c: the state's K−1 entries, then the T inputs. */
+static __device__ __forceinline__ float
+seq_at(const float *__restrict__ state, const float *__restrict__ x,
+    int64_t ldx, int64_t c, int k, int i)
 {
-	int64_t	c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-	float	win[CONV_MAX_K], wc[CONV_MAX_K];
+	return (i < k - 1 ? state[c * (k - 1) + i] :
+	    x[(int64_t)(i - (k - 1)) * ldx + c]);
+}
+
+static __global__ void __launch_bounds__(CONV_THREADS)
+conv_kernel(float *state, const float *__restrict__ w,
+    const float *__restrict__ x, int64_t ldx, int64_t n_ch, int k,
+    float *__restrict__ u, float *__restrict__ snap, int64_t snap_stride,
+    int n_snap, const int32_t *__restrict__ params)
+{
+	const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	const int t = blockIdx.y;
+	float	win[CONV_MAX_K];
 
 	if (c >= n_ch)
 		return;
-	for (int i = 0; i < k; i++)
-		wc[i] = w[c * k + i];
-	for (int i = 0; i < k - 1; i++)
-		win[i] = state[c * (k - 1) + i];
-	for (int t = 0; t < n_tok; t++) {
-		win[k - 1] = x[t * ldx + c];
-		float acc = 0.0f;
-		for (int i = 0; i < k; i++)
-			acc += win[i] * wc[i];
-		u[t * n_ch + c] = silu_f(acc);
-		for (int i = 0; i < k - 1; i++)
-			win[i] = win[i + 1];
-		int p = params[0] + t;
-		if (snap != NULL && p >= params[1])
-			for (int i = 0; i < k - 1; i++)
-				snap[(int64_t)(p % n_snap) * snap_stride +
-				    c * (k - 1) + i] = win[i];
+	float acc = 0.0f;
+	for (int i = 0; i < k; i++) {
+		win[i] = seq_at(state, x, ldx, c, k, t + i);
+		acc += win[i] * w[c * k + i];
 	}
+	u[(int64_t)t * n_ch + c] = silu_f(acc);
+	int p = params[0] + t;
+	if (snap != NULL && p >= params[1])
+		for (int i = 0; i < k - 1; i++)
+			snap[(int64_t)(p % n_snap) * snap_stride + c * (k - 1) +
+			    i] = win[i + 1];
+	/* one token (a decode step): this thread alone read state_c */
+	if (gridDim.y == 1)
+		for (int i = 0; i < k - 1; i++)
+			state[c * (k - 1) + i] = win[i + 1];
+}
+
+/* state_c ← seq_c[T .. T+K−2], read before written (one thread each). */
+static __global__ void __launch_bounds__(CONV_THREADS)
+conv_state_kernel(float *state, const float *__restrict__ x, int64_t ldx,
+    int64_t n_ch, int k, int n_tok)
+{
+	const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+	float	win[CONV_MAX_K];
+
+	if (c >= n_ch)
+		return;
+	for (int i = 0; i < k - 1; i++)
+		win[i] = seq_at(state, x, ldx, c, k, n_tok + i);
 	for (int i = 0; i < k - 1; i++)
 		state[c * (k - 1) + i] = win[i];
 }
@@ -57,13 +86,19 @@ rs_k_conv(float *d_state, const float *d_w, const float *d_x, int64_t ldx,
     int64_t snap_stride, int n_snap, const int32_t *d_params,
     cudaStream_t stream, struct rs_err *err)
 {
-	if (k < 2 || k > CONV_MAX_K || n_ch < 1 || n_tok < 1)
+	if (k < 2 || k > CONV_MAX_K || n_ch < 1 || n_tok < 1 || n_tok > 65535)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "conv: kernel %d (2..%d), %lld channels, %d tokens", k,
-		    CONV_MAX_K, (long long)n_ch, n_tok));
-	conv_kernel<<<(unsigned)((n_ch + 127) / 128), 128, 0, stream>>>(d_state,
-	    d_w, d_x, ldx, n_ch, k, n_tok, d_u, d_snap, snap_stride, n_snap,
-	    d_params);
+		    "conv: kernel %d (2..%d), %lld channels, %d tokens "
+		    "(1..65535)", k, CONV_MAX_K, (long long)n_ch, n_tok));
+	unsigned blocks = (unsigned)((n_ch + CONV_THREADS - 1) / CONV_THREADS);
+	conv_kernel<<<dim3(blocks, (unsigned)n_tok), CONV_THREADS, 0,
+	    stream>>>(d_state, d_w, d_x, ldx, n_ch, k, d_u, d_snap,
+	    snap_stride, n_snap, d_params);
 	RS_LAUNCH_CHECK(err, "conv");
+	if (n_tok == 1)
+		return (RS_OK);		/* conv_kernel updated the state */
+	conv_state_kernel<<<blocks, CONV_THREADS, 0, stream>>>(d_state, d_x,
+	    ldx, n_ch, k, n_tok);
+	RS_LAUNCH_CHECK(err, "conv state");
 	return (RS_OK);
 }

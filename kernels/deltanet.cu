@@ -14,7 +14,11 @@
  * one shuffle joins the two halves of each dot product (one thread per
  * column would need 128 live floats and spill on sm_90).  S is read and written
  * once per call: 27B, 48 heads × 64 KB per layer, 151 MB per token for 48
- * layers, read + written (about 2% of the weight bytes).  Snapshots copy S
+ * layers, read + written (about 2% of the weight bytes).  A prompt chunk
+ * is one launch walking its tokens in order: each token costs a few
+ * dependent reductions and two 64-long FMA chains (~0.5 µs), so the next
+ * token's q, k, v, β and α are loaded while the current one is computed
+ * (a memory round trip would otherwise add ~0.7 µs a token and layer).  Snapshots copy S
  * after the token at position p ≥ snap_from to ring slot p mod n_snap.  Oracle: rs_cpu_deltanet_ref; test:
  * tests/check_cuda.c "deltanet".
  */
@@ -25,6 +29,29 @@
 
 /* Threads per column of S: each holds DK / SPLIT of its rows. */
 #define SPLIT	2
+
+/* What thread (e = threadIdx.x, column j) reads of one token. */
+struct dn_in {
+	float q, k, v, b, a;
+};
+
+template <int DK>
+static __device__ __forceinline__ struct dn_in
+dn_load(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
+    const float *__restrict__ aa, int64_t ldba, int m, int n, int n_kh, int j,
+    int t)
+{
+	const float *ut = u + t * ldu;
+	int e = threadIdx.x;
+	struct dn_in r;
+
+	r.q = e < DK ? ut[m * DK + e] : 0.0f;
+	r.k = e < DK ? ut[n_kh * DK + m * DK + e] : 0.0f;
+	r.v = ut[2 * n_kh * DK + n * DK + j];
+	r.b = bb[t * ldba + n];
+	r.a = aa[t * ldba + n];
+	return (r);
+}
 
 template <int DK>
 static __global__ void __launch_bounds__(DK * SPLIT)
@@ -45,12 +72,17 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 #pragma unroll
 	for (int i = 0; i < R; i++)
 		s[i] = S[(i0 + i) * DK + j];
+	/* token t's inputs; t + 1's are loaded while t is computed, so that a
+	   prompt's tokens do not each wait a memory round trip */
+	int e = threadIdx.x;
+	struct dn_in cur = dn_load<DK>(u, ldu, bb, aa, ldba, m, n, n_kh, j, 0);
 	for (int t = 0; t < n_tok; t++) {
-		const float *ut = u + t * ldu;
-		/* threads 0..DK-1 load q and k; all take part in the norms */
-		int e = threadIdx.x;
-		float qe = e < DK ? ut[m * DK + e] : 0.0f;
-		float ke = e < DK ? ut[n_kh * DK + m * DK + e] : 0.0f;
+		struct dn_in nxt = cur;
+		if (t + 1 < n_tok)
+			nxt = dn_load<DK>(u, ldu, bb, aa, ldba, m, n, n_kh, j,
+			    t + 1);
+		/* threads 0..DK-1 hold q and k; all take part in the norms */
+		float qe = cur.q, ke = cur.k;
 		float qn = sqrtf(block_sum(qe * qe, scratch));
 		float kn = sqrtf(block_sum(ke * ke, scratch));
 		__syncthreads();
@@ -59,9 +91,9 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 			sk[e] = ke / fmaxf(kn, eps);
 		}
 		__syncthreads();
-		float vj = ut[2 * n_kh * DK + n * DK + j];
-		float beta = sigmoid_f(bb[t * ldba + n]);
-		float x = aa[t * ldba + n] + dt[n];
+		float vj = cur.v;
+		float beta = sigmoid_f(cur.b);
+		float x = cur.a + dt[n];
 		float g = (x > 20.0f ? x : log1pf(expf(x))) * ssm_a[n];
 		float decay = expf(g);
 		float r = 0.0f;
@@ -93,6 +125,7 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 				dst[(i0 + i) * DK + j] = s[i];
 		}
 		__syncthreads();	/* sq/sk are rewritten next token */
+		cur = nxt;
 	}
 #pragma unroll
 	for (int i = 0; i < R; i++)

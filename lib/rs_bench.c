@@ -8,6 +8,7 @@
 #include "rs_bench.h"
 #include "rs_sample.h"
 #include "rs_state_impl.h"
+#include "rs_verify.h"
 
 struct bench {
 	struct rs_engine	*e;
@@ -36,9 +37,9 @@ rs_bench_defaults(struct rs_bench_opts *o)
 	static const struct rs_bench_opts d = {
 		.decode_tokens = 128, .decode_depth = 16,
 		.groups = { 1, 2, 4, 8, 16 }, .n_groups = 5, .verify_reps = 8,
-		.prefills = { 512, 4096 }, .n_prefills = 2,
+		.prefills = { 512, 4096, 32768 }, .n_prefills = 3,
 		.depths = { 4096, 32768 }, .n_depths = 2, .depth_tokens = 32,
-		.seed = 1,
+		.ttft_tokens = 30000, .seed = 1,
 	};
 
 	*o = d;
@@ -173,10 +174,15 @@ verify(struct bench *b, int g, struct rs_err *err)
 	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
 }
 
+/*
+ * A prompt of N tokens from an empty state: "prefill" times the forward
+ * pass (the last row's logits copied back), "ttft" also the greedy choice
+ * of the first token, what a client waits for before the first byte.
+ */
 static enum rs_status
-prefill(struct bench *b, int64_t n, struct rs_err *err)
+prefill(struct bench *b, const char *test, int64_t n, struct rs_err *err)
 {
-	struct rs_bench_row r = { .test = "prefill", .n = n, .depth = 0 };
+	struct rs_bench_row r = { .test = test, .n = n, .depth = 0 };
 	enum rs_status s;
 	double	t0;
 
@@ -185,6 +191,9 @@ prefill(struct bench *b, int64_t n, struct rs_err *err)
 	if ((s = rs_engine_forward(b->e, b->st, b->tokens, (int32_t)n,
 	    b->logits, RS_LOGITS_LAST, NULL, err)) != RS_OK)
 		return (s);
+	if (strcmp(test, "ttft") == 0)
+		(void)rs_logits_argmax(b->logits,
+		    rs_engine_model(b->e)->hp.n_vocab);
 	r.ms = now_ms() - t0;
 	r.tok_s = (double)n * 1e3 / r.ms;
 	/* compute-bound: no bytes-per-token model, no efficiency */
@@ -208,6 +217,8 @@ plan(const struct rs_engine *e, const struct rs_bench_opts *o, int32_t *ctx,
 	for (int i = 0; i < o->n_prefills; i++)
 		if (o->prefills[i] > need)
 			need = o->prefills[i];
+	if (o->ttft_tokens + 1 > need)
+		need = o->ttft_tokens + 1;
 	for (int i = 0; i < o->n_depths; i++)
 		if ((int64_t)o->depths[i] + o->depth_tokens > need)
 			need = (int64_t)o->depths[i] + o->depth_tokens;
@@ -240,8 +251,11 @@ run_all(struct bench *b, struct rs_err *err)
 		if ((s = verify(b, o->groups[i], err)) != RS_OK)
 			return (s);
 	for (int i = 0; i < o->n_prefills; i++)
-		if ((s = prefill(b, o->prefills[i], err)) != RS_OK)
+		if ((s = prefill(b, "prefill", o->prefills[i], err)) != RS_OK)
 			return (s);
+	if (o->ttft_tokens > 0 &&
+	    (s = prefill(b, "ttft", o->ttft_tokens, err)) != RS_OK)
+		return (s);
 	for (int i = 0; i < o->n_depths; i++)
 		if ((s = decode(b, o->depths[i], o->depth_tokens, err)) != RS_OK)
 			return (s);

@@ -35,12 +35,14 @@ struct rs_bench_opts {
 	int		depths[RS_BENCH_MAX_LIST];	/* long-depth decode */
 	int		n_depths;
 	int		depth_tokens;		/* steps timed there (32) */
+	int		ttft_tokens;		/* a prompt timed to its first
+						   token (30000; 0: none) */
 	uint64_t	seed;
 };
 
 struct rs_bench_row {
 	const char	*test;		/* probe, decode, greedy, sampled,
-					   verify, prefill, memory */
+					   verify, prefill, ttft, memory */
 	int64_t		 n;		/* tokens per call (group, prefill) */
 	int64_t		 depth;		/* context length before the call */
 	double		 ms;		/* wall time per call */
@@ -55,7 +57,10 @@ struct rs_bench_row {
 /* Called once per row, in order; a non-zero return stops the run. */
 typedef int	(*rs_bench_cb)(const struct rs_bench_row *row, void *ctx);
 
-/* The defaults of the issue: 128 @16, groups 1 2 4 8 16, 512 4096, 4096 32768. */
+/*
+ * The defaults: decode 128 @16, groups 1 2 4 8 16, prefill 512 4096 32768,
+ * depths 4096 32768, the first token of a 30000-token prompt.
+ */
 void		rs_bench_defaults(struct rs_bench_opts *o);
 
 /*

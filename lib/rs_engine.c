@@ -102,18 +102,19 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 		o = *opts;
 	if (o.n_threads == 0)
 		o.n_threads = rs_pool_ncpu();
-	if (o.max_batch == 0)
-		o.max_batch = DEFAULT_MAX_BATCH;
 	if (o.n_threads < 1 || o.n_threads > RS_POOL_MAX_THREADS)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "thread count %d outside [1, %d]", o.n_threads,
 		    RS_POOL_MAX_THREADS));
-	if (o.max_batch < 1 || o.max_batch > MAX_MAX_BATCH)
+	if (o.max_batch < 0 || o.max_batch > MAX_MAX_BATCH)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "max batch %d outside [1, %d]", o.max_batch,
 		    MAX_MAX_BATCH));
 	if ((st = pick_backend(&o.backend, err)) != RS_OK)
 		return (st);
+	if (o.max_batch == 0)
+		o.max_batch = o.backend == RS_BACKEND_CUDA ?
+		    RS_ENGINE_CUDA_CHUNK : DEFAULT_MAX_BATCH;
 	if ((e = calloc(1, sizeof(*e))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	e->model = m;
@@ -149,6 +150,19 @@ rs_engine_memory(const struct rs_engine *e, uint64_t *weights,
     uint64_t *scratch)
 {
 	e->ops->memory(e, weights, scratch);
+}
+
+uint64_t
+rs_engine_cuda_scratch(const struct rs_model *m, int max_batch)
+{
+#ifdef RS_CUDA
+	return (rs_cuda_scratch_plan(&m->hp, max_batch > 0 ? max_batch :
+	    RS_ENGINE_CUDA_CHUNK));
+#else
+	(void)m;
+	(void)max_batch;
+	return (0);
+#endif
 }
 
 const struct rs_model *

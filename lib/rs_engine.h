@@ -17,8 +17,14 @@
  *   rs_engine_truncate()   undo tokens exactly (snapshot, or checkpoint +
  *                          replay)
  *
- * Calls longer than max_batch are processed in chunks; the result does not
- * depend on the chunking.  No call allocates.  Numerics of the CPU backend:
+ * Calls longer than max_batch are processed in chunks.  Calls of at most
+ * RS_ENGINE_EXACT_MAX tokens (every verification pass: 16 drafts and the
+ * token before them) give bit for bit the results of the same tokens one
+ * at a time, on every backend, so speculative output equals plain decoding
+ * and rollback is exact.  Longer calls are prompts: the CPU backend still
+ * computes them exactly so, the CUDA backend takes its prefill path
+ * (products on tensor cores in f16), whose results match within the
+ * tolerance of the CPU reference but not bit for bit.  No call allocates.  Numerics of the CPU backend:
  * activations, KV cache and recurrent state in f32 (llama.cpp keeps an f16
  * KV cache, §4.10; we do not round it), weights of every type dequantized
  * on the fly one row at a time, sums of squares in double.
@@ -46,11 +52,18 @@ enum rs_backend {
 const char	*rs_backend_name(enum rs_backend b);
 int		 rs_backend_from_name(const char *name);
 
+/* The longest call that is bit-identical to single steps (see above). */
+#define RS_ENGINE_EXACT_MAX	32
+
 struct rs_engine_opts {
 	enum rs_backend	backend;
 	int		n_threads;	/* 0: online CPUs */
-	int		max_batch;	/* tokens per chunk; 0: 64 */
+	int		max_batch;	/* tokens per chunk; 0: 64 on the CPU,
+					   RS_ENGINE_CUDA_CHUNK on the GPU */
 };
+
+/* The GPU's default chunk: prefill products are worth tensor cores. */
+#define RS_ENGINE_CUDA_CHUNK	2048
 
 enum rs_logits_mode {
 	RS_LOGITS_NONE = 0,	/* no LM head */
@@ -97,6 +110,15 @@ enum rs_status	rs_engine_probe_bandwidth(struct rs_engine *e, double *gb_s,
  */
 void		rs_engine_memory(const struct rs_engine *e, uint64_t *weights,
 		    uint64_t *scratch);
+
+/*
+ * The scratch a CUDA engine of model M would allocate with MAX_BATCH
+ * (0: the default chunk), without a GPU: activations of the chunk, the
+ * exact path's attention partials and logits, the prefill products'
+ * copies; the CUDA context and cuBLAS's workspace come on top.  0 in a
+ * build without the CUDA backend.
+ */
+uint64_t	rs_engine_cuda_scratch(const struct rs_model *m, int max_batch);
 
 const struct rs_model *rs_engine_model(const struct rs_engine *e);
 enum rs_backend	rs_engine_backend(const struct rs_engine *e);

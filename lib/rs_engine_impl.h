@@ -57,6 +57,8 @@ extern const struct rs_backend_ops rs_cpu_backend;
 /* kernels/backend.cu; rs_cuda_device_count() > 0 before using it. */
 extern const struct rs_backend_ops rs_cuda_backend;
 int		rs_cuda_device_count(void);
+/* Scratch bytes of a CUDA engine of batch B (needs no GPU). */
+uint64_t	rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b);
 #endif
 
 #endif /* RS_ENGINE_IMPL_H */

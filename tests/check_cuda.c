@@ -359,6 +359,101 @@ START_TEST(matvec_xq_wide)
 }
 END_TEST
 
+/* ---- the prefill products (rs_k_mm) ---- */
+
+/*
+ * W through rs_k_mm (N_TOK columns, read LDX = n_in + 24 apart, written
+ * LDY = n_out + 8 apart) against rs_cpu_matmul_ref.  Token t's values are
+ * scaled by 10^(t mod 7 − 3), and token 1 carries one value of 3·10^5
+ * (beyond f16's range): the power-of-two scale per token must keep every
+ * column within f16's range and precision.  Budgets of WROWS and TROWS rows
+ * force W into pieces.  Tolerance 3e-3: x and W are each rounded to f16
+ * (2^-12 relative), f32 sums; poisoned outputs (NaN) must all be written.
+ */
+static void
+check_mm(const struct rs_gguf_tensor *w, int n_tok, int accumulate,
+    int64_t wrows, int64_t trows)
+{
+	int64_t	 n_in = w->ne[0], n_out = w->ne[1];
+	int64_t	 ldx = n_in + 24, ldy = n_out + 8;
+	float	*x = malloc((size_t)(n_tok * ldx) * 4);
+	float	*xc = malloc((size_t)(n_tok * n_in) * 4);
+	float	*y = malloc((size_t)(n_tok * ldy) * 4);
+	float	*ref = malloc((size_t)(n_tok * n_out) * 4);
+	float	*got = malloc((size_t)(n_tok * n_out) * 4);
+	float	*row = malloc((size_t)n_in * 4);
+	struct rs_k_mm *mm = NULL;
+	struct rs_err err;
+	char	 what[128];
+
+	for (int t = 0; t < n_tok; t++) {
+		float sc = powf(10.0f, (float)(t % 7 - 3));
+		for (int64_t i = 0; i < ldx; i++)
+			x[t * ldx + i] = i < n_in ? frand() * sc : NAN;
+		if (t == 1)
+			x[t * ldx + n_in / 2] = 3e5f;
+		memcpy(xc + t * n_in, x + t * ldx, (size_t)n_in * 4);
+	}
+	for (int64_t i = 0; i < n_tok * ldy; i++)
+		y[i] = accumulate ? frand() : NAN;
+	struct rs_cpu_mm cm = { w, xc, ref, n_out };
+	rs_cpu_matmul_ref(&cm, n_tok, row);
+	if (accumulate)
+		for (int t = 0; t < n_tok; t++)
+			for (int64_t o = 0; o < n_out; o++)
+				ref[t * n_out + o] += y[t * ldy + o];
+	void *dw = dup_dev(w->data, w->nbytes);
+	float *dx = dup_dev(x, (size_t)(n_tok * ldx) * 4);
+	float *dy = dup_dev(y, (size_t)(n_tok * ldy) * 4);
+	ck_assert_msg(rs_k_mm_new(n_in, n_tok, wrows * n_in, trows * n_tok,
+	    &mm, &err) == RS_OK, "%s", err.msg);
+	ck_assert_msg(rs_k_mm(mm, dw, w->type, n_in, n_out,
+	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, ldx, dy, ldy, n_tok,
+	    accumulate, 0, &err) == RS_OK, "%s", err.msg);
+	to_host(y, dy, (size_t)(n_tok * ldy) * 4);
+	for (int t = 0; t < n_tok; t++) {
+		memcpy(got + t * n_out, y + t * ldy, (size_t)n_out * 4);
+		for (int64_t o = n_out; o < ldy; o++)
+			ck_assert_msg(accumulate || isnan(y[t * ldy + o]),
+			    "mm wrote past row %d's %lld outputs", t,
+			    (long long)n_out);
+	}
+	snprintf(what, sizeof(what), "mm %s %s %lldx%lld, %d cols%s, pieces "
+	    "of %lld/%lld rows", w->name, rs_type_name(w->type),
+	    (long long)n_in, (long long)n_out, n_tok, accumulate ? " +=" : "",
+	    (long long)wrows, (long long)trows);
+	expect_close(what, got, ref, n_tok * n_out, 3e-3);
+	rs_k_mm_free(mm);
+	cudaFree(dw);
+	cudaFree(dx);
+	cudaFree(dy);
+	free(x);
+	free(xc);
+	free(y);
+	free(ref);
+	free(got);
+	free(row);
+}
+
+/* Every block format, whole and in pieces (even split, and a short last). */
+START_TEST(mm)
+{
+	static const int types[] = { RS_TYPE_F32, RS_TYPE_F16, RS_TYPE_BF16,
+	    RS_TYPE_Q4_0, RS_TYPE_Q4_1, RS_TYPE_Q5_0, RS_TYPE_Q5_1,
+	    RS_TYPE_Q8_0, RS_TYPE_IQ4_NL, RS_TYPE_Q2_K, RS_TYPE_Q3_K,
+	    RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K, RS_TYPE_IQ4_XS };
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct rs_gguf_tensor t;
+		void *buf = random_tensor(&t, types[i], 512, 300);
+		check_mm(&t, 33, 0, 1 << 20, 1 << 20);
+		check_mm(&t, 70, 1, 64, 1 << 20);
+		check_mm(&t, 129, 0, 1 << 20, 128);
+		free(buf);
+	}
+}
+END_TEST
+
 /*
  * rs_k_xq against rs_xq_quantize, byte for byte: random columns read with
  * a stride, and blocks of zeros, of one large value, of denormals, with a
@@ -962,35 +1057,112 @@ START_TEST(engine_rollback)
 END_TEST
 
 /*
- * Batch invariance: every kernel sums each output in one order whatever
- * the number of tokens in the call, so a 70-token pass equals 70 single
- * steps (the CUDA-graph path) bit for bit.
+ * Batch invariance: on the exact path every kernel sums each output in one
+ * order whatever the number of tokens in the call, so a 70-token prompt
+ * run in groups of G (every G from 2 to RS_ENGINE_EXACT_MAX, the longest
+ * verification pass and more) equals 70 single steps (the CUDA-graph path)
+ * bit for bit, for every fixture file.
  */
 START_TEST(engine_batch_invariant)
 {
+	static const char *const files[] = { "tiny/model-q4_k_m.gguf",
+	    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf",
+	    "tiny/model-q6_k.gguf", "tiny/model-q5_k_m.gguf",
+	    "tiny/model-q4_0.gguf" };
+	struct prompts	 p;
+
+	load_prompts(&p);
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct rs_model	*m;
+		struct rs_state	*st;
+		struct rs_err	 err;
+		ck_assert_int_eq(rs_model_open(&m, t_fixture(files[f]), &err),
+		    RS_OK);
+		struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+		const int64_t V = m->hp.n_vocab;
+		const int n = p.len[2];
+		float *step = malloc((size_t)n * V * 4);
+		float *grp = malloc((size_t)n * V * 4);
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
+		for (int i = 0; i < n; i++)
+			ck_assert_int_eq(rs_engine_forward(gpu, st, p.tok[2] + i, 1,
+			    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
+		for (int g = 2; g <= RS_ENGINE_EXACT_MAX; g++) {
+			rs_state_reset(st);
+			for (int i = 0; i < n; i += g) {
+				int k = n - i < g ? n - i : g;
+				ck_assert_int_eq(rs_engine_forward(gpu, st,
+				    p.tok[2] + i, k, grp + i * V, RS_LOGITS_ALL,
+				    NULL, &err), RS_OK);
+			}
+			ck_assert_msg(memcmp(grp, step, (size_t)n * V * 4) == 0,
+			    "%s: groups of %d differ from single steps "
+			    "(rel %.3g)", files[f], g, t_rel_err(step, grp,
+			    n * V));
+		}
+		rs_state_free(st);
+		free(step);
+		free(grp);
+		rs_engine_free(gpu);
+		rs_model_close(m);
+	}
+}
+END_TEST
+
+/*
+ * The prefill path (calls of more than RS_ENGINE_EXACT_MAX tokens) against
+ * the CPU reference at every chunk boundary class: prompts of 1, 31-33,
+ * 63-65, chunk − 1 .. chunk + 1 and 2·chunk + 44 tokens with a chunk of
+ * 128 (each prompt one call, which the engine cuts into chunks, the last
+ * possibly short enough for the exact path), then 4 single steps on the
+ * state the prefill left (its KV cache, conv and recurrent state).  The
+ * tolerance is engine_logits'.
+ */
+START_TEST(engine_prefill_chunks)
+{
+	static const int lens[] = { 1, 31, 32, 33, 63, 64, 65, 127, 128, 129,
+	    300 };
 	struct prompts	 p;
 	struct rs_model	*m;
-	struct rs_state	*st;
 	struct rs_err	 err;
 
 	load_prompts(&p);
 	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
 	    &err), RS_OK);
-	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	struct rs_engine *cpu = engine(m, RS_BACKEND_CPU, 64);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 128);
 	const int64_t V = m->hp.n_vocab;
-	const int n = p.len[2];
-	float *batch = run_prompt(gpu, p.tok[2], n);
-	float *step = malloc((size_t)n * V * 4);
-	ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
-	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(rs_engine_forward(gpu, st, p.tok[2] + i, 1,
-		    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
-	ck_assert_msg(memcmp(batch, step, (size_t)n * V * 4) == 0,
-	    "batched and single-step logits differ (rel %.3g)",
-	    t_rel_err(step, batch, n * V));
-	rs_state_free(st);
-	free(batch);
-	free(step);
+	const int32_t *tok = p.tok[4];		/* 499 tokens */
+	ck_assert_int_ge(p.len[4], 304);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		int n = lens[i];
+		float *a = malloc((size_t)(n + 4) * V * 4);
+		float *b = malloc((size_t)(n + 4) * V * 4);
+		struct rs_engine *es[2] = { cpu, gpu };
+		float *out[2] = { a, b };
+		for (int k = 0; k < 2; k++) {
+			struct rs_state *st;
+			ck_assert_int_eq(rs_engine_state_new(es[k], NULL, &st,
+			    &err), RS_OK);
+			ck_assert_msg(rs_engine_forward(es[k], st, tok, n,
+			    out[k], RS_LOGITS_ALL, NULL, &err) == RS_OK, "%s",
+			    err.msg);
+			for (int t = 0; t < 4; t++)
+				ck_assert_int_eq(rs_engine_forward(es[k], st,
+				    tok + n + t, 1, out[k] + (n + t) * V,
+				    RS_LOGITS_LAST, NULL, &err), RS_OK);
+			rs_state_free(st);
+		}
+		double e = t_rel_err(b, a, n * V);
+		double e4 = t_rel_err(b + n * V, a + n * V, 4 * V);
+		printf("prefill %d tokens: rel err vs cpu %.3g, the 4 steps "
+		    "after %.3g\n", n, e, e4);
+		ck_assert_msg(e <= 2e-3 && e4 <= 2e-3, "prefill %d: %.3g, "
+		    "after %.3g", n, e, e4);
+		free(a);
+		free(b);
+	}
+	rs_engine_free(cpu);
 	rs_engine_free(gpu);
 	rs_model_close(m);
 }
@@ -1007,6 +1179,7 @@ cuda_suite(void)
 	tcase_add_test(k, matvec_fixtures);
 	tcase_add_test(k, matvec_all_types);
 	tcase_add_test(k, matvec_xq_wide);
+	tcase_add_test(k, mm);
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);
 	tcase_add_test(k, norms);
@@ -1021,6 +1194,7 @@ cuda_suite(void)
 	tcase_add_test(e, engine_greedy);
 	tcase_add_test(e, engine_rollback);
 	tcase_add_test(e, engine_batch_invariant);
+	tcase_add_test(e, engine_prefill_chunks);
 	suite_add_tcase(s, e);
 	return (s);
 }
