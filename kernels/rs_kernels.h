@@ -126,6 +126,23 @@ enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
 		    struct rs_err *err);
 
 /*
+ * rs_k_attn for a prompt chunk (prefill): the same arguments, meanings and
+ * output, no scratch.  Flash attention on f16 tensor cores (wmma, SM70 and
+ * later): Q and P are rounded to f16 for the products, scores, softmax and
+ * sums are f32 (relative error ~3e-4 against rs_k_attn).  The queries of
+ * the heads that share a KV head are processed together, 64 (token, head)
+ * rows per block.  D = DV in {64, 128, 256}; the caches 16-byte aligned;
+ * head dim 256 needs 95 KB of shared memory per block (SM70, SM80+; not
+ * sm_75).  Worth it from a few dozen tokens on (below that rs_k_attn's
+ * splits fill the GPU better).  attn_prefill.cu.
+ */
+enum rs_status	rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs,
+		    int64_t gate_off, const uint16_t *d_kc,
+		    const uint16_t *d_vc, int n_head, int n_head_kv, int d,
+		    int dv, int n_tok, const int32_t *d_params, float scale,
+		    float *d_o, cudaStream_t stream, struct rs_err *err);
+
+/*
  * Causal depthwise conv + SiLU (§4.6 step 2) over N_TOK tokens for N_CH
  * channels: X, U are (n_tok, ldx) / (n_tok, n_ch); W (n_ch, K); STATE
  * (n_ch, K−1) raw inputs, updated.  When D_SNAP is not NULL, the state
