@@ -53,20 +53,26 @@
  * they mostly share what is in L2.  Blocks are issued longest (last rows)
  * first for a short tail.
  *
- * Napkin math, 27B (24 heads, d = 256, 16 attention layers), T-token prompt:
- * Q·Kᵀ and P·V are each 2·(T²/2)·256·24 FLOP, 12,288·T² per layer, 197k·T²
- * in all: 3.3 TFLOP at T = 4,096, 211 TFLOP at T = 32,768 (plus < 2% for
- * the masked halves of diagonal tiles).  Per 64-key tile a block moves
- * about 440 KB through shared memory (wmma fragments are loaded from
- * shared memory: Q and K for S, P and V for P·V; S and P round trips), 9.5
- * FLOP per shared byte: at 128 B/clk/SM that caps it at ~1,200 FLOP/clk/SM,
- * ~300 TFLOP/s on H200 (132 SMs, ~1.9 GHz), ~150 on V100 (80 SMs, 1.53
- * GHz, above its 125 TFLOP/s tensor peak).  Four block barriers per tile,
- * the SIMT softmax and unhidden global loads (no cp.async on SM70) cost
- * about half of that: predicted ~150 TFLOP/s on H200, 4,096 tokens in
- * ~22 ms, 32,768 in ~1.4 s (at 3,000 tok/s the prompts take 1.4 s and
- * 10.9 s in all: attention is 2% and 13% of it); V100 (1 block of 8 warps
- * per SM) ~50 TFLOP/s: ~65 ms and ~4.2 s.
+ * Napkin math, 27B (24 heads, d = 256, 16 attention layers), T-token
+ * prompt: Q·Kᵀ and P·V take 2·(T²/2)·256·24 FLOP each, 12,288·T² per
+ * layer together, 196,608·T² in all: 3.3 TFLOP at T = 4,096, 211 TFLOP at
+ * T = 32,768 (plus < 2% for the masked parts of diagonal tiles).  Per
+ * 64-key tile a block moves about 440 KB through shared memory (wmma
+ * fragments are loaded from it: Q and K for S, P and V for P·V; the S and
+ * P round trips; the K and V stores), 9.5 FLOP per shared byte: at 128
+ * B/clk/SM that caps the kernel near 1,200 FLOP/clk/SM, ~300 TFLOP/s on
+ * H200 (132 SMs, ~1.9 GHz), ~150 on V100 (80 SMs, 1.53 GHz; above its 125
+ * TFLOP/s tensor peak).  Four block barriers per tile, the SIMT softmax
+ * and global loads that nothing hides but the other block (no cp.async
+ * on SM70) cost about half of that: predicted ~150 TFLOP/s on H200, so
+ * ~22 ms of attention for a 4,096-token prompt and ~1.4 s for 32,768 (at
+ * 3,000 tok/s those prompts take 1.4 s and 10.9 s: 2% and 13% of it);
+ * V100, one block of 8 warps per SM, ~50 TFLOP/s: ~65 ms and ~4.2 s.
+ * Chunked prompts cost the same FLOPs; a chunk of c tokens fills
+ * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave),
+ * so long prompts want chunks of 1,024 or more.  kernels/dev/attn_prefill.cu
+ * times both.  The next step on SM80+ is mma.sync m16n8k16 with S, P and
+ * O in registers of known layout (no S/P round trip, FlashAttention-2).
  *
  * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn_prefill" (also
  * against rs_k_attn).
@@ -317,8 +323,9 @@ write_out(frag_acc *o, const int *rows, const float *sl, float *stage,
 }
 
 /*
- * One block: rows r0 .. r0+63 (r = t·g + i) of KV head blockIdx.y.  See
- * the header for the steps and the warp roles.
+ * One block: rows r0 .. r0+63 (r = t·g + i) of KV head blockIdx.x.  Blocks
+ * start x fastest, so the heads of the last (longest) row tile go first.
+ * See the header for the steps and the warp roles.
  */
 template <int D, int DV>
 static __global__ void __launch_bounds__(FA_THREADS, 2)
@@ -335,8 +342,8 @@ attn_prefill_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	float	*salpha = (float *)(fa_sm + L::ALPHA);
 	float	*sm = (float *)(fa_sm + L::M), *sl = (float *)(fa_sm + L::L);
 	int	 warp = threadIdx.x / RS_WARP, lane = threadIdx.x % RS_WARP;
-	int	 g = n_head / n_head_kv, j = blockIdx.y, n_rows = n_tok * g;
-	int	 r0 = (gridDim.x - 1 - blockIdx.x) * FA_BR;	/* longest first */
+	int	 g = n_head / n_head_kv, j = blockIdx.x, n_rows = n_tok * g;
+	int	 r0 = (gridDim.y - 1 - blockIdx.y) * FA_BR;	/* longest first */
 	int64_t	 p0 = params[RS_K_PARAM_POS0];
 	int64_t	 n_keys = p0 + (min(r0 + FA_BR, n_rows) - 1) / g + 1;
 	int64_t	 krow = (int64_t)n_head_kv * D, vrow = (int64_t)n_head_kv * DV;
@@ -384,8 +391,8 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 {
 	const int	 bytes = fa_layout<D, DV>::BYTES;
 	int64_t		 n_rows = (int64_t)n_tok * (n_head / n_head_kv);
-	dim3		 grid((unsigned)((n_rows + FA_BR - 1) / FA_BR),
-			     (unsigned)n_head_kv);
+	dim3		 grid((unsigned)n_head_kv,
+			     (unsigned)((n_rows + FA_BR - 1) / FA_BR));
 	cudaError_t	 e;
 
 	e = cudaFuncSetAttribute(attn_prefill_kernel<D, DV>,
@@ -409,11 +416,12 @@ rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
     int d, int dv, int n_tok, const int32_t *d_params, float scale, float *d_o,
     cudaStream_t stream, struct rs_err *err)
 {
-	if (n_tok < 1 || n_head < 1 || n_head_kv < 1 || n_head_kv > 65535 ||
+	if (n_tok < 1 || n_head < 1 || n_head_kv < 1 ||
 	    n_head % n_head_kv != 0 ||
-	    (int64_t)n_tok * (n_head / n_head_kv) > INT32_MAX - FA_BR)
+	    (int64_t)n_tok * (n_head / n_head_kv) > (int64_t)65535 * FA_BR)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "attn prefill: %d "
-		    "tokens, heads %d/%d", n_tok, n_head, n_head_kv));
+		    "tokens, heads %d/%d (tokens × group at most %d)", n_tok,
+		    n_head, n_head_kv, 65535 * FA_BR));
 	if (d != dv || !(d == 64 || d == 128 || d == 256))
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "attn prefill: head "
 		    "dims %d/%d, expected equal and 64, 128 or 256", d, dv));
