@@ -750,6 +750,139 @@ START_TEST(attn)
 }
 END_TEST
 
+/* ---- prefill attention (tensor cores) ---- */
+
+/*
+ * Tolerances of rs_k_attn_prefill.  It rounds Q and P to f16 (relative
+ * error up to 2^-11, ~2.8e-4 rms each) where the oracle and rs_k_attn keep
+ * f32: with |q|, |k| < 2 and scale 1/√d the scores (rms ~1.3) move by
+ * ~4e-4, the weights by as much relative, and the output, an average of
+ * the V rows, by ~5e-4 relative L2 in all.  2e-3 leaves a 4× margin yet
+ * catches a mask one key off (~1/√n_keys, > 6e-2 here) or a missed
+ * rescale.  Per element: |o| < 1 (V in [−1, 1], gate < 1), so an absolute
+ * bound of 2e-3 plus 1e-2 of |ref| is far above rounding and below any
+ * wrong weight.
+ */
+#define PREFILL_TOL	2e-3
+#define PREFILL_ABS	2e-3
+#define PREFILL_REL	1e-2
+
+static void
+expect_elems(const char *what, const float *got, const float *ref, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		ck_assert_msg(fabsf(got[i] - ref[i]) <= PREFILL_ABS +
+		    PREFILL_REL * fabsf(ref[i]), "%s: element %lld: %g, "
+		    "expected %g", what, (long long)i, got[i], ref[i]);
+}
+
+/*
+ * rs_k_attn_prefill on N_TOK tokens after P0 cached positions, G·HKV query
+ * heads of dim D (interleaved [q | gate] as attn_block has them), against
+ * the oracle (unless REF is 0: long cases) and against rs_k_attn on the
+ * same inputs.  Cache rows past the last key are NaN and the output starts
+ * as NaN, so a read past the keys or an unwritten element fails.
+ */
+static void
+check_attn_prefill(int d, int g, int hkv, int n_tok, int p0, int ref)
+{
+	const int	 h = g * hkv, n_keys = p0 + n_tok, ctx = n_keys + 64;
+	const int64_t	 qdim = 2 * (int64_t)h * d, row = (int64_t)hkv * d;
+	const int64_t	 n_out = (int64_t)n_tok * h * d;
+	const float	 scale = 1.0f / sqrtf((float)d);
+	float		*q = malloc(n_tok * qdim * 4), *want = malloc(n_out * 4);
+	float		*got = malloc(n_out * 4), *got2 = malloc(n_out * 4);
+	float		*kf = malloc(n_keys * row * 4);
+	float		*vf = malloc(n_keys * row * 4);
+	float		*scores = malloc(n_keys * 4);
+	uint16_t	*kh = malloc(ctx * row * 2), *vh = malloc(ctx * row * 2);
+	char		 what[96];
+	struct rs_err	 err;
+
+	snprintf(what, sizeof(what), "attn prefill d %d, heads %d/%d, "
+	    "%d tokens after %d", d, h, hkv, n_tok, p0);
+	for (int64_t i = 0; i < n_tok * qdim; i++)
+		q[i] = frand() * 2.0f;
+	for (int64_t i = 0; i < ctx * row; i++) {
+		int past = i >= n_keys * row;
+		kh[i] = past ? 0x7e00 : rs_f32_to_f16(frand() * 2.0f);
+		vh[i] = past ? 0x7e00 : rs_f32_to_f16(frand());
+	}
+	for (int64_t i = 0; i < n_keys * row; i++) {
+		kf[i] = rs_f16_to_f32(kh[i]);
+		vf[i] = rs_f16_to_f32(vh[i]);
+	}
+	for (int t = 0; ref && t < n_tok; t++)
+		for (int hh = 0; hh < h; hh++) {
+			int j = hh / g;
+			float *o = want + ((int64_t)t * h + hh) * d;
+			const float *qh = q + t * qdim + (int64_t)hh * 2 * d;
+			rs_cpu_attn_ref(qh, kf + (int64_t)j * d, row,
+			    vf + (int64_t)j * d, row, p0 + t + 1, d, d, scale, o,
+			    scores);
+			for (int i = 0; i < d; i++)
+				o[i] *= rs_cpu_sigmoid(qh[d + i]);
+		}
+	for (int64_t i = 0; i < n_out; i++)
+		got[i] = NAN;
+	float *dq = dup_dev(q, n_tok * qdim * 4);
+	uint16_t *dkc = dup_dev(kh, ctx * row * 2), *dvc = dup_dev(vh, ctx * row * 2);
+	float *dout = dup_dev(got, n_out * 4), *dout2 = dup_dev(got, n_out * 4);
+	float *scr = dup_dev(NULL, rs_k_attn_scratch(h, n_tok, d) * 4);
+	int32_t *dp = params_dev(p0, INT32_MAX);
+	ck_assert_msg(rs_k_attn_prefill(dq, qdim, 2 * d, d, dkc, dvc, h, hkv,
+	    d, d, n_tok, dp, scale, dout, 0, &err) == RS_OK, "%s: %s", what,
+	    err.msg);
+	ck_assert_msg(rs_k_attn(dq, qdim, 2 * d, d, dkc, dvc, h, hkv, d, d,
+	    n_tok, dp, scale, dout2, scr, 0, &err) == RS_OK, "%s: %s", what,
+	    err.msg);
+	to_host(got, dout, n_out * 4);
+	to_host(got2, dout2, n_out * 4);
+	if (ref) {
+		expect_close(what, got, want, n_out, PREFILL_TOL);
+		expect_elems(what, got, want, n_out);
+	}
+	expect_close(what, got, got2, n_out, PREFILL_TOL);
+	expect_elems(what, got, got2, n_out);
+	cudaFree(dq); cudaFree(dkc); cudaFree(dvc); cudaFree(dout);
+	cudaFree(dout2); cudaFree(scr); cudaFree(dp);
+	free(q); free(want); free(got); free(got2); free(kf); free(vf);
+	free(scores); free(kh); free(vh);
+}
+
+/*
+ * Head dims 64 and 256, GQA 1, 2 and 6 (two KV heads, so the second KV
+ * head's offsets count), token counts around the 16-row fragments and
+ * 64-row tiles (rows = tokens × group, so tiles also split tokens), with
+ * and without earlier cached positions; then the 27B's shape (24/4 heads,
+ * d 256) on 520 tokens after 1,000, against rs_k_attn only; then the
+ * arguments it must refuse.
+ */
+START_TEST(attn_prefill)
+{
+	static const int dims[] = { 64, 256 }, groups[] = { 1, 2, 6 };
+	static const int toks[] = { 1, 15, 16, 17, 63, 64, 65, 200 };
+	static const int pre[] = { 0, 37 };
+	struct rs_err err;
+
+	for (size_t a = 0; a < sizeof(dims) / sizeof(dims[0]); a++)
+		for (size_t b = 0; b < sizeof(groups) / sizeof(groups[0]); b++)
+			for (size_t c = 0; c < sizeof(toks) / sizeof(toks[0]); c++)
+				for (size_t e = 0; e < 2; e++)
+					check_attn_prefill(dims[a], groups[b],
+					    2, toks[c], pre[e], 1);
+	check_attn_prefill(256, 6, 4, 520, 1000, 0);
+	ck_assert_int_eq(rs_k_attn_prefill(NULL, 0, 0, 0, NULL, NULL, 4, 2,
+	    96, 96, 1, NULL, 1.0f, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn_prefill(NULL, 0, 0, 0, NULL, NULL, 4, 2,
+	    128, 64, 1, NULL, 1.0f, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn_prefill(NULL, 0, 0, 0, NULL, NULL, 6, 4,
+	    64, 64, 1, NULL, 1.0f, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn_prefill(NULL, 0, 0, 0, NULL, NULL, 4, 2,
+	    64, 64, 0, NULL, 1.0f, NULL, 0, &err), RS_ERR_INVALID_ARG);
+}
+END_TEST
+
 /* ---- GDN conv and delta rule ---- */
 
 START_TEST(conv)
@@ -1186,6 +1319,7 @@ cuda_suite(void)
 	tcase_add_test(k, rope);
 	tcase_add_test(k, elementwise);
 	tcase_add_test(k, attn);
+	tcase_add_test(k, attn_prefill);
 	tcase_add_test(k, conv);
 	tcase_add_test(k, deltanet);
 	suite_add_tcase(s, k);

@@ -1,0 +1,445 @@
+/*
+ * attn_prefill.cu - causal gated attention of a whole prompt chunk on tensor
+ * cores (flash attention), the prefill twin of rs_k_attn (qwen35-model.md
+ * §4.4, f16 KV cache as in §4.10).
+ *
+ *   o[t, h] = Σ_{s ≤ p0+t} softmax_s(scale·q[t, h]·K_j[s]) · V_j[s]
+ *             ⊙ sigmoid(gate[t, h]),      j = h / (n_head / n_head_kv)
+ *
+ * for the N_TOK query tokens at positions p0 + t (p0 = params[0]) over the
+ * keys 0 .. p0 + t already stored in the caches (n_ctx, n_head_kv·d).
+ *
+ * Tiling.  A block owns one KV head j and BR = 64 query *rows*, where row
+ * r = t·g + i is query head j·g + i (i < g = n_head / n_head_kv) of token t:
+ * the g heads of a GQA group share every K/V tile the block loads, so a
+ * 27B block holds 64 / 6 ≈ 10.7 tokens × 6 heads.  The block walks the keys
+ * 0 .. p0 + (last token of its rows) in tiles of BC = 64, each step:
+ *   1. K tile (64 × d f16) global → shared, zero past the last key;
+ *   2. S = Q·Kᵀ (64 × 64) with wmma m16n16k16, f16 operands, f32 sums;
+ *   3. online softmax per row in f32: s·scale, causal mask per (row's
+ *      token, key), running max m and sum l, α = e^(m_old − m_new),
+ *      P = e^(s − m_new) rounded to f16 (l sums the rounded P, so the
+ *      weights the output sees sum to 1); meanwhile the V tile replaces K;
+ *   4. O = α·O + P·V with wmma, O (64 × dv f32) in accumulator registers.
+ * A wmma accumulator's element layout is opaque, but it is a fixed function
+ * of the fragment type and lane: loading a 16 × 16 matrix M[r][c] = r into
+ * an accumulator fragment tells each thread the row of each of its
+ * elements, which is how step 4 scales O by the α of its row and the end
+ * divides by l (no O round trip through shared memory).  The last tile
+ * finishes with o = O / l ⊙ sigmoid(gate), staged per warp through shared
+ * memory so the gate and the output index are plain.
+ *
+ * Numerics: Q is rounded to f16 (K, V are f16 already), scores and the
+ * softmax are f32, the scale is applied to the f32 score, P is rounded to
+ * f16 for P·V, all products accumulate in f32.  Relative L2 error against
+ * the double oracle about 3e-4 (Q and P rounding, 2^-11 relative each).
+ *
+ * Eight warps (256 threads).  Warp w computes S rows 16·(w mod 4) .. +15,
+ * keys 32·(w / 4) .. +31 (two fragments sharing each Q fragment), the
+ * softmax of rows 8w .. 8w+7 (lane = key, two keys per lane), and O rows
+ * 16·(w mod 4), columns dv/2·(w / 4) .. +dv/2 (dv/32 fragments: 64
+ * registers at dv = 256).  Shared memory, rows padded by 16 bytes against
+ * bank conflicts, at d = dv = 256: Q 64 × 264 f16 (33 KB), one K-or-V tile
+ * 64 × 264 f16 (33 KB), S 64 × 68 f32 (17 KB), P 64 × 72 f16 (9 KB), α and
+ * l (0.5 KB): 94,976 B, under SM70's 96 KB opt-in limit (K and V share a
+ * buffer to get there; sm_75's 64 KB limit rejects d = 256 at launch);
+ * an H200 SM holds two such blocks (≤ 128 registers per thread).
+ *
+ * Why group the GQA heads: one block per (query tile, head) would load each
+ * K/V tile six times (from L2); grouped, a 64-key tile (64 KB of K + V at
+ * d = 256) feeds 64 × 64 × 512 × 2 = 4.2 MFLOP, 64 FLOP per byte from L2.
+ * A layer's K/V for a 4,096-token prompt is 16 MB, L2-resident on H200
+ * (50 MB); on V100 (6 MB) the blocks of a wave walk the keys in step, so
+ * they mostly share what is in L2.  Blocks are issued longest (last rows)
+ * first for a short tail.
+ *
+ * Napkin math, 27B (24 heads, d = 256, 16 attention layers), T-token
+ * prompt: Q·Kᵀ and P·V take 2·(T²/2)·256·24 FLOP each, 12,288·T² per
+ * layer together, 196,608·T² in all: 3.3 TFLOP at T = 4,096, 211 TFLOP at
+ * T = 32,768 (plus < 2% for the masked parts of diagonal tiles).  Per
+ * 64-key tile a block moves about 440 KB through shared memory (wmma
+ * fragments are loaded from it: Q and K for S, P and V for P·V; the S and
+ * P round trips; the K and V stores), 9.5 FLOP per shared byte: at 128
+ * B/clk/SM that caps the kernel near 1,200 FLOP/clk/SM, ~300 TFLOP/s on
+ * H200 (132 SMs, ~1.9 GHz), ~150 on V100 (80 SMs, 1.53 GHz; above its 125
+ * TFLOP/s tensor peak).  Four block barriers per tile, the SIMT softmax
+ * and global loads that nothing hides but the other block (no cp.async
+ * on SM70) cost about half of that: predicted ~150 TFLOP/s on H200, so
+ * ~22 ms of attention for a 4,096-token prompt and ~1.4 s for 32,768 (at
+ * 3,000 tok/s those prompts take 1.4 s and 10.9 s: 2% and 13% of it);
+ * V100, one block of 8 warps per SM, ~50 TFLOP/s: ~65 ms and ~4.2 s.
+ * Chunked prompts cost the same FLOPs; a chunk of c tokens fills
+ * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave),
+ * so long prompts want chunks of 1,024 or more.  kernels/dev/attn_prefill.cu
+ * times both.  The next step on SM80+ is mma.sync m16n8k16 with S, P and
+ * O in registers of known layout (no S/P round trip, FlashAttention-2).
+ *
+ * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn_prefill" (also
+ * against rs_k_attn).
+ */
+#include <math.h>
+#include <mma.h>
+
+#include "common.cuh"
+#include "rs_kernels.h"
+
+using namespace nvcuda;
+
+#define FA_BR		64	/* query rows (token, head of group) per block */
+#define FA_BC		64	/* keys per tile */
+#define FA_WARPS	8
+#define FA_THREADS	(FA_WARPS * RS_WARP)
+#define FA_ROWS_PER_WARP (FA_BR / FA_WARPS)	/* softmax rows of a warp */
+
+typedef wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major>
+    frag_a;
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major>
+    frag_kt;			/* Kᵀ: K rows are the columns */
+typedef wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major>
+    frag_v;
+typedef wmma::fragment<wmma::accumulator, 16, 16, 16, float> frag_acc;
+
+/*
+ * Shared memory of a block, in bytes from the start: every part and every
+ * 16-row fragment inside it starts on 32 bytes, as wmma needs.  Row
+ * strides (in elements) are padded by 16 bytes so the 16 rows of a
+ * fragment start in different banks.
+ */
+template <int D, int DV>
+struct fa_layout {
+	static const int LDQ = D + 8;			/* halves */
+	static const int LDKV = (D > DV ? D : DV) + 8;	/* halves */
+	static const int LDS = FA_BC + 4;		/* floats */
+	static const int LDP = FA_BC + 8;		/* halves */
+	static const int Q = 0;
+	static const int KV = Q + FA_BR * LDQ * 2;
+	static const int S = KV + FA_BC * LDKV * 2;
+	static const int P = S + FA_BR * LDS * 4;
+	static const int ALPHA = P + FA_BR * LDP * 2;
+	static const int M = ALPHA + FA_BR * 4;
+	static const int L = M + FA_BR * 4;
+	static const int BYTES = L + FA_BR * 4;
+};
+
+/* Q rows r0 .. r0+63 of KV head J as f16 (zero past the last row). */
+template <int D, int DV>
+static __device__ __forceinline__ void
+load_q(half *sq, const float *__restrict__ q, int64_t ldq, int64_t qs,
+    int r0, int n_rows, int g, int j)
+{
+	const int ld = fa_layout<D, DV>::LDQ;
+
+	for (int e = threadIdx.x; e < FA_BR * D; e += FA_THREADS) {
+		int r = e / D, i = e % D, row = r0 + r;
+		float x = 0.0f;
+
+		if (row < n_rows)
+			x = q[(int64_t)(row / g) * ldq +
+			    (int64_t)(j * g + row % g) * qs + i];
+		sq[r * ld + i] = __float2half_rn(x);
+	}
+}
+
+/*
+ * Keys KV0 .. KV0+63 of one head (W halves each, rows ROW halves apart in
+ * SRC) into shared memory; keys at or past N_KEYS read as zero, so nothing
+ * outside the written cache is read and masked V rows are finite.
+ */
+template <int W, int LD>
+static __device__ __forceinline__ void
+load_tile(half *dst, const uint16_t *__restrict__ src, int64_t row,
+    int64_t kv0, int64_t n_keys)
+{
+	const int CH = W / 8;	/* 16-byte chunks per key */
+
+#pragma unroll 4	/* 4 × 16 B in flight per thread, within 128 registers */
+	for (int it = 0; it < FA_BC * CH / FA_THREADS; it++) {
+		int e = threadIdx.x + it * FA_THREADS, key = e / CH, c = e % CH;
+		int64_t s = kv0 + key;
+		uint4 x = make_uint4(0, 0, 0, 0);
+
+		if (s < n_keys)
+			x = *(const uint4 *)(src + s * row + c * 8);
+		*(uint4 *)(dst + key * LD + c * 8) = x;
+	}
+}
+
+/*
+ * S = Q·Kᵀ for the 64 × 64 tile: warp w writes rows 16·(w mod 4) and keys
+ * 32·(w / 4) .. +31 of SS, unscaled (f32).
+ */
+template <int D, int DV>
+static __device__ __forceinline__ void
+scores(const half *sq, const half *sk, float *ss, int warp)
+{
+	typedef fa_layout<D, DV> L;
+	const half *qa = sq + 16 * (warp % 4) * L::LDQ;
+	const half *kb = sk + 32 * (warp / 4) * L::LDKV;
+	frag_acc c[2];
+	frag_a	 a;
+	frag_kt	 b;
+
+	wmma::fill_fragment(c[0], 0.0f);
+	wmma::fill_fragment(c[1], 0.0f);
+#pragma unroll 4	/* full unrolling hoists every fragment load: spills */
+	for (int k = 0; k < D; k += 16) {
+		wmma::load_matrix_sync(a, qa + k, L::LDQ);
+#pragma unroll
+		for (int n = 0; n < 2; n++) {
+			wmma::load_matrix_sync(b, kb + 16 * n * L::LDKV + k,
+			    L::LDKV);
+			wmma::mma_sync(c[n], a, b, c[n]);
+		}
+	}
+	for (int n = 0; n < 2; n++)
+		wmma::store_matrix_sync(ss + 16 * (warp % 4) * L::LDS +
+		    32 * (warp / 4) + 16 * n, c[n], L::LDS, wmma::mem_row_major);
+}
+
+/*
+ * Online softmax of the warp's 8 rows of the tile at key KV0.  Row r (of
+ * the block) belongs to token (r0 + r) / g and sees keys up to p0 + that
+ * token; padding rows past N_ROWS take the last row's mask (their Q is
+ * zero and they are never written).  Updates the running max SM and sum SL
+ * of each row (shared memory, not registers: O needs those), writes P
+ * (f16) and α = e^(m_old − m_new).  The first tile holds key 0, which
+ * every row sees, so m is finite from then on; the guards only keep
+ * e^(−∞ + ∞) out.
+ */
+template <int D, int DV>
+static __device__ __forceinline__ void
+softmax_tile(const float *ss, half *sp, float *salpha, float *sm, float *sl,
+    int warp, int lane, int r0, int n_rows, int g, int64_t p0, int64_t kv0,
+    float scale)
+{
+	typedef fa_layout<D, DV> L;
+
+#pragma unroll
+	for (int i = 0; i < FA_ROWS_PER_WARP; i++) {
+		int r = warp * FA_ROWS_PER_WARP + i;
+		int64_t last = p0 + min(r0 + r, n_rows - 1) / g;
+		float s[FA_BC / RS_WARP], mx = -INFINITY;
+
+#pragma unroll
+		for (int c = 0; c < FA_BC / RS_WARP; c++) {
+			int key = lane + c * RS_WARP;
+			s[c] = kv0 + key <= last ? ss[r * L::LDS + key] * scale :
+			    -INFINITY;
+			mx = fmaxf(mx, s[c]);
+		}
+		float mo = sm[r], mn = fmaxf(mo, warp_max(mx));
+		float alpha = mo == -INFINITY ? 0.0f : __expf(mo - mn);
+		float sum = 0.0f;
+
+#pragma unroll
+		for (int c = 0; c < FA_BC / RS_WARP; c++) {
+			half p = __float2half_rn(s[c] == -INFINITY ? 0.0f :
+			    __expf(s[c] - mn));
+			sp[r * L::LDP + lane + c * RS_WARP] = p;
+			sum += __half2float(p);
+		}
+		sum = sl[r] * alpha + warp_sum(sum);
+		__syncwarp();	/* every lane has read sm[r], sl[r] */
+		if (lane == 0) {
+			sm[r] = mn;
+			sl[r] = sum;
+			salpha[r] = alpha;
+		}
+	}
+}
+
+/*
+ * O = α·O + P·V for the warp's 16 rows and DV/2 columns; ROWS[e] is the
+ * row (0..15) of accumulator element e.
+ */
+template <int D, int DV>
+static __device__ __forceinline__ void
+pv(frag_acc *o, const int *rows, const half *sp, const half *sv,
+    const float *salpha, int warp)
+{
+	typedef fa_layout<D, DV> L;
+	const int NF = DV / 32;
+	const half *pa = sp + 16 * (warp % 4) * L::LDP;
+	const half *vb = sv + DV / 2 * (warp / 4);
+	frag_a	 a;
+	frag_v	 b;
+
+#pragma unroll
+	for (int e = 0; e < frag_acc::num_elements; e++) {
+		float alpha = salpha[16 * (warp % 4) + rows[e]];
+#pragma unroll
+		for (int f = 0; f < NF; f++)
+			o[f].x[e] *= alpha;
+	}
+#pragma unroll 1	/* a step's NF V fragments fill the registers */
+	for (int k = 0; k < FA_BC; k += 16) {
+		wmma::load_matrix_sync(a, pa + k, L::LDP);
+#pragma unroll
+		for (int f = 0; f < NF; f++) {
+			wmma::load_matrix_sync(b, vb + k * L::LDKV + 16 * f,
+			    L::LDKV);
+			wmma::mma_sync(o[f], a, b, o[f]);
+		}
+	}
+}
+
+/*
+ * o = O / l ⊙ sigmoid(gate) for the warp's fragments: each goes through a
+ * 16 × 16 f32 staging square of the warp (STAGE) so that lane e of 32
+ * writes elements e, e + 32, ... with a known (row, column).
+ */
+template <int D, int DV>
+static __device__ __forceinline__ void
+write_out(frag_acc *o, const int *rows, const float *sl, float *stage,
+    const float *__restrict__ q, int64_t ldq, int64_t qs, int64_t gate_off,
+    int n_head, int r0, int n_rows, int g, int j, int warp, int lane,
+    float *__restrict__ out)
+{
+	const int NF = DV / 32;
+	int	rb = 16 * (warp % 4), cb = DV / 2 * (warp / 4);
+
+#pragma unroll
+	for (int e = 0; e < frag_acc::num_elements; e++) {
+		float inv = 1.0f / sl[rb + rows[e]];
+#pragma unroll
+		for (int f = 0; f < NF; f++)
+			o[f].x[e] *= inv;
+	}
+#pragma unroll
+	for (int f = 0; f < NF; f++) {
+		wmma::store_matrix_sync(stage, o[f], 16, wmma::mem_row_major);
+		__syncwarp();
+		for (int e = lane; e < 256; e += RS_WARP) {
+			int row = r0 + rb + e / 16, col = cb + 16 * f + e % 16;
+			if (row >= n_rows)
+				continue;
+			int64_t t = row / g, h = (int64_t)j * g + row % g;
+			float gate = q[t * ldq + h * qs + gate_off + col];
+			out[(t * n_head + h) * DV + col] = stage[e] *
+			    sigmoid_f(gate);
+		}
+		__syncwarp();
+	}
+}
+
+/*
+ * One block: rows r0 .. r0+63 (r = t·g + i) of KV head blockIdx.x.  Blocks
+ * start x fastest, so the heads of the last (longest) row tile go first.
+ * See the header for the steps and the warp roles.
+ */
+template <int D, int DV>
+static __global__ void __launch_bounds__(FA_THREADS, 2)
+attn_prefill_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
+    int64_t gate_off, const uint16_t *__restrict__ kc,
+    const uint16_t *__restrict__ vc, int n_head, int n_head_kv, int n_tok,
+    const int32_t *__restrict__ params, float scale, float *__restrict__ out)
+{
+	typedef fa_layout<D, DV> L;
+	extern __shared__ __align__(128) unsigned char fa_sm[];
+	half	*sq = (half *)(fa_sm + L::Q), *skv = (half *)(fa_sm + L::KV);
+	float	*ss = (float *)(fa_sm + L::S);
+	half	*sp = (half *)(fa_sm + L::P);
+	float	*salpha = (float *)(fa_sm + L::ALPHA);
+	float	*sm = (float *)(fa_sm + L::M), *sl = (float *)(fa_sm + L::L);
+	int	 warp = threadIdx.x / RS_WARP, lane = threadIdx.x % RS_WARP;
+	int	 g = n_head / n_head_kv, j = blockIdx.x, n_rows = n_tok * g;
+	int	 r0 = (gridDim.y - 1 - blockIdx.y) * FA_BR;	/* longest first */
+	int64_t	 p0 = params[RS_K_PARAM_POS0];
+	int64_t	 n_keys = p0 + (min(r0 + FA_BR, n_rows) - 1) / g + 1;
+	int64_t	 krow = (int64_t)n_head_kv * D, vrow = (int64_t)n_head_kv * DV;
+	int	 rows[frag_acc::num_elements];
+	frag_acc o[DV / 32], ridx;
+
+	load_q<D, DV>(sq, q, ldq, qs, r0, n_rows, g, j);
+	/* ss[r][c] = r for the 16 × 16 square that maps accumulator rows */
+	for (int e = threadIdx.x; e < 256; e += FA_THREADS)
+		ss[e / 16 * L::LDS + e % 16] = (float)(e / 16);
+	for (int r = threadIdx.x; r < FA_BR; r += FA_THREADS) {
+		sm[r] = -INFINITY;
+		sl[r] = 0.0f;
+	}
+	__syncthreads();
+	wmma::load_matrix_sync(ridx, ss, L::LDS, wmma::mem_row_major);
+	for (int e = 0; e < frag_acc::num_elements; e++)
+		rows[e] = (int)ridx.x[e];
+	for (int f = 0; f < DV / 32; f++)
+		wmma::fill_fragment(o[f], 0.0f);
+	for (int64_t kv0 = 0; kv0 < n_keys; kv0 += FA_BC) {
+		load_tile<D, L::LDKV>(skv, kc + (int64_t)j * D, krow, kv0,
+		    n_keys);
+		__syncthreads();	/* K in; also: ridx read before S */
+		scores<D, DV>(sq, skv, ss, warp);
+		__syncthreads();	/* S complete, K no longer read */
+		softmax_tile<D, DV>(ss, sp, salpha, sm, sl, warp, lane, r0,
+		    n_rows, g, p0, kv0, scale);
+		load_tile<DV, L::LDKV>(skv, vc + (int64_t)j * DV, vrow, kv0,
+		    n_keys);
+		__syncthreads();	/* P, α and V in */
+		pv<D, DV>(o, rows, sp, skv, salpha, warp);
+		__syncthreads();	/* V, P and S free for the next tile */
+	}
+	write_out<D, DV>(o, rows, sl, ss + warp * 256, q, ldq, qs, gate_off,
+	    n_head, r0, n_rows, g, j, warp, lane, out);
+}
+
+template <int D, int DV>
+static enum rs_status
+launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
+    const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
+    int n_tok, const int32_t *d_params, float scale, float *d_o,
+    cudaStream_t stream, struct rs_err *err)
+{
+	const int	 bytes = fa_layout<D, DV>::BYTES;
+	int64_t		 n_rows = (int64_t)n_tok * (n_head / n_head_kv);
+	dim3		 grid((unsigned)n_head_kv,
+			     (unsigned)((n_rows + FA_BR - 1) / FA_BR));
+	cudaError_t	 e;
+
+	e = cudaFuncSetAttribute(attn_prefill_kernel<D, DV>,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();	/* not sticky: clear it */
+		return (rs_errf(err, RS_ERR_CUDA, "attn prefill: %d bytes of "
+		    "shared memory for head dim %d: %s", bytes, D,
+		    cudaGetErrorString(e)));
+	}
+	attn_prefill_kernel<D, DV><<<grid, FA_THREADS, bytes, stream>>>(d_q,
+	    ldq, qs, gate_off, d_kc, d_vc, n_head, n_head_kv, n_tok, d_params,
+	    scale, d_o);
+	RS_LAUNCH_CHECK(err, "attn prefill");
+	return (RS_OK);
+}
+
+extern "C" enum rs_status
+rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
+    const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
+    int d, int dv, int n_tok, const int32_t *d_params, float scale, float *d_o,
+    cudaStream_t stream, struct rs_err *err)
+{
+	if (n_tok < 1 || n_head < 1 || n_head_kv < 1 ||
+	    n_head % n_head_kv != 0 ||
+	    (int64_t)n_tok * (n_head / n_head_kv) > (int64_t)65535 * FA_BR)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "attn prefill: %d "
+		    "tokens, heads %d/%d (tokens × group at most %d)", n_tok,
+		    n_head, n_head_kv, 65535 * FA_BR));
+	if (d != dv || !(d == 64 || d == 128 || d == 256))
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "attn prefill: head "
+		    "dims %d/%d, expected equal and 64, 128 or 256", d, dv));
+	if ((((uintptr_t)d_kc | (uintptr_t)d_vc) & 15) != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "attn prefill: K/V "
+		    "caches must be 16-byte aligned"));
+	switch (d) {
+	case 64:
+		return (launch<64, 64>(d_q, ldq, qs, gate_off, d_kc, d_vc,
+		    n_head, n_head_kv, n_tok, d_params, scale, d_o, stream,
+		    err));
+	case 128:
+		return (launch<128, 128>(d_q, ldq, qs, gate_off, d_kc, d_vc,
+		    n_head, n_head_kv, n_tok, d_params, scale, d_o, stream,
+		    err));
+	default:
+		return (launch<256, 256>(d_q, ldq, qs, gate_off, d_kc, d_vc,
+		    n_head, n_head_kv, n_tok, d_params, scale, d_o, stream,
+		    err));
+	}
+}

@@ -1,0 +1,155 @@
+/*
+ * attn_prefill.cu - playground for the prefill attention of one 27B layer
+ * (kernels/attn_prefill.cu): 24 query heads, 4 KV heads, head dim 256.
+ *
+ *   make CUDA=1 build/dev/attn_prefill && build/dev/attn_prefill
+ *
+ * First rs_k_attn_prefill is compared with rs_k_attn (itself checked
+ * against the CPU oracle by tests/check_cuda.c "attn") on 300 tokens after
+ * 3,000 cached ones.  Then prompts of 4,096 and 32,768 tokens are timed
+ * (CUDA events, 3 repeats after a warm-up), in one call or in chunks whose
+ * keys include every earlier chunk, as a prefill does.  One JSON line per
+ * case: ms for the layer, TFLOP/s of the causal products (Q·Kᵀ and P·V,
+ * 4·256 FLOP per (query head, key) pair), ms for the 16 layers.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "../common.cuh"
+#include "rs_kernels.h"
+
+#define NH	24
+#define NKV	4
+#define HD	256
+#define LDQ	(2 * NH * HD)
+
+static uint64_t rng = 88172645463325252ULL;
+
+static float
+frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return ((float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f);
+}
+
+static void
+die(const char *what, cudaError_t e)
+{
+	if (e != cudaSuccess) {
+		fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+		exit(1);
+	}
+}
+
+static void
+check(const char *what, enum rs_status s, const struct rs_err *err)
+{
+	if (s != RS_OK) {
+		fprintf(stderr, "%s: %s\n", what, err->msg);
+		exit(1);
+	}
+}
+
+static void *
+dev_random(size_t n, int f16)
+{
+	void	*d, *h = malloc(n * (f16 ? 2 : 4));
+
+	for (size_t i = 0; i < n; i++) {
+		if (f16)
+			((__half *)h)[i] = __float2half(frand() * 2.0f);
+		else
+			((float *)h)[i] = frand() * 2.0f;
+	}
+	die("malloc", cudaMalloc(&d, n * (f16 ? 2 : 4)));
+	die("copy", cudaMemcpy(d, h, n * (f16 ? 2 : 4),
+	    cudaMemcpyHostToDevice));
+	free(h);
+	return (d);
+}
+
+/*
+ * A prompt of T tokens in chunks of CHUNK, one call each; DPOS holds the
+ * positions 0, 1, 2, ... so the chunk at P0 reads its params at DPOS + P0.
+ */
+static void
+prompt(const float *dq, const uint16_t *dk, const uint16_t *dv,
+    const int32_t *dpos, float *dout, int t, int chunk)
+{
+	struct rs_err err;
+
+	for (int p0 = 0; p0 < t; p0 += chunk) {
+		int n = t - p0 < chunk ? t - p0 : chunk;
+		check("attn prefill", rs_k_attn_prefill(dq, LDQ, 2 * HD, HD, dk,
+		    dv, NH, NKV, HD, HD, n, dpos + p0, 1.0f / 16.0f, dout, 0,
+		    &err), &err);
+	}
+}
+
+int
+main(void)
+{
+	static const int cases[][2] = { { 4096, 4096 }, { 4096, 512 },
+	    { 32768, 4096 }, { 32768, 512 } };
+	const int	 ctx = 32768, vt = 300, vp0 = 3000, reps = 3;
+	float		*dq = (float *)dev_random((size_t)4096 * LDQ, 0);
+	uint16_t	*dk = (uint16_t *)dev_random((size_t)ctx * NKV * HD, 1);
+	uint16_t	*dv = (uint16_t *)dev_random((size_t)ctx * NKV * HD, 1);
+	float		*dout, *dout2, *scr;
+	float		*a = (float *)malloc((size_t)vt * NH * HD * 4);
+	float		*b = (float *)malloc((size_t)vt * NH * HD * 4);
+	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)ctx * 4);
+	struct rs_err	 err;
+	double		 num = 0.0, den = 0.0;
+
+	die("malloc", cudaMalloc(&dout, (size_t)4096 * NH * HD * 4));
+	die("malloc", cudaMalloc(&dout2, (size_t)vt * NH * HD * 4));
+	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, vt, HD) * 4));
+	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
+	die("malloc", cudaMalloc(&dpos, ((size_t)ctx + RS_K_N_PARAMS) * 4));
+	for (int i = 0; i < ctx; i++)
+		pos[i] = i;
+	die("params", cudaMemcpy(dpos, pos, (size_t)ctx * 4,
+	    cudaMemcpyHostToDevice));
+	check("attn prefill", rs_k_attn_prefill(dq, LDQ, 2 * HD, HD, dk, dv,
+	    NH, NKV, HD, HD, vt, dpos + vp0, 1.0f / 16.0f, dout, 0, &err),
+	    &err);
+	check("attn", rs_k_attn(dq, LDQ, 2 * HD, HD, dk, dv, NH, NKV, HD, HD,
+	    vt, dpos + vp0, 1.0f / 16.0f, dout2, scr, 0, &err), &err);
+	die("copy", cudaMemcpy(a, dout, (size_t)vt * NH * HD * 4,
+	    cudaMemcpyDeviceToHost));
+	die("copy", cudaMemcpy(b, dout2, (size_t)vt * NH * HD * 4,
+	    cudaMemcpyDeviceToHost));
+	for (int64_t i = 0; i < (int64_t)vt * NH * HD; i++) {
+		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+		den += (double)b[i] * b[i];
+	}
+	printf("{\"check\":\"vs rs_k_attn\",\"tokens\":%d,\"after\":%d,"
+	    "\"rel_err\":%.3g}\n", vt, vp0, sqrt(num / den));
+	if (!(sqrt(num / den) < 2e-3))
+		return (1);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int t = cases[c][0], chunk = cases[c][1];
+		double flop = 4.0 * HD * NH * ((double)t * (t + 1) / 2);
+		cudaEvent_t e0, e1;
+		float ms;
+
+		prompt(dq, dk, dv, dpos, dout, t, chunk);
+		cudaEventCreate(&e0);
+		cudaEventCreate(&e1);
+		cudaEventRecord(e0);
+		for (int r = 0; r < reps; r++)
+			prompt(dq, dk, dv, dpos, dout, t, chunk);
+		cudaEventRecord(e1);
+		die("run", cudaEventSynchronize(e1));
+		cudaEventElapsedTime(&ms, e0, e1);
+		ms /= reps;
+		printf("{\"tokens\":%d,\"chunk\":%d,\"layer_ms\":%.2f,"
+		    "\"tflop_s\":%.1f,\"model_ms\":%.1f}\n", t, chunk, ms,
+		    flop / (ms * 1e-3) / 1e12, 16 * ms);
+	}
+	return (0);
+}
