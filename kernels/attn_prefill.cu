@@ -120,6 +120,14 @@ struct fa_layout {
 	static const int M = ALPHA + FA_BR * 4;
 	static const int L = M + FA_BR * 4;
 	static const int BYTES = L + FA_BR * 4;
+
+	/* the warp roles of the header are written for this shape */
+	static_assert(FA_BR == 64 && FA_BC == 64 && FA_WARPS == 8,
+	    "warp roles assume 64 × 64 tiles and 8 warps");
+	static_assert(D % 64 == 0 && DV % 64 == 0 &&
+	    FA_BC * D / 8 % FA_THREADS == 0 && FA_BC * DV / 8 % FA_THREADS == 0,
+	    "head dims must be multiples of 64");
+	static_assert(BYTES <= 96 * 1024, "over SM70's 96 KB per block");
 };
 
 /* Q rows r0 .. r0+63 of KV head J as f16 (zero past the last row). */
