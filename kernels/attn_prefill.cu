@@ -70,10 +70,11 @@
  * 3,000 tok/s those prompts take 1.4 s and 10.9 s: 1.4% and 11% of it);
  * V100, one block of 8 warps per SM, ~55 TFLOP/s: ~60 ms and ~3.8 s.
  * Chunked prompts cost the same FLOPs; a chunk of c tokens fills
- * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave),
- * so long prompts want chunks of 1,024 or more.  kernels/dev/attn_prefill.cu
- * times both.  The next step on SM80+ is mma.sync m16n8k16 with S, P and
- * O in registers of known layout (no S/P round trip, FlashAttention-2).
+ * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave;
+ * 768 at backend.cu's 2,048: three waves), so long prompts want chunks of
+ * 1,024 or more.  kernels/dev/attn_prefill.cu times both.  The next step
+ * on SM80+ is mma.sync m16n8k16 with S, P and O in registers of known
+ * layout (no S/P round trip, FlashAttention-2).
  *
  * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn_prefill" (also
  * against rs_k_attn).
