@@ -37,13 +37,14 @@
  * Eight warps (256 threads).  Warp w computes S rows 16·(w mod 4) .. +15,
  * keys 32·(w / 4) .. +31 (two fragments sharing each Q fragment), the
  * softmax of rows 8w .. 8w+7 (lane = key, two keys per lane), and O rows
- * 16·(w mod 4), columns dv/2·(w / 4) .. +dv/2 (dv/32 fragments: 64
- * registers at dv = 256).  Shared memory, rows padded by 16 bytes against
- * bank conflicts, at d = dv = 256: Q 64 × 264 f16 (33 KB), one K-or-V tile
- * 64 × 264 f16 (33 KB), S 64 × 68 f32 (17 KB), P 64 × 72 f16 (9 KB), α and
- * l (0.5 KB): 94,976 B, under SM70's 96 KB opt-in limit (K and V share a
- * buffer to get there; sm_75's 64 KB limit rejects d = 256 at launch);
- * an H200 SM holds two such blocks (≤ 128 registers per thread).
+ * 32·(w mod 2) .. +31, columns dv/4·(w / 2) .. +dv/4 (2 × dv/64
+ * fragments: 64 registers at dv = 256).  Shared memory, rows padded by 16
+ * bytes against bank conflicts, at d = dv = 256: Q 64 × 264 f16 (33 KB),
+ * one K-or-V tile 64 × 264 f16 (33 KB), S 64 × 68 f32 (17 KB), P 64 × 72
+ * f16 (9 KB), α, m and l (0.75 KB): 95,232 B, under SM70's 96 KB opt-in
+ * limit (K and V share a buffer to get there; sm_75's 64 KB limit rejects
+ * d = 256 at launch); an H200 SM holds two such blocks (≤ 128 registers
+ * per thread).
  *
  * Why group the GQA heads: one block per (query tile, head) would load each
  * K/V tile six times (from L2); grouped, a 64-key tile (64 KB of K + V at
@@ -57,22 +58,23 @@
  * prompt: Q·Kᵀ and P·V take 2·(T²/2)·256·24 FLOP each, 12,288·T² per
  * layer together, 196,608·T² in all: 3.3 TFLOP at T = 4,096, 211 TFLOP at
  * T = 32,768 (plus < 2% for the masked parts of diagonal tiles).  Per
- * 64-key tile a block moves about 440 KB through shared memory (wmma
+ * 64-key tile a block moves about 390 KB through shared memory (wmma
  * fragments are loaded from it: Q and K for S, P and V for P·V; the S and
- * P round trips; the K and V stores), 9.5 FLOP per shared byte: at 128
- * B/clk/SM that caps the kernel near 1,200 FLOP/clk/SM, ~300 TFLOP/s on
- * H200 (132 SMs, ~1.9 GHz), ~150 on V100 (80 SMs, 1.53 GHz; above its 125
+ * P round trips; the K and V stores), 10.7 FLOP per shared byte: at 128
+ * B/clk/SM that caps the kernel near 1,370 FLOP/clk/SM, ~340 TFLOP/s on
+ * H200 (132 SMs, ~1.9 GHz), ~170 on V100 (80 SMs, 1.53 GHz; above its 125
  * TFLOP/s tensor peak).  Four block barriers per tile, the SIMT softmax
  * and global loads that nothing hides but the other block (no cp.async
- * on SM70) cost about half of that: predicted ~150 TFLOP/s on H200, so
- * ~22 ms of attention for a 4,096-token prompt and ~1.4 s for 32,768 (at
- * 3,000 tok/s those prompts take 1.4 s and 10.9 s: 2% and 13% of it);
- * V100, one block of 8 warps per SM, ~50 TFLOP/s: ~65 ms and ~4.2 s.
+ * on SM70) cost about half of that: predicted ~170 TFLOP/s on H200, so
+ * ~20 ms of attention for a 4,096-token prompt and ~1.25 s for 32,768 (at
+ * 3,000 tok/s those prompts take 1.4 s and 10.9 s: 1.4% and 11% of it);
+ * V100, one block of 8 warps per SM, ~55 TFLOP/s: ~60 ms and ~3.8 s.
  * Chunked prompts cost the same FLOPs; a chunk of c tokens fills
- * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave),
- * so long prompts want chunks of 1,024 or more.  kernels/dev/attn_prefill.cu
- * times both.  The next step on SM80+ is mma.sync m16n8k16 with S, P and
- * O in registers of known layout (no S/P round trip, FlashAttention-2).
+ * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave;
+ * 768 at backend.cu's 2,048: three waves), so long prompts want chunks of
+ * 1,024 or more.  kernels/dev/attn_prefill.cu times both.  The next step
+ * on SM80+ is mma.sync m16n8k16 with S, P and O in registers of known
+ * layout (no S/P round trip, FlashAttention-2).
  *
  * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn_prefill" (also
  * against rs_k_attn).
@@ -119,6 +121,14 @@ struct fa_layout {
 	static const int M = ALPHA + FA_BR * 4;
 	static const int L = M + FA_BR * 4;
 	static const int BYTES = L + FA_BR * 4;
+
+	/* the warp roles of the header are written for this shape */
+	static_assert(FA_BR == 64 && FA_BC == 64 && FA_WARPS == 8,
+	    "warp roles assume 64 × 64 tiles and 8 warps");
+	static_assert(D % 64 == 0 && DV % 64 == 0 &&
+	    FA_BC * D / 8 % FA_THREADS == 0 && FA_BC * DV / 8 % FA_THREADS == 0,
+	    "head dims must be multiples of 64");
+	static_assert(BYTES <= 96 * 1024, "over SM70's 96 KB per block");
 };
 
 /* Q rows r0 .. r0+63 of KV head J as f16 (zero past the last row). */
@@ -249,8 +259,12 @@ softmax_tile(const float *ss, half *sp, float *salpha, float *sm, float *sl,
 }
 
 /*
- * O = α·O + P·V for the warp's 16 rows and DV/2 columns; ROWS[e] is the
- * row (0..15) of accumulator element e.
+ * O = α·O + P·V for the warp's 32 rows (two row fragments) and DV/4
+ * columns (NC = DV/64 column fragments): o[rf·NC + cf] holds rows
+ * 32·(w mod 2) + 16·rf, columns DV/4·(w / 2) + 16·cf.  A 32 × DV/4 block
+ * loads 2 P and NC V fragments per 2·NC products, a third less shared
+ * memory traffic than 16 × DV/2.  ROWS[e] is the row (0..15) of
+ * accumulator element e.
  */
 template <int D, int DV>
 static __device__ __forceinline__ void
@@ -258,27 +272,33 @@ pv(frag_acc *o, const int *rows, const half *sp, const half *sv,
     const float *salpha, int warp)
 {
 	typedef fa_layout<D, DV> L;
-	const int NF = DV / 32;
-	const half *pa = sp + 16 * (warp % 4) * L::LDP;
-	const half *vb = sv + DV / 2 * (warp / 4);
-	frag_a	 a;
+	const int NC = DV / 64;
+	const half *pa = sp + 32 * (warp % 2) * L::LDP;
+	const half *vb = sv + DV / 4 * (warp / 2);
+	frag_a	 a[2];
 	frag_v	 b;
 
 #pragma unroll
 	for (int e = 0; e < frag_acc::num_elements; e++) {
-		float alpha = salpha[16 * (warp % 4) + rows[e]];
 #pragma unroll
-		for (int f = 0; f < NF; f++)
-			o[f].x[e] *= alpha;
+		for (int rf = 0; rf < 2; rf++) {
+			float alpha = salpha[32 * (warp % 2) + 16 * rf +
+			    rows[e]];
+#pragma unroll
+			for (int cf = 0; cf < NC; cf++)
+				o[rf * NC + cf].x[e] *= alpha;
+		}
 	}
-#pragma unroll 1	/* a step's NF V fragments fill the registers */
+#pragma unroll 1	/* unrolled, the V fragments of all steps spill */
 	for (int k = 0; k < FA_BC; k += 16) {
-		wmma::load_matrix_sync(a, pa + k, L::LDP);
+		wmma::load_matrix_sync(a[0], pa + k, L::LDP);
+		wmma::load_matrix_sync(a[1], pa + 16 * L::LDP + k, L::LDP);
 #pragma unroll
-		for (int f = 0; f < NF; f++) {
-			wmma::load_matrix_sync(b, vb + k * L::LDKV + 16 * f,
+		for (int cf = 0; cf < NC; cf++) {
+			wmma::load_matrix_sync(b, vb + k * L::LDKV + 16 * cf,
 			    L::LDKV);
-			wmma::mma_sync(o[f], a, b, o[f]);
+			wmma::mma_sync(o[cf], a[0], b, o[cf]);
+			wmma::mma_sync(o[NC + cf], a[1], b, o[NC + cf]);
 		}
 	}
 }
@@ -295,22 +315,26 @@ write_out(frag_acc *o, const int *rows, const float *sl, float *stage,
     int n_head, int r0, int n_rows, int g, int j, int warp, int lane,
     float *__restrict__ out)
 {
-	const int NF = DV / 32;
-	int	rb = 16 * (warp % 4), cb = DV / 2 * (warp / 4);
+	const int NC = DV / 64;
+	int	rb = 32 * (warp % 2), cb = DV / 4 * (warp / 2);
 
 #pragma unroll
 	for (int e = 0; e < frag_acc::num_elements; e++) {
-		float inv = 1.0f / sl[rb + rows[e]];
 #pragma unroll
-		for (int f = 0; f < NF; f++)
-			o[f].x[e] *= inv;
+		for (int rf = 0; rf < 2; rf++) {
+			float inv = 1.0f / sl[rb + 16 * rf + rows[e]];
+#pragma unroll
+			for (int cf = 0; cf < NC; cf++)
+				o[rf * NC + cf].x[e] *= inv;
+		}
 	}
 #pragma unroll
-	for (int f = 0; f < NF; f++) {
+	for (int f = 0; f < 2 * NC; f++) {
 		wmma::store_matrix_sync(stage, o[f], 16, wmma::mem_row_major);
 		__syncwarp();
 		for (int e = lane; e < 256; e += RS_WARP) {
-			int row = r0 + rb + e / 16, col = cb + 16 * f + e % 16;
+			int row = r0 + rb + 16 * (f / NC) + e / 16;
+			int col = cb + 16 * (f % NC) + e % 16;
 			if (row >= n_rows)
 				continue;
 			int64_t t = row / g, h = (int64_t)j * g + row % g;

@@ -854,9 +854,9 @@ check_attn_prefill(int d, int g, int hkv, int n_tok, int p0, int ref)
  * Head dims 64 and 256, GQA 1, 2 and 6 (two KV heads, so the second KV
  * head's offsets count), token counts around the 16-row fragments and
  * 64-row tiles (rows = tokens × group, so tiles also split tokens), with
- * and without earlier cached positions; then the 27B's shape (24/4 heads,
- * d 256) on 520 tokens after 1,000, against rs_k_attn only; then the
- * arguments it must refuse.
+ * and without earlier cached positions; head dim 128 and a single KV head
+ * on a few; then the 27B's shape (24/4 heads, d 256) on 520 tokens after
+ * 1,000, against rs_k_attn only; then the arguments it must refuse.
  */
 START_TEST(attn_prefill)
 {
@@ -871,6 +871,9 @@ START_TEST(attn_prefill)
 				for (size_t e = 0; e < 2; e++)
 					check_attn_prefill(dims[a], groups[b],
 					    2, toks[c], pre[e], 1);
+	check_attn_prefill(128, 3, 2, 65, 37, 1);
+	check_attn_prefill(128, 4, 1, 100, 0, 1);
+	check_attn_prefill(64, 5, 1, 77, 200, 1);
 	check_attn_prefill(256, 6, 4, 520, 1000, 0);
 	ck_assert_int_eq(rs_k_attn_prefill(NULL, 0, 0, 0, NULL, NULL, 4, 2,
 	    96, 96, 1, NULL, 1.0f, NULL, 0, &err), RS_ERR_INVALID_ARG);
