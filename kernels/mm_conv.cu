@@ -26,11 +26,14 @@ mm_x16_kernel(const float *__restrict__ x, int64_t ldx, int64_t n,
 
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
 		mx = fmaxf(mx, fabsf(xr[i]));
+	/* the block's maximum, in every thread (each warp reduces the
+	   per-warp maxima again, so all agree on s) */
+	const int lane = threadIdx.x % RS_WARP;
 	mx = warp_max(mx);
-	if (threadIdx.x % RS_WARP == 0)
+	if (lane == 0)
 		scratch[threadIdx.x / RS_WARP] = mx;
 	__syncthreads();
-	mx = threadIdx.x < blockDim.x / RS_WARP ? scratch[threadIdx.x] : 0.0f;
+	mx = lane < (int)(blockDim.x / RS_WARP) ? scratch[lane] : 0.0f;
 	mx = warp_max(mx);
 	/* s = 2^(13 − e) with max = m·2^e, m in [0.5, 1): max·s in [2^12,
 	   2^13); zeros, infinities and NaN keep s = 1 */

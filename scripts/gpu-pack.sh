@@ -1,0 +1,38 @@
+#!/bin/bash
+# gpu-pack.sh - what a GPU machine needs to run scripts/gpu-check.sh, in
+# .dev/ (git-ignored), small enough to travel with the working tree
+# (64 MiB): the stripped commands and check_cuda of build/ (and of
+# build/sm70, the `make volta` build, when it is there) as one xz tarball,
+# the fixtures the GPU tests read (tiny/*.gguf, tiny/reference.json), and
+# the shared libraries of our dependencies that a CUDA image lacks
+# (jansson, PCRE2, utf8proc, Check's subunit), for LD_LIBRARY_PATH.
+#
+#   make CUDA=1 all build/tests/check_cuda && bash scripts/gpu-pack.sh
+#   # there:
+#   python3 -c 'import tarfile; tarfile.open(".dev/bin.tar.xz").extractall()'
+#   LD_LIBRARY_PATH=$PWD/.dev/lib RS_FIXTURES=.dev/fx bash scripts/gpu-check.sh
+#
+# Environment: RS_FIXTURES (default ../shared/fixtures).
+set -eu
+cd "$(dirname "$0")/.."
+fx=${RS_FIXTURES:-../shared/fixtures}
+grep -qx '/.dev/' .git/info/exclude 2>/dev/null ||
+    echo '/.dev/' >>.git/info/exclude
+rm -rf .dev
+mkdir -p .dev/fx/tiny .dev/stage .dev/lib
+for l in libjansson.so.4 libpcre2-8.so.0 libutf8proc.so.2 libsubunit.so.0; do
+	cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" \
+	    .dev/lib/
+done
+cp "$fx"/tiny/model-*.gguf "$fx"/tiny/reference.json .dev/fx/tiny/
+for b in build build/sm70; do
+	[ -x "$b/tests/check_cuda" ] || continue
+	mkdir -p ".dev/stage/$b/bin" ".dev/stage/$b/tests"
+	for f in "$b"/bin/*; do
+		strip -o ".dev/stage/$b/bin/${f##*/}" "$f"
+	done
+	strip -o ".dev/stage/$b/tests/check_cuda" "$b/tests/check_cuda"
+done
+tar cf - -C .dev/stage . | xz -9 -T2 >.dev/bin.tar.xz
+rm -rf .dev/stage
+du -sh .dev
