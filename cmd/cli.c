@@ -99,6 +99,33 @@ rs_cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	return (0);
 }
 
+int
+rs_cli_parse_bool(const char *s, int *out)
+{
+	if (s == NULL)
+		return (-1);
+	if (strcmp(s, "true") == 0)
+		*out = 1;
+	else if (strcmp(s, "false") == 0)
+		*out = 0;
+	else
+		return (-1);
+	return (0);
+}
+
+int
+rs_cli_parse_effort(const char *s, const char **out)
+{
+	static const char *const levels[] = { "xhigh", "medium", "low" };
+
+	for (size_t i = 0; s != NULL && i < 3; i++)
+		if (strcmp(s, levels[i]) == 0) {
+			*out = levels[i];
+			return (0);
+		}
+	return (-1);
+}
+
 void
 rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn, void *ctx)
 {

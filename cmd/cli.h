@@ -48,6 +48,19 @@ int		 rs_cli_parse_i64(const char *s, int64_t min, int64_t max,
 		    int64_t *out);
 
 /*
+ * Parse S as "true" or "false" into *OUT (1 or 0).  0 on success, -1
+ * otherwise (the caller names the option).
+ */
+int		 rs_cli_parse_bool(const char *s, int *out);
+
+/*
+ * Parse S as a default reasoning effort, one of the Qwen3.8 template's
+ * levels (serving.md §2.5: "xhigh", "medium", "low"), into *OUT, a static
+ * string.  0 on success, -1 otherwise.
+ */
+int		 rs_cli_parse_effort(const char *s, const char **out);
+
+/*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,
  * with the line end (LF or CR LF) cut off: N bytes at LINE (NUL-terminated
  * at LINE[N] is not promised), LINENO counting from 1 over all lines.  A

@@ -29,11 +29,13 @@
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
 		"[--backend cpu|cuda|auto]\n" \
-		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE] [-q]"
+		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE]\n" \
+		"       [--default-enable-thinking true|false] " \
+		"[--default-reasoning-effort E] [-q]"
 
 enum {
 	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
-	OPT_DRAFT
+	OPT_DRAFT, OPT_DEF_THINKING, OPT_DEF_EFFORT
 };
 
 struct opts {
@@ -47,6 +49,8 @@ struct opts {
 	int64_t		 max_tokens;	/* -1: to the context end */
 	int64_t		 seed;
 	int		 draft;		/* prompt-lookup drafts per pass */
+	int		 def_thinking;	/* -1: the library's default, off */
+	const char	*def_effort;	/* NULL: the library's, xhigh */
 	int		 quiet;
 };
 
@@ -108,6 +112,15 @@ help(void)
 	    "F instead of the\n"
 	    "                              model's (one of the known Qwen "
 	    "templates)\n"
+	    "      --default-enable-thinking true|false\n"
+	    "                              think when a request neither sets "
+	    "enable_thinking\n"
+	    "                              nor gives an effort (default "
+	    "false)\n"
+	    "      --default-reasoning-effort E\n"
+	    "                              effort when thinking without a "
+	    "level: xhigh, medium\n"
+	    "                              or low (default xhigh)\n"
 	    "  -q, --quiet                 no error lines or timings on "
 	    "stderr\n"
 	    "  -h, --help                  this help\n"
@@ -121,6 +134,10 @@ help(void)
 	    "repetition_penalty,\n"
 	    "logit_bias, tools, tool_choice, reasoning_effort, "
 	    "enable_thinking, ...\n"
+	    "Chats think only when asked: reasoning_effort other than "
+	    "\"none\", or\n"
+	    "enable_thinking true (at --default-reasoning-effort without "
+	    "a level).\n"
 	    "Exit status: 0 success, 1 some request failed, 2 error.");
 }
 
@@ -149,6 +166,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "chat-template-file", required_argument, NULL, OPT_TEMPLATE },
 		{ "draft", required_argument, NULL, OPT_DRAFT },
+		{ "default-enable-thinking", required_argument, NULL,
+		    OPT_DEF_THINKING },
+		{ "default-reasoning-effort", required_argument, NULL,
+		    OPT_DEF_EFFORT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -158,6 +179,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	memset(o, 0, sizeof(*o));
 	o->max_tokens = -1;
+	o->def_thinking = -1;
 	while ((c = getopt_long(argc, argv, "m:n:s:t:c:qh", longopts,
 	    NULL)) != -1) {
 		switch (c) {
@@ -195,6 +217,18 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_DRAFT:
 			o->draft = (int)num_arg("--draft", optarg, 1, 16);
+			break;
+		case OPT_DEF_THINKING:
+			if (rs_cli_parse_bool(optarg, &o->def_thinking) != 0)
+				rs_cli_usage_error(USAGE, "--default-enable-"
+				    "thinking: '%s' is not true or false",
+				    optarg);
+			break;
+		case OPT_DEF_EFFORT:
+			if (rs_cli_parse_effort(optarg, &o->def_effort) != 0)
+				rs_cli_usage_error(USAGE, "--default-reasoning-"
+				    "effort: '%s' is not xhigh, medium or low",
+				    optarg);
 			break;
 		case 'q':
 			o->quiet = 1;
@@ -279,6 +313,10 @@ load(struct run *r)
 	so.checkpoint = 1;	/* prefix reuse between requests */
 	so.n_snap = o->draft > 0 ? o->draft + 1 : 0;
 	go.draft_ngram = o->draft;
+	if (o->def_thinking >= 0)
+		go.enable_thinking = o->def_thinking;
+	if (o->def_effort != NULL)
+		go.reasoning_effort = o->def_effort;
 	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r->engine, &so, &r->state, &err) != RS_OK ||
 	    rs_tok_new(&r->tok, r->model->gguf, RS_TOK_NORM_DEFAULT, &err) !=

@@ -17,7 +17,9 @@ rs_gen_opts_init(struct rs_gen_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->variant = RS_CHAT_UNKNOWN;
-	o->enable_thinking = 1;
+	/* serving.md §2.5: off unless a request asks for it; a request
+	   that asks without a level gets the template's own, xhigh */
+	o->enable_thinking = 0;
 	o->reasoning_effort = "xhigh";
 	o->preserve_thinking = 1;
 	rs_sample_params_init(&o->sample);

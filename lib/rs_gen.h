@@ -105,8 +105,10 @@ struct rs_gen_opts {
 	   they stay text */
 	int			 client_specials;
 	/* server defaults (§2.5), copied into each request by
-	   rs_gen_req_init(): enable_thinking 1, effort "xhigh" (one of
-	   "xhigh", "medium", "low"), preserve_thinking 1 */
+	   rs_gen_req_init(): enable_thinking 0 (thinking off unless the
+	   request asks: an effort other than "none", or enable_thinking
+	   true), effort "xhigh" (one of "xhigh", "medium", "low"; used
+	   when thinking is on without a level), preserve_thinking 1 */
 	int			 enable_thinking;
 	const char		*reasoning_effort;
 	int			 preserve_thinking;
@@ -257,7 +259,11 @@ void		rs_gen_req_cleanup(struct rs_gen_req *r);
  * min_p, presence_penalty, frequency_penalty, repetition_penalty, seed,
  * stop, stop_token_ids, logit_bias, n, logprobs, top_logprobs,
  * response_format, continue_final_message, functions, function_call.
- * Every other field is ignored.  logprobs follows the endpoint the input
+ * Every other field is ignored.  The thinking switch resolves as
+ * serving.md §2.5 gives it: chat_template_kwargs.enable_thinking ??
+ * enable_thinking ?? (an effort given ? effort != "none" : G's default,
+ * off unless the caller changed it), so a request without either stays
+ * out of thinking.  logprobs follows the endpoint the input
  * belongs to: with "messages" (chat) a boolean, with top_logprobs an
  * integer in [0, RS_LOGPROB_MAX_TOP] that needs logprobs true; with
  * "prompt", "tokens" or "ids" (text completions) an integer in [0,

@@ -275,10 +275,21 @@ get_effort(const struct rs_json *v, const char *path, const char **out,
 }
 
 /*
- * enable_thinking = kwargs.enable_thinking ?? enable_thinking ??
- * (effort_in == none ? false : default); effort = effort_in unless
- * absent or none, else the default; preserve = kwargs ?? default.
- * Every effort given is validated, used or not.
+ * serving.md §2.5, the product's rule: thinking stays off unless the
+ * request asks for it.
+ *
+ *   enable_thinking = kwargs.enable_thinking ?? enable_thinking ??
+ *       (effort_in given ? effort_in != none : server default, off)
+ *   effort_in = kwargs.reasoning_effort ?? reasoning_effort ??
+ *       reasoning.effort
+ *   effort = effort_in unless absent or none, else the server default
+ *       (xhigh: "enable_thinking: true" alone thinks at xhigh)
+ *   preserve = kwargs.preserve_thinking ?? server default
+ *
+ * A level alone turns thinking on, so a client that sends the picked
+ * level with its main requests (Copilot) thinks there, and its side
+ * requests without one (titles, commit messages) do not.  Every effort
+ * given is validated, used or not.
  */
 static enum rs_status
 parse_thinking(struct rs_gen_req *r, const struct rs_json *body,
@@ -315,8 +326,8 @@ parse_thinking(struct rs_gen_req *r, const struct rs_json *body,
 		r->enable_thinking = t_kw;
 	else if (t_top >= 0)
 		r->enable_thinking = t_top;
-	else if (e_in != NULL && strcmp(e_in, "none") == 0)
-		r->enable_thinking = 0;
+	else if (e_in != NULL)
+		r->enable_thinking = strcmp(e_in, "none") != 0;
 	if (e_in != NULL && strcmp(e_in, "none") != 0)
 		r->reasoning_effort = e_in;
 	return (RS_OK);

@@ -792,9 +792,16 @@ struct rs_json *
 rs_oai_copilot(const struct rs_oai_model *m, const char *name,
     const char *url)
 {
-	/* the template's own levels plus "none" (thinking off), §5.3 */
+	/*
+	 * The template's own levels plus "none" (thinking off), §5.3.
+	 * Since §2.5 a request without an effort does not think, so a
+	 * template that thinks without levels (Qwen3.5, 3.6) still needs a
+	 * menu for Copilot to ask: "none" and "medium", which adds no
+	 * instruction on any template and is Copilot's preselection.
+	 */
 	static const char *const efforts[] = { "none", "low", "medium",
 	    "xhigh" };
+	static const char *const switch_only[] = { "none", "medium" };
 	struct rs_json	*file, *group, *models, *e;
 	char		*endpoint;
 	int64_t		 max_in, max_out;
@@ -820,9 +827,10 @@ rs_oai_copilot(const struct rs_oai_model *m, const char *name,
 	put(e, "streaming", rs_json_bool(1), &bad);
 	put(e, "maxInputTokens", rs_json_int(max_in), &bad);
 	put(e, "maxOutputTokens", rs_json_int(max_out), &bad);
-	if (m->thinking && m->effort) {
-		put(e, "supportsReasoningEffort", str_array(efforts,
-		    sizeof(efforts) / sizeof(efforts[0]), &bad), &bad);
+	if (m->thinking) {
+		put(e, "supportsReasoningEffort", m->effort ?
+		    str_array(efforts, sizeof(efforts) / sizeof(efforts[0]),
+		    &bad) : str_array(switch_only, 2, &bad), &bad);
 		put(e, "reasoningEffortFormat",
 		    rs_json_str("chat-completions"), &bad);
 	}

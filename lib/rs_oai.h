@@ -225,9 +225,13 @@ void		 rs_oai_copilot_budget(int64_t n_ctx, int64_t *max_in,
  * server's base ("http://127.0.0.1:8081", ".../v1") or a full
  * ".../chat/completions" endpoint; the entry gets the full endpoint.
  * toolCalling true, vision false, streaming true, thinking as M says,
- * supportsReasoningEffort ["none", "low", "medium", "xhigh"] with
- * reasoningEffortFormat "chat-completions" when M->effort, token budgets
- * from rs_oai_copilot_budget().  NULL when out of memory.
+ * token budgets from rs_oai_copilot_budget().  When M->thinking:
+ * supportsReasoningEffort ["none", "low", "medium", "xhigh"] (M->effort)
+ * or ["none", "medium"] (a switch without levels), with
+ * reasoningEffortFormat "chat-completions": Copilot sends the level picked
+ * in its menu as reasoning_effort, which turns thinking on (§2.5), while
+ * its side requests (titles, commit messages) send none and do not think.
+ * NULL when out of memory.
  */
 struct rs_json	*rs_oai_copilot(const struct rs_oai_model *m, const char *name,
 		    const char *url);

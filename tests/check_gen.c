@@ -898,7 +898,8 @@ START_TEST(chat_stream)
 	think_end = rs_tok_find(x.tok, "</think>", 8);
 	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
 	    "\"content\": \"hi\"}], \"max_tokens\": 16, \"seed\": 7, "
-	    "\"logit_bias\": {\"%d\": -100}}", think_end);
+	    "\"enable_thinking\": true, \"logit_bias\": {\"%d\": -100}}",
+	    think_end);
 	run_body(&x, body, &res, &c);
 	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
 	ck_assert_uint_eq(res.n_tokens, 16);
@@ -1029,7 +1030,9 @@ START_TEST(chat_tokens)
 	char			 body[256];
 
 	gx_open(&x, F16, 0, 1, NULL);
-	snprintf(body, sizeof(body), "{\"messages\": %s}", m);
+	/* thinking on: the raw template's default when undefined */
+	snprintf(body, sizeof(body), "{\"messages\": %s, \"enable_thinking\": "
+	    "true}", m);
 	rs_gen_req_init(&r, x.g);
 	ck_assert(parse_body(&x, &r, body, &ge) == RS_OK);
 	ck_assert_msg(rs_gen_prepare(x.g, &r, &ge) == RS_OK, "%s",
@@ -1168,7 +1171,8 @@ START_TEST(tool_parallel_and_thinking)
 	    RS_TOK_SPECIAL_USER, &forced);
 	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
 	    "\"content\": \"Weather?\"}], %s, %s, \"logit_bias\": {\"%d\": "
-	    "100}, \"max_tokens\": %zu}", TOOLS, NAMED, think_end,
+	    "100}, \"max_tokens\": %zu, \"reasoning_effort\": \"high\"}",
+	    TOOLS, NAMED, think_end,
 	    forced.n + 2);
 	run_body(&x, body, &res, NULL);
 	ck_assert_uint_eq(res.n_tokens, forced.n + 2);
@@ -1382,45 +1386,293 @@ START_TEST(bad_prepare)
 }
 END_TEST
 
-/* §2.5: the effort and thinking switch resolution. */
+/*
+ * §2.5: the effort and thinking switch resolution, under the server
+ * defaults (off; effort xhigh) and under operator defaults (on, or another
+ * effort: --default-enable-thinking, --default-reasoning-effort).
+ */
 START_TEST(thinking_map)
 {
 	static const struct {
+		int		 def_on;	/* server default: thinking */
+		const char	*def_effort;	/* server default: effort */
 		const char	*fields;
 		int		 thinking;
 		const char	*effort;
 	} c[] = {
-		{ "", 1, "xhigh" },
-		{ ", \"reasoning_effort\": \"none\"", 0, "xhigh" },
-		{ ", \"reasoning_effort\": \"High\"", 1, "xhigh" },
-		{ ", \"reasoning_effort\": \"minimal\"", 1, "low" },
-		{ ", \"reasoning_effort\": \"medium\"", 1, "medium" },
-		{ ", \"reasoning\": {\"effort\": \"low\"}", 1, "low" },
-		{ ", \"enable_thinking\": false, \"reasoning_effort\": \"low\"",
-		    0, "low" },
-		{ ", \"chat_template_kwargs\": {\"enable_thinking\": true}, "
-		    "\"reasoning_effort\": \"none\"", 1, "xhigh" },
-		{ ", \"chat_template_kwargs\": {\"reasoning_effort\": "
-		    "\"low\"}, \"reasoning_effort\": \"max\"", 1, "low" },
+		/* the product's rule: off unless the request asks */
+		{ 0, "xhigh", "", 0, "xhigh" },
+		{ 0, "xhigh", ", \"enable_thinking\": null, "
+		    "\"reasoning_effort\": null", 0, "xhigh" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"none\"", 0, "xhigh" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"High\"", 1, "xhigh" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"max\"", 1, "xhigh" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"xhigh\"", 1, "xhigh" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"minimal\"", 1, "low" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"low\"", 1, "low" },
+		{ 0, "xhigh", ", \"reasoning_effort\": \"medium\"", 1,
+		    "medium" },
+		{ 0, "xhigh", ", \"reasoning\": {\"effort\": \"low\"}", 1,
+		    "low" },
+		{ 0, "xhigh", ", \"chat_template_kwargs\": "
+		    "{\"reasoning_effort\": \"medium\"}", 1, "medium" },
+		{ 0, "xhigh", ", \"enable_thinking\": true", 1, "xhigh" },
+		{ 0, "xhigh", ", \"chat_template_kwargs\": "
+		    "{\"enable_thinking\": true}", 1, "xhigh" },
+		{ 0, "xhigh", ", \"enable_thinking\": false, "
+		    "\"reasoning_effort\": \"low\"", 0, "low" },
+		{ 0, "xhigh", ", \"chat_template_kwargs\": "
+		    "{\"enable_thinking\": false}, \"enable_thinking\": true",
+		    0, "xhigh" },
+		{ 0, "xhigh", ", \"chat_template_kwargs\": "
+		    "{\"enable_thinking\": true}, \"reasoning_effort\": "
+		    "\"none\"", 1, "xhigh" },
+		{ 0, "xhigh", ", \"chat_template_kwargs\": "
+		    "{\"reasoning_effort\": \"low\"}, \"reasoning_effort\": "
+		    "\"max\"", 1, "low" },
+		{ 0, "xhigh", ", \"chat_template_kwargs\": "
+		    "{\"reasoning_effort\": \"none\"}, \"reasoning_effort\": "
+		    "\"max\"", 0, "xhigh" },
+		/* an operator's defaults */
+		{ 1, "xhigh", "", 1, "xhigh" },
+		{ 1, "xhigh", ", \"reasoning_effort\": \"none\"", 0, "xhigh" },
+		{ 1, "xhigh", ", \"enable_thinking\": false", 0, "xhigh" },
+		{ 1, "low", "", 1, "low" },
+		{ 1, "low", ", \"reasoning_effort\": \"high\"", 1, "xhigh" },
+		{ 0, "medium", "", 0, "medium" },
+		{ 0, "medium", ", \"enable_thinking\": true", 1, "medium" },
+		{ 0, "medium", ", \"reasoning_effort\": \"low\"", 1, "low" },
 	};
 	struct gx		x;
+	struct rs_gen_opts	o;
 	struct rs_gen_req	r;
 	struct rs_gen_error	ge;
 	char			body[256];
 
-	gx_open(&x, F16, 64, 0, NULL);
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		rs_gen_opts_init(&o);
+		o.enable_thinking = c[i].def_on;
+		o.reasoning_effort = c[i].def_effort;
+		gx_open(&x, F16, 64, 0, &o);
 		snprintf(body, sizeof(body), "{\"messages\": [{\"role\": "
 		    "\"user\", \"content\": \"x\"}]%s}", c[i].fields);
 		rs_gen_req_init(&r, x.g);
 		ck_assert_msg(parse_body(&x, &r, body, &ge) == RS_OK, "%s: %s",
 		    body, ge.err.msg);
-		ck_assert_msg(r.enable_thinking == c[i].thinking, "%s", body);
+		ck_assert_msg(r.enable_thinking == c[i].thinking,
+		    "default %d %s: %s", c[i].def_on, c[i].def_effort, body);
 		ck_assert_msg(strcmp(r.reasoning_effort, c[i].effort) == 0,
-		    "%s: effort %s", body, r.reasoning_effort);
+		    "default %d %s: %s: effort %s", c[i].def_on,
+		    c[i].def_effort, body, r.reasoning_effort);
 		rs_gen_req_cleanup(&r);
+		gx_close(&x);
+	}
+}
+END_TEST
+
+/*
+ * The prompt a request renders under the Qwen3.8 template is the one real
+ * Jinja2 rendered for the template arguments §2.5 maps it to
+ * (fixtures/chat/qwen38-template-cases.json, case NAME with its messages).
+ * The rows say which case each request must give; no row's expected text
+ * comes from our own renderer.
+ */
+static const struct think_case {
+	int		 def_on;	/* --default-enable-thinking */
+	const char	*def_effort;	/* --default-reasoning-effort */
+	const char	*fields;	/* added to {"messages": ...} */
+	const char	*name;		/* the fixture case */
+} think_cases[] = {
+	/* no effort, no flag: the empty think block (E4) */
+	{ 0, "xhigh", "", "thinking_off" },
+	{ 0, "xhigh", ", \"reasoning_effort\": \"none\"", "thinking_off" },
+	{ 0, "xhigh", ", \"reasoning\": {\"effort\": \"none\"}",
+	    "thinking_off" },
+	{ 0, "xhigh", ", \"chat_template_kwargs\": {\"enable_thinking\": "
+	    "false}, \"reasoning_effort\": \"high\"", "thinking_off" },
+	{ 0, "xhigh", ", \"enable_thinking\": false, \"reasoning_effort\": "
+	    "\"low\"", "thinking_off_ignores_effort" },
+	/* each level, and its aliases */
+	{ 0, "xhigh", ", \"reasoning_effort\": \"low\"",
+	    "effort_low_with_system" },
+	{ 0, "xhigh", ", \"reasoning_effort\": \"minimal\"",
+	    "effort_low_with_system" },
+	{ 0, "xhigh", ", \"chat_template_kwargs\": {\"reasoning_effort\": "
+	    "\"low\"}", "effort_low_with_system" },
+	{ 0, "xhigh", ", \"reasoning_effort\": \"medium\"",
+	    "effort_medium_with_system" },
+	{ 0, "xhigh", ", \"reasoning\": {\"effort\": \"medium\"}",
+	    "effort_medium_no_system" },
+	{ 0, "xhigh", ", \"reasoning_effort\": \"xhigh\"",
+	    "effort_xhigh_explicit" },
+	{ 0, "xhigh", ", \"reasoning_effort\": \"high\"",
+	    "effort_xhigh_explicit" },
+	{ 0, "xhigh", ", \"reasoning_effort\": \"max\"",
+	    "effort_xhigh_explicit" },
+	/* enable_thinking true alone: xhigh */
+	{ 0, "xhigh", ", \"enable_thinking\": true",
+	    "thinking_on_explicit_true" },
+	{ 0, "xhigh", ", \"chat_template_kwargs\": {\"enable_thinking\": "
+	    "true}", "thinking_on_explicit_true" },
+	{ 0, "xhigh", ", \"chat_template_kwargs\": {\"enable_thinking\": "
+	    "true}, \"reasoning_effort\": \"none\"",
+	    "thinking_on_explicit_true" },
+	/* the operator's defaults */
+	{ 1, "xhigh", "", "default_single_user" },
+	{ 1, "xhigh", ", \"enable_thinking\": false", "thinking_off" },
+	{ 1, "xhigh", ", \"reasoning_effort\": \"none\"", "thinking_off" },
+	{ 1, "low", "", "effort_low_with_system" },
+	{ 1, "medium", "", "effort_medium_no_system" },
+	{ 0, "medium", "", "thinking_off" },
+	{ 0, "medium", ", \"enable_thinking\": true",
+	    "effort_medium_with_system" },
+	{ 0, "low", ", \"reasoning_effort\": \"xhigh\"",
+	    "effort_xhigh_explicit" },
+};
+
+/* Case NAME of the Qwen3.8 fixture, in ROOT. */
+static const struct rs_json *
+qwen38_case(const struct rs_json *root, const char *name)
+{
+	const struct rs_json	*cases = rs_json_get(root, "cases"), *c;
+	const char		*s;
+	size_t			 n;
+
+	for (size_t i = 0; i < rs_json_arr_len(cases); i++) {
+		c = rs_json_arr_at(cases, i);
+		if (rs_json_as_str(rs_json_get(c, "name"), &s, &n) == 0 &&
+		    strcmp(s, name) == 0)
+			return (c);
+	}
+	ck_abort_msg("chat/qwen38-template-cases.json: no case '%s'", name);
+	return (NULL);
+}
+
+START_TEST(thinking_render)
+{
+	const struct think_case	*tc = &think_cases[_i];
+	const struct rs_json	*c, *want;
+	struct rs_json		*root;
+	struct gx		 x;
+	struct rs_gen_opts	 o;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge;
+	struct rs_err		 err = { 0 };
+	struct rs_buf		 body;
+	const char		*s;
+	char			*text, *msgs;
+	size_t			 n;
+
+	text = t_read_file(t_fixture("chat/qwen38-template-cases.json"), &n);
+	ck_assert_msg(rs_json_parse(text, n, &root, &err) == RS_OK, "%s",
+	    err.msg);
+	free(text);
+	c = qwen38_case(root, tc->name);
+	want = rs_json_get(c, "expected");
+	ck_assert(rs_json_as_str(want, &s, &n) == 0);
+	ck_assert((msgs = rs_json_dumps(rs_json_get(c, "messages"))) != NULL);
+	rs_buf_init(&body);
+	rs_buf_adds(&body, "{\"messages\": ");
+	rs_buf_adds(&body, msgs);
+	rs_buf_adds(&body, tc->fields);
+	rs_buf_adds(&body, "}");
+	rs_buf_addc(&body, '\0');
+	ck_assert(!body.oom);
+	rs_gen_opts_init(&o);
+	o.variant = RS_CHAT_QWEN38;
+	o.enable_thinking = tc->def_on;
+	o.reasoning_effort = tc->def_effort;
+	gx_open(&x, F16, 0, 0, &o);
+	rs_gen_req_init(&r, x.g);
+	ck_assert_msg(parse_body(&x, &r, body.data, &ge) == RS_OK, "%s: %s",
+	    body.data, ge.err.msg);
+	ck_assert_msg(rs_gen_prepare(x.g, &r, &ge) == RS_OK, "%s: %s",
+	    body.data, ge.err.msg);
+	ck_assert_msg(r.rendered_len == n && memcmp(r.rendered, s, n) == 0,
+	    "default %d %s, %s -> case %s:\n got: %s\nwant: %s", tc->def_on,
+	    tc->def_effort, body.data, tc->name, r.rendered, s);
+	/* the output starts as reasoning exactly when the prompt opens a
+	   think block for it */
+	ck_assert_int_eq(r.thinking, n >= 8 &&
+	    memcmp(s + n - 8, "<think>\n", 8) == 0);
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+	rs_buf_cleanup(&body);
+	free(msgs);
+	rs_json_free(root);
+}
+END_TEST
+
+/*
+ * One conversation that alternates with and without thinking: each answer
+ * is the one a fresh generator gives (greedy, bit for bit on the CPU), and
+ * the cache still serves what the prompts share.  Under Qwen3.5's template
+ * the switch changes only the prompt's end; under Qwen3.8's an effort's
+ * instruction changes its start (low), or nothing before the end (medium:
+ * no instruction), so a cache that kept the wrong tokens would show here.
+ */
+static void
+alternate(enum rs_chat_variant variant, const char *effort, int start_same)
+{
+	static const char *const think[] = { "", ", \"reasoning_effort\": ",
+	    "", ", \"reasoning_effort\": ", "" };
+	struct gx		 x, y;
+	struct rs_gen_opts	 o;
+	struct rs_gen_result	 a, b;
+	struct rs_buf		 body;
+	char			 eff[32];
+
+	rs_gen_opts_init(&o);
+	o.variant = variant;
+	gx_open(&x, F16, 0, 1, &o);
+	gx_open(&y, F16, 0, 1, &o);
+	snprintf(eff, sizeof(eff), "\"%s\"", effort);
+	for (size_t i = 0; i < sizeof(think) / sizeof(think[0]); i++) {
+		rs_buf_init(&body);
+		rs_buf_adds(&body, "{\"messages\": [{\"role\": \"system\", "
+		    "\"content\": \"You are terse.\"}, {\"role\": \"user\", "
+		    "\"content\": \"Hello\"}");
+		/* from the fourth request on: a second turn */
+		if (i >= 3)
+			rs_buf_adds(&body, ", {\"role\": \"assistant\", "
+			    "\"content\": \"Hi.\"}, {\"role\": \"user\", "
+			    "\"content\": \"More\"}");
+		rs_buf_adds(&body, "], \"max_tokens\": 6, \"temperature\": 0");
+		rs_buf_adds(&body, think[i]);
+		if (*think[i] != '\0')
+			rs_buf_adds(&body, eff);
+		rs_buf_adds(&body, "}");
+		rs_buf_addc(&body, '\0');
+		ck_assert(!body.oom);
+		run_body(&x, body.data, &a, NULL);
+		rs_gen_reset(y.g);
+		run_body(&y, body.data, &b, NULL);
+		ck_assert_int_eq(b.usage.cached_tokens, 0);
+		ck_assert_msg(a.n_tokens == b.n_tokens && memcmp(a.tokens,
+		    b.tokens, a.n_tokens * sizeof(int32_t)) == 0,
+		    "request %zu (%s): cached and fresh answers differ", i,
+		    body.data);
+		ck_assert_int_eq(a.usage.prompt_tokens, b.usage.prompt_tokens);
+		ck_assert_int_eq(a.usage.reasoning_tokens,
+		    b.usage.reasoning_tokens);
+		/* the switch changes only the end: the cache hits */
+		if (i > 0 && start_same)
+			ck_assert_msg(a.usage.cached_tokens > 4,
+			    "request %zu: %d cached", i,
+			    (int)a.usage.cached_tokens);
+		rs_gen_result_cleanup(&a);
+		rs_gen_result_cleanup(&b);
+		rs_buf_cleanup(&body);
 	}
 	gx_close(&x);
+	gx_close(&y);
+}
+
+START_TEST(thinking_prefix_reuse)
+{
+	alternate(RS_CHAT_UNKNOWN, "high", 1);	/* tiny's own: Qwen3.5 */
+	alternate(RS_CHAT_QWEN38, "medium", 1);
+	alternate(RS_CHAT_QWEN38, "low", 0);
 }
 END_TEST
 
@@ -1546,6 +1798,7 @@ gen_suite(void)
 	tcase_add_test(tc, chat_logprobs);
 	tcase_add_test(tc, chat_bans);
 	tcase_add_test(tc, chat_prefix_reuse);
+	tcase_add_test(tc, thinking_prefix_reuse);
 	tcase_add_test(tc, chat_tokens);
 	tcase_add_test(tc, tool_named);
 	tcase_add_test(tc, tool_parallel_and_thinking);
@@ -1553,6 +1806,8 @@ gen_suite(void)
 	tc = tcase_create("request");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, thinking_map);
+	tcase_add_loop_test(tc, thinking_render, 0,
+	    sizeof(think_cases) / sizeof(think_cases[0]));
 	tcase_add_test(tc, normalize);
 	tcase_add_test(tc, json_views);
 	suite_add_tcase(s, tc);

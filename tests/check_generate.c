@@ -353,7 +353,9 @@ START_TEST(cmd_usage)
 	ck_assert_int_eq(run_cmd(&out, "%s --help", gen), 0);
 	ck_assert(strstr(out, "--stream") != NULL &&
 	    strstr(out, "--chat-template-file") != NULL &&
-	    strstr(out, "--ctx-size") != NULL);
+	    strstr(out, "--ctx-size") != NULL &&
+	    strstr(out, "--default-enable-thinking") != NULL &&
+	    strstr(out, "--default-reasoning-effort") != NULL);
 	free(out);
 	ck_assert_int_eq(run_cmd(&out, "%s --version", gen), 0);
 	free(out);
@@ -366,6 +368,13 @@ START_TEST(cmd_usage)
 	    gen, m), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --backend tpu </dev/null "
 	    "2>/dev/null", gen, m), 2);
+	/* the thinking defaults take exactly these values (serving.md §2.5) */
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --default-enable-thinking yes "
+	    "</dev/null 2>/dev/null", gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --default-reasoning-effort "
+	    "high </dev/null 2>/dev/null", gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --default-enable-thinking true "
+	    "--default-reasoning-effort low </dev/null", gen, m), 0);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s extra </dev/null 2>/dev/null",
 	    gen, m), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m /nonexistent.gguf </dev/null "

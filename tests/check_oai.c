@@ -766,8 +766,22 @@ START_TEST(copilot)
 	ck_assert_str_eq(str_at(e, "reasoningEffortFormat", NULL),
 	    "chat-completions");
 	rs_json_free(j);
-	/* a template without effort levels: no effort menu */
+	/* a switch without levels: a menu of none and medium, so that
+	   Copilot's turns can ask for thinking (off by default, §2.5) */
 	m.effort = 0;
+	j = rs_oai_copilot(&m, "x", "http://h");
+	e = rs_json_arr_at(rs_json_get(rs_json_arr_at(j, 0), "models"), 0);
+	eff = rs_json_get(e, "supportsReasoningEffort");
+	ck_assert_uint_eq(rs_json_arr_len(eff), 2);
+	rs_json_as_str(rs_json_arr_at(eff, 0), &v, &n);
+	ck_assert_str_eq(v, "none");
+	rs_json_as_str(rs_json_arr_at(eff, 1), &v, &n);
+	ck_assert_str_eq(v, "medium");
+	ck_assert_str_eq(str_at(e, "reasoningEffortFormat", NULL),
+	    "chat-completions");
+	rs_json_free(j);
+	/* no thinking switch: no menu */
+	m.thinking = 0;
 	j = rs_oai_copilot(&m, "x", "http://h");
 	e = rs_json_arr_at(rs_json_get(rs_json_arr_at(j, 0), "models"), 0);
 	ck_assert_ptr_null(rs_json_get(e, "supportsReasoningEffort"));

@@ -19,7 +19,7 @@ import time
 import openai
 import pytest
 
-from conftest import BIN, fixture, http, rs_generate, start
+from conftest import BIN, ROOT, fixture, http, rs_generate, start
 
 MSG = [{"role": "user", "content": "Hello, who are you?"}]
 TOOLS = [{"type": "function", "function": {
@@ -162,13 +162,14 @@ def test_chat_stream_curl(server):
 
 
 def test_chat_nonstream_curl(server):
-    body = json.dumps(dict(messages=MSG, max_tokens=5, temperature=0))
+    req = dict(messages=MSG, max_tokens=5, temperature=0, reasoning_effort="high")
     p = subprocess.run(["curl", "-sS", "--max-time", "60", "-H",
                         "Content-Type: application/json",
-                        server.url + "/chat/completions", "-d", body],
+                        server.url + "/chat/completions", "-d", json.dumps(req)],
                        capture_output=True, text=True, timeout=90)
     r = json.loads(p.stdout)
-    ref = rs_generate(dict(messages=MSG, max_tokens=5, temperature=0))
+    ref = rs_generate(req)
+    assert ref["reasoning"]
     assert r["choices"][0]["message"]["reasoning_content"] == ref["reasoning"]
     assert r["usage"]["completion_tokens"] == 5
 
@@ -257,6 +258,188 @@ def test_required_tool_choice_seeded(server):
     assert r.choices[0].finish_reason == ref["finish_reason"]
 
 
+# ---- thinking: off unless the request asks (§2.5) ----
+#
+# The expected prompts are the fixtures' renderings by real Jinja2: the
+# Qwen3.5 cases for the tiny GGUF's own template, the Qwen3.8 cases for a
+# model that rs-bench --synth writes (it names the Qwen3.8 template).
+
+@pytest.fixture(scope="module")
+def synth38(tmp_path_factory):
+    """A synthetic tiny model of the served template, Qwen3.8."""
+    path = str(tmp_path_factory.mktemp("synth") / "tiny38.gguf")
+    p = subprocess.run([os.path.join(BIN, "rs-bench"), "--synth", "tiny", "-o", path],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return path
+
+
+def qwen38_case(name):
+    with open(fixture("chat/qwen38-template-cases.json")) as f:
+        for c in json.load(f)["cases"]:
+            if c["name"] == name:
+                return c
+    pytest.fail(f"qwen38-template-cases.json: no case {name}")
+
+
+def chat(srv, req):
+    """REQ (a dict, fields the SDK does not know included) to SRV."""
+    rest = {k: v for k, v in req.items() if k != "messages"}
+    return client(srv).chat.completions.create(model="x", messages=req["messages"],
+                                               extra_body=rest)
+
+
+def rendered(srv, messages, fields):
+    st, _, b = http(srv.url + "/apply-template", "POST", {"messages": messages, **fields})
+    assert st == 200, b
+    return json.loads(b)["prompt"]
+
+
+# (request fields, the fixture case whose template arguments they mean)
+THINK38 = [
+    ({}, "thinking_off"),                       # E4: no effort, no flag
+    ({"reasoning_effort": "none"}, "thinking_off"),
+    ({"reasoning": {"effort": "none"}}, "thinking_off"),
+    ({"enable_thinking": False, "reasoning_effort": "low"}, "thinking_off_ignores_effort"),
+    ({"reasoning_effort": "minimal"}, "effort_low_with_system"),
+    ({"reasoning_effort": "low"}, "effort_low_with_system"),
+    ({"reasoning_effort": "medium"}, "effort_medium_with_system"),
+    ({"reasoning_effort": "high"}, "effort_xhigh_explicit"),
+    ({"reasoning_effort": "xhigh"}, "effort_xhigh_explicit"),
+    ({"reasoning_effort": "max"}, "effort_xhigh_explicit"),
+    ({"reasoning": {"effort": "medium"}}, "effort_medium_no_system"),
+    ({"chat_template_kwargs": {"reasoning_effort": "low"}}, "effort_low_with_system"),
+    ({"enable_thinking": True}, "thinking_on_explicit_true"),
+    ({"chat_template_kwargs": {"enable_thinking": True}}, "thinking_on_explicit_true"),
+    ({"chat_template_kwargs": {"enable_thinking": True}, "reasoning_effort": "none"},
+     "thinking_on_explicit_true"),
+]
+
+
+def test_thinking_rule_qwen38(tmp_path_factory, synth38):
+    srv = start(tmp_path_factory, "-m", synth38, name="synth38")
+    try:
+        for fields, name in THINK38:
+            c = qwen38_case(name)
+            assert rendered(srv, c["messages"], fields) == c["expected"], (fields, name)
+    finally:
+        srv.stop_clean()
+
+
+def test_thinking_rule_qwen35(server):
+    """The tiny GGUF's template (Qwen3.5) has a switch and no levels: any
+    effort but none turns it on, and nothing turns it on by default."""
+    with open(fixture("chat/qwen35-template-cases.json")) as f:
+        cases = json.load(f)["cases"]
+    hi = [{"role": "user", "content": "Hi"}]
+    on = next(c["rendered"] for c in cases
+              if c["messages"] == hi and c["kwargs"] == {"enable_thinking": True})
+    off = next(c["rendered"] for c in cases
+               if c["messages"] == hi and c["kwargs"] == {"enable_thinking": False})
+    assert rendered(server, hi, {}) == off
+    assert rendered(server, hi, {"reasoning_effort": "none"}) == off
+    assert rendered(server, hi, {"enable_thinking": True}) == on
+    for e in ["minimal", "low", "medium", "high", "xhigh", "max"]:
+        assert rendered(server, hi, {"reasoning_effort": e}) == on, e
+    # a plain request answers as content
+    r = client(server).chat.completions.create(model="x", messages=hi, max_tokens=8, seed=1)
+    assert r.usage.completion_tokens_details.reasoning_tokens == 0
+    assert extra(r.choices[0].message, "reasoning_content") is None
+
+
+def test_thinking_default_flags(tmp_path_factory, synth38):
+    """--default-enable-thinking and --default-reasoning-effort (and the old
+    names --no-thinking, --reasoning-effort) set what a request that does
+    not ask gets; rs-generate takes the same flags and agrees."""
+    runs = [
+        (["--default-enable-thinking", "true", "--default-reasoning-effort", "low"],
+         [({}, "effort_low_with_system"),
+          ({"enable_thinking": True}, "effort_low_with_system"),
+          ({"reasoning_effort": "none"}, "thinking_off"),
+          ({"enable_thinking": False}, "thinking_off"),
+          ({"reasoning_effort": "high"}, "effort_xhigh_explicit")]),
+        (["--default-enable-thinking", "true"],
+         [({}, "default_single_user"), ({"reasoning_effort": "medium"}, "effort_medium_no_system")]),
+        (["--default-enable-thinking", "false", "--default-reasoning-effort", "medium"],
+         [({}, "thinking_off"), ({"enable_thinking": True}, "effort_medium_with_system")]),
+        (["--no-thinking", "--reasoning-effort", "medium"],
+         [({}, "thinking_off"), ({"enable_thinking": True}, "effort_medium_with_system")]),
+    ]
+    # rs-generate has only the new names
+    new_names = {"--no-thinking": ["--default-enable-thinking", "false"],
+                 "--reasoning-effort": ["--default-reasoning-effort"]}
+    for flags, rows in runs:
+        gen_flags = [a for f in flags for a in new_names.get(f, [f])]
+        srv = start(tmp_path_factory, "-m", synth38, *flags, name="flags")
+        try:
+            for fields, name in rows:
+                c = qwen38_case(name)
+                assert rendered(srv, c["messages"], fields) == c["expected"], (flags, fields)
+                req = dict(messages=c["messages"], max_tokens=6, temperature=0, **fields)
+                ref = rs_generate(req, "-m", synth38, *gen_flags)
+                r = chat(srv, req)
+                assert r.usage.prompt_tokens == ref["usage"]["prompt_tokens"]
+                assert (r.choices[0].message.content or "") == ref["text"]
+                assert (extra(r.choices[0].message, "reasoning_content") or "") == \
+                    ref["reasoning"]
+                assert bool(ref["reasoning"]) == c["expected"].endswith("<think>\n")
+        finally:
+            srv.stop_clean()
+
+
+def readme_request():
+    """The request of README.md's first chat example."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        m = re.search(r"/v1/chat/completions \\\n\s*-d '([^']*)'", f.read())
+    assert m, "README.md: no chat example"
+    return json.loads(m.group(1))
+
+
+def test_readme_plain_request(tmp_path_factory, synth38):
+    """README's plain request, to the model its quick start makes: the
+    answer is content, with no thinking."""
+    req = readme_request()
+    assert set(req) == {"messages", "max_tokens"}
+    srv = start(tmp_path_factory, "-m", synth38, name="readme")
+    try:
+        r = client(srv).chat.completions.create(model="x", seed=1, **req)
+        msg = r.choices[0].message
+        assert r.choices[0].finish_reason == "length"
+        assert msg.content and extra(msg, "reasoning_content") is None
+        assert r.usage.completion_tokens_details.reasoning_tokens == 0
+        assert r.usage.completion_tokens == req["max_tokens"]
+    finally:
+        srv.stop_clean()
+
+
+def test_thinking_alternates_with_cache(tmp_path_factory, synth38):
+    """One conversation with and without thinking by turns: every answer is
+    rs-generate's for that request alone, and the cache serves what the
+    prompts share (medium adds no instruction: only the end differs; low
+    changes the prompt's start)."""
+    srv = start(tmp_path_factory, "-m", synth38, name="alt")
+    try:
+        turns = [{"role": "system", "content": "You are terse."},
+                 {"role": "user", "content": "Hello"}]
+        for i, fields in enumerate([{}, {"reasoning_effort": "medium"}, {},
+                                    {"reasoning_effort": "low"}, {},
+                                    {"enable_thinking": True}]):
+            if i == 2:
+                turns += [{"role": "assistant", "content": "Hi."},
+                          {"role": "user", "content": "More"}]
+            req = dict(messages=turns, max_tokens=6, temperature=0, **fields)
+            ref = rs_generate(req, "-m", synth38)
+            r = chat(srv, req)
+            msg = r.choices[0].message
+            assert (msg.content or "") == ref["text"], (i, fields)
+            assert (extra(msg, "reasoning_content") or "") == ref["reasoning"], (i, fields)
+            assert r.usage.prompt_tokens == ref["usage"]["prompt_tokens"]
+            if i in (1, 2):
+                assert r.usage.prompt_tokens_details.cached_tokens > 4, (i, fields)
+    finally:
+        srv.stop_clean()
+
+
 # ---- the debugging endpoints (§4.1) ----
 
 def test_apply_template(server):
@@ -269,8 +452,10 @@ def test_apply_template(server):
         body = {"messages": c["messages"], "add_generation_prompt": c["add_generation_prompt"]}
         if "tools" in c:
             body["tools"] = c["tools"]
-        if c["kwargs"]:
-            body["chat_template_kwargs"] = c["kwargs"]
+        # the raw template thinks when enable_thinking is undefined; the
+        # server always passes a value, off unless asked (serving.md §2.2,
+        # §2.5), so a case without one asks for the raw template's default
+        body["chat_template_kwargs"] = {"enable_thinking": True, **c["kwargs"]}
         st, _, b = http(server.url + "/apply-template", "POST", body)
         assert st == 200, b
         assert json.loads(b)["prompt"] == c["rendered"]
@@ -368,7 +553,8 @@ def test_chat_logprobs_reasoning(server):
     documented choice), and sampling at temperature 1 changes nothing in
     how logprobs are computed."""
     r = client(server).chat.completions.create(
-        model="tiny", messages=MSG, max_tokens=10, seed=3, logprobs=True)
+        model="tiny", messages=MSG, max_tokens=10, seed=3, logprobs=True,
+        reasoning_effort="high")
     lp = r.choices[0].logprobs.content
     assert r.choices[0].finish_reason == "length"
     assert len(lp) == r.usage.completion_tokens == 10
@@ -461,9 +647,11 @@ def test_slots_keep_two_conversations(tmp_path_factory):
     the first conversation's cache survives it; with one slot it does not.
     Measured by the prompt tokens the third request does not recompute."""
     def chat(srv, system):
+        # thinking on: the opener after the checkpoint is then
+        # "assistant\n<think>\n", which the bounds below count
         body = dict(messages=[{"role": "system", "content": system},
                               {"role": "user", "content": "hi"}],
-                    max_tokens=2, temperature=0)
+                    max_tokens=2, temperature=0, enable_thinking=True)
         st, _, b = http(srv.url + "/v1/chat/completions", "POST", body)
         assert st == 200, b
         u = json.loads(b)["usage"]
@@ -877,8 +1065,12 @@ def test_copilot_config():
     (m,) = groups[0]["models"]
     assert m["url"] == "http://127.0.0.1:8081/v1/chat/completions"
     assert m["toolCalling"] is True and m["vision"] is False and m["streaming"] is True
-    # the tiny GGUF carries the Qwen3.5 template: thinking, no effort levels
-    assert m["thinking"] is True and "supportsReasoningEffort" not in m
+    # the tiny GGUF carries the Qwen3.5 template: thinking, no effort
+    # levels; since thinking is off unless a request asks (§2.5), Copilot
+    # gets none and medium to ask with
+    assert m["thinking"] is True
+    assert m["supportsReasoningEffort"] == ["none", "medium"]
+    assert m["reasoningEffortFormat"] == "chat-completions"
     ctx = n_ctx_train()
     out = min(32768, ctx // 4)
     inp = (ctx - out) * 7 // 8
@@ -918,7 +1110,11 @@ def test_bad_usage():
     exe = os.path.join(BIN, "rs-serve")
     for args, word in [([], "no model"), (["-m", "/nonexistent.gguf"], "nonexistent"),
                        (["-m", fixture("tiny/model-q8_0.gguf"), "--port", "0"], "--port"),
-                       (["-m", fixture("tiny/model-q8_0.gguf"), "--tls-cert", "x"], "tls")]:
+                       (["-m", fixture("tiny/model-q8_0.gguf"), "--tls-cert", "x"], "tls"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"),
+                         "--default-enable-thinking", "yes"], "true or false"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"),
+                         "--default-reasoning-effort", "high"], "xhigh, medium or low")]:
         p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and word in p.stderr, (args, p.stderr)
     p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)

@@ -63,10 +63,21 @@ usage_full(void)
 	    "become control tokens\n"
 	    "                            (as the reference does; default: "
 	    "they stay text)\n"
-	    "      --no-thinking         thinking off unless a request asks "
-	    "for it\n"
-	    "      --reasoning-effort E  default effort: xhigh, medium or low "
-	    "(default xhigh)\n"
+	    "      --default-enable-thinking true|false\n"
+	    "                            think when a request neither sets "
+	    "enable_thinking\n"
+	    "                            nor gives an effort (default false: "
+	    "Copilot's side\n"
+	    "                            requests, which send no effort, do "
+	    "not think)\n"
+	    "      --default-reasoning-effort E\n"
+	    "                            effort when thinking without a "
+	    "level: xhigh, medium\n"
+	    "                            or low (default xhigh)\n"
+	    "      --no-thinking         the same as --default-enable-thinking "
+	    "false\n"
+	    "      --reasoning-effort E  the same as --default-reasoning-effort "
+	    "E\n"
 	    "      --tls-cert FILE       serve HTTPS with this PEM "
 	    "certificate (chain)\n"
 	    "      --tls-key FILE        and this PEM private key\n"
@@ -76,7 +87,12 @@ usage_full(void)
 	    "[::1] origin)\n"
 	    "      --copilot-config URL  print the VS Code "
 	    "chatLanguageModels.json for this\n"
-	    "                            model served at URL, and exit\n"
+	    "                            model served at URL, and exit (Copilot "
+	    "sends the\n"
+	    "                            effort picked in its menu, so its "
+	    "chat and agent\n"
+	    "                            turns think and its side requests do "
+	    "not)\n"
 	    "      --pidfile FILE        write the server's process id to "
 	    "FILE\n"
 	    "      --runas USER          run the worker as USER (when started "
@@ -124,7 +140,7 @@ enum {
 	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
-	OPT_VERSION, OPT_DRAFT, OPT_SLOTS
+	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING
 };
 
 static const struct option longopts[] = {
@@ -135,6 +151,9 @@ static const struct option longopts[] = {
 	{ "client-specials", no_argument, NULL, OPT_CLIENT_SPECIALS },
 	{ "copilot-config", required_argument, NULL, OPT_COPILOT },
 	{ "cors-origin", required_argument, NULL, OPT_CORS },
+	{ "default-enable-thinking", required_argument, NULL,
+	    OPT_DEF_THINKING },
+	{ "default-reasoning-effort", required_argument, NULL, OPT_EFFORT },
 	{ "draft", required_argument, NULL, OPT_DRAFT },
 	{ "ctx", required_argument, NULL, 'c' },
 	{ "ctx-size", required_argument, NULL, 'c' },
@@ -231,13 +250,18 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		    RS_TOK_NORM_NONE;
 		break;
 	case OPT_CLIENT_SPECIALS: c->gen.client_specials = 1; break;
+	/* --no-thinking and --reasoning-effort: the names before §2.5
+	   named the defaults; kept so that existing scripts still start */
 	case OPT_NO_THINKING: c->gen.enable_thinking = 0; break;
+	case OPT_DEF_THINKING:
+		if (rs_cli_parse_bool(arg, &c->gen.enable_thinking) != 0)
+			rs_cli_usage_error(USAGE, "--default-enable-thinking: "
+			    "'%s' is not true or false", arg);
+		break;
 	case OPT_EFFORT:
-		if (strcmp(arg, "xhigh") != 0 && strcmp(arg, "medium") != 0 &&
-		    strcmp(arg, "low") != 0)
-			rs_cli_usage_error(USAGE, "--reasoning-effort: '%s' is "
-			    "not xhigh, medium or low", arg);
-		c->gen.reasoning_effort = dup_or_die(arg);
+		if (rs_cli_parse_effort(arg, &c->gen.reasoning_effort) != 0)
+			rs_cli_usage_error(USAGE, "--default-reasoning-effort: "
+			    "'%s' is not xhigh, medium or low", arg);
 		break;
 	case OPT_TLS_CERT: c->tls_cert = dup_or_die(arg); break;
 	case OPT_TLS_KEY: c->tls_key = dup_or_die(arg); break;
