@@ -395,7 +395,8 @@ rs_tok_encode(const struct rs_tok *tok, const char *text, size_t len,
 		if (len > SIZE_MAX / 3 || (clean = malloc(3 * len)) == NULL)
 			return (rs_errf(err, RS_ERR_NOMEM,
 			    "tokenizer: no memory for %zu bytes", len));
-		len = rs_utf8_sanitize(text, len, clean, 1, NULL);
+		len = rs_utf8_sanitize(text, len, RS_UTF8_PER_BYTE, clean, 1,
+		    NULL);
 		text = clean;
 	}
 	memset(&e, 0, sizeof(e));
