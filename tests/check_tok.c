@@ -25,54 +25,6 @@
 
 /* ---- helpers ---- */
 
-/* Valid UTF-8 by utf8proc's (independent) decoder. */
-static int
-utf8proc_valid(const char *s, size_t n)
-{
-	utf8proc_int32_t	c;
-	utf8proc_ssize_t	k;
-
-	for (size_t i = 0; i < n; i += (size_t)k)
-		if ((k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
-		    (utf8proc_ssize_t)(n - i), &c)) <= 0)
-			return (0);
-	return (1);
-}
-
-/*
- * Feed IDS one at a time through a streaming detokenizer; every chunk must
- * be valid UTF-8 on its own, and the concatenation must equal WANT.
- */
-static void
-assert_stream(const struct rs_tok *tok, const struct rs_tok_ids *ids,
-    unsigned flags, const char *want, size_t wn)
-{
-	struct rs_detok	 d;
-	struct rs_err	 err = { 0 };
-	size_t		 cap = rs_detok_max(tok), o = 0, k;
-	char		*chunk = malloc(cap), *all = malloc(wn + 16);
-
-	ck_assert(chunk != NULL && all != NULL);
-	rs_detok_init(&d, tok, flags);
-	for (size_t i = 0; i < ids->n; i++) {
-		ck_assert_msg(rs_detok_feed(&d, ids->v[i], chunk, cap, &k,
-		    &err) == RS_OK, "feed: %s", err.msg);
-		ck_assert_msg(utf8proc_valid(chunk, k),
-		    "feed %zu emitted a partial or invalid sequence", i);
-		ck_assert_msg(o + k <= wn, "stream longer than the decode");
-		memcpy(all + o, chunk, k);
-		o += k;
-	}
-	k = rs_detok_flush(&d, chunk);
-	ck_assert(o + k <= wn);
-	memcpy(all + o, chunk, k);
-	o += k;
-	ck_assert_msg(o == wn && memcmp(all, want, wn) == 0,
-	    "streamed %zu bytes differ from the %zu-byte decode", o, wn);
-	free(chunk);
-	free(all);
-}
-
 /* ---- tokenizer-cases.json: both vocabularies ---- */
 
 static void
@@ -103,7 +55,7 @@ check_cases(const char *rel, const char *voc)
 		dec = t_tok_decode(tok, &want, RS_TOK_DEC_SPECIAL, &dn);
 		ck_assert_msg(dn == rn && memcmp(dec, ref, rn) == 0,
 		    "case %zu: decoded text differs from the reference", i);
-		assert_stream(tok, &want, RS_TOK_DEC_SPECIAL, dec, dn);
+		t_tok_assert_stream(tok, &want, RS_TOK_DEC_SPECIAL, dec, dn);
 		free(dec);
 	}
 	printf("tok: %zu cases equal the reference for vocabulary %s\n",
@@ -340,7 +292,7 @@ assert_round_trip(const struct rs_tok *tok, const char *s, size_t n,
 	ck_assert_msg(dn == wn && memcmp(dec, want, wn) == 0,
 	    "%s %zu (vocabulary %s, nfc %d): decode(encode(s)) differs",
 	    what, k, rs_tok_meta(tok)->pre, rs_tok_meta(tok)->nfc);
-	assert_stream(tok, ids, RS_TOK_DEC_SPECIAL, dec, dn);
+	t_tok_assert_stream(tok, ids, RS_TOK_DEC_SPECIAL, dec, dn);
 	free(dec);
 	free(nfc);
 }
@@ -407,9 +359,9 @@ START_TEST(stream_random)
 			    rnd(&seed) % (uint64_t)nv);
 		}
 		dec = t_tok_decode(tok, &ids, flags, &dn);
-		ck_assert_msg(utf8proc_valid(dec, dn), "decode gave invalid "
+		ck_assert_msg(t_utf8proc_valid(dec, dn), "decode gave invalid "
 		    "UTF-8");
-		assert_stream(tok, &ids, flags, dec, dn);
+		t_tok_assert_stream(tok, &ids, flags, dec, dn);
 		free(dec);
 	}
 	rs_tok_ids_cleanup(&ids);

@@ -1,5 +1,5 @@
 /*
- * t_chat.h - reading the chat fixtures' cases (the JSON files in fixtures/chat) into
+ * t_chat.h - the chat fixtures' cases (the JSON files in fixtures/chat) as
  * renderer options, shared by check_chat.c (the renderer) and check_tok35.c
  * (the rendered prompts tokenized with the real vocabulary).
  */
