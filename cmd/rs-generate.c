@@ -29,11 +29,12 @@
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
 		"[--backend cpu|cuda|auto]\n" \
-		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE] [-q]"
+		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE] " \
+		"[--nfc | --no-nfc] [-q]"
 
 enum {
 	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
-	OPT_DRAFT
+	OPT_DRAFT, OPT_NFC, OPT_NO_NFC
 };
 
 struct opts {
@@ -47,6 +48,7 @@ struct opts {
 	int64_t		 max_tokens;	/* -1: to the context end */
 	int64_t		 seed;
 	int		 draft;		/* prompt-lookup drafts per pass */
+	enum rs_tok_norm norm;		/* --nfc, --no-nfc */
 	int		 quiet;
 };
 
@@ -108,6 +110,10 @@ help(void)
 	    "F instead of the\n"
 	    "                              model's (one of the known Qwen "
 	    "templates)\n"
+	    "      --nfc                   normalize prompt text to NFC (the "
+	    "default)\n"
+	    "      --no-nfc                do not normalize: raw text, as "
+	    "llama.cpp\n"
 	    "  -q, --quiet                 no error lines or timings on "
 	    "stderr\n"
 	    "  -h, --help                  this help\n"
@@ -149,6 +155,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "chat-template-file", required_argument, NULL, OPT_TEMPLATE },
 		{ "draft", required_argument, NULL, OPT_DRAFT },
+		{ "nfc", no_argument, NULL, OPT_NFC },
+		{ "no-nfc", no_argument, NULL, OPT_NO_NFC },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -195,6 +203,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_DRAFT:
 			o->draft = (int)num_arg("--draft", optarg, 1, 16);
+			break;
+		case OPT_NFC:
+		case OPT_NO_NFC:
+			rs_cli_norm_opt(&o->norm, c == OPT_NFC, USAGE);
 			break;
 		case 'q':
 			o->quiet = 1;
@@ -281,8 +293,7 @@ load(struct run *r)
 	go.draft_ngram = o->draft;
 	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r->engine, &so, &r->state, &err) != RS_OK ||
-	    rs_tok_new(&r->tok, r->model->gguf, RS_TOK_NORM_DEFAULT, &err) !=
-	    RS_OK ||
+	    rs_tok_new(&r->tok, r->model->gguf, o->norm, &err) != RS_OK ||
 	    rs_gen_new(&r->gen, r->engine, r->state, r->tok, &go, &err) !=
 	    RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);

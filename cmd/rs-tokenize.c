@@ -490,11 +490,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'T': o->text = optarg; break;
 		case 'N':
 		case 'n':
-			if (o->norm != RS_TOK_NORM_DEFAULT)
-				rs_cli_usage_error(USAGE, "--nfc and --no-nfc "
-				    "exclude each other");
-			o->norm = ch == 'N' ? RS_TOK_NORM_NFC :
-			    RS_TOK_NORM_NONE;
+			rs_cli_norm_opt(&o->norm, ch == 'N', USAGE);
 			break;
 		case 'h':
 			usage_full();

@@ -224,11 +224,7 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		break;
 	case OPT_NFC:
 	case OPT_NO_NFC:
-		if (c->tok_norm != RS_TOK_NORM_DEFAULT)
-			rs_cli_usage_error(USAGE, "--nfc and --no-nfc exclude "
-			    "each other");
-		c->tok_norm = ch == OPT_NFC ? RS_TOK_NORM_NFC :
-		    RS_TOK_NORM_NONE;
+		rs_cli_norm_opt(&c->tok_norm, ch == OPT_NFC, USAGE);
 		break;
 	case OPT_CLIENT_SPECIALS: c->gen.client_specials = 1; break;
 	case OPT_NO_THINKING: c->gen.enable_thinking = 0; break;
