@@ -77,6 +77,15 @@ rs_cli_usage_error(const char *usage, const char *fmt, ...)
 }
 
 void
+rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc, const char *usage)
+{
+	if (*norm != RS_TOK_NORM_DEFAULT)
+		rs_cli_usage_error(usage, "--nfc and --no-nfc exclude each "
+		    "other");
+	*norm = nfc ? RS_TOK_NORM_NFC : RS_TOK_NORM_NONE;
+}
+
+void
 rs_cli_print_version(void)
 {
 	printf("%s (redshift) %s\n%s\n", progname, rs_version(),

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "rs_err.h"
+#include "rs_tok.h"
 
 enum {
 	RS_EXIT_OK = 0,		/* everything succeeded */
@@ -59,6 +60,15 @@ int		 rs_cli_parse_bool(const char *s, int *out);
  * string.  0 on success, -1 otherwise.
  */
 int		 rs_cli_parse_effort(const char *s, const char **out);
+
+/*
+ * --nfc (NFC set) or --no-nfc into *NORM, which starts as
+ * RS_TOK_NORM_DEFAULT (the tokenizer's default for its pre type, NFC for
+ * the Qwen vocabularies); giving both is a usage error.  rs-tokenize,
+ * rs-generate and rs-serve share the flags and this meaning.
+ */
+void		 rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc,
+		    const char *usage);
 
 /*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,

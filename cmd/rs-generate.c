@@ -31,11 +31,12 @@
 		"[--backend cpu|cuda|auto]\n" \
 		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE]\n" \
 		"       [--default-enable-thinking true|false] " \
-		"[--default-reasoning-effort E] [-q]"
+		"[--default-reasoning-effort E]\n" \
+		"       [--nfc | --no-nfc] [-q]"
 
 enum {
 	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
-	OPT_DRAFT, OPT_DEF_THINKING, OPT_DEF_EFFORT
+	OPT_DRAFT, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC
 };
 
 struct opts {
@@ -51,6 +52,7 @@ struct opts {
 	int		 draft;		/* prompt-lookup drafts per pass */
 	int		 def_thinking;	/* -1: the library's default, off */
 	const char	*def_effort;	/* NULL: the library's, xhigh */
+	enum rs_tok_norm norm;		/* --nfc, --no-nfc */
 	int		 quiet;
 };
 
@@ -121,6 +123,10 @@ help(void)
 	    "                              effort when thinking without a "
 	    "level: xhigh, medium\n"
 	    "                              or low (default xhigh)\n"
+	    "      --nfc                   normalize prompt text to NFC (the "
+	    "default)\n"
+	    "      --no-nfc                do not normalize: raw text, as "
+	    "llama.cpp\n"
 	    "  -q, --quiet                 no error lines or timings on "
 	    "stderr\n"
 	    "  -h, --help                  this help\n"
@@ -170,6 +176,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		    OPT_DEF_THINKING },
 		{ "default-reasoning-effort", required_argument, NULL,
 		    OPT_DEF_EFFORT },
+		{ "nfc", no_argument, NULL, OPT_NFC },
+		{ "no-nfc", no_argument, NULL, OPT_NO_NFC },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -229,6 +237,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 				rs_cli_usage_error(USAGE, "--default-reasoning-"
 				    "effort: '%s' is not xhigh, medium or low",
 				    optarg);
+			break;
+		case OPT_NFC:
+		case OPT_NO_NFC:
+			rs_cli_norm_opt(&o->norm, c == OPT_NFC, USAGE);
 			break;
 		case 'q':
 			o->quiet = 1;
@@ -319,8 +331,7 @@ load(struct run *r)
 		go.reasoning_effort = o->def_effort;
 	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r->engine, &so, &r->state, &err) != RS_OK ||
-	    rs_tok_new(&r->tok, r->model->gguf, RS_TOK_NORM_DEFAULT, &err) !=
-	    RS_OK ||
+	    rs_tok_new(&r->tok, r->model->gguf, o->norm, &err) != RS_OK ||
 	    rs_gen_new(&r->gen, r->engine, r->state, r->tok, &go, &err) !=
 	    RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);

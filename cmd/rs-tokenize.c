@@ -71,10 +71,10 @@ usage_full(void)
 	    "(<think>, ...) still match\n"
 	    "      --no-added     no added token is matched in the text, not "
 	    "even USER_DEFINED ones\n"
-	    "      --nfc          normalize text to NFC before splitting "
-	    "(default for pre-tokenizer qwen2)\n"
-	    "      --no-nfc       do not normalize (default for pre-tokenizer "
-	    "qwen35)\n"
+	    "      --nfc          normalize text between added tokens to NFC "
+	    "(the default)\n"
+	    "      --no-nfc       do not normalize: raw text, as llama.cpp "
+	    "(differs on non-NFC text)\n"
 	    "  -q, --quiet        no per-record error lines on stderr\n"
 	    "  -v, --verbose      tokenizer facts and timing on stderr\n"
 	    "  -h, --help         show this help and exit\n"
@@ -490,11 +490,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'T': o->text = optarg; break;
 		case 'N':
 		case 'n':
-			if (o->norm != RS_TOK_NORM_DEFAULT)
-				rs_cli_usage_error(USAGE, "--nfc and --no-nfc "
-				    "exclude each other");
-			o->norm = ch == 'N' ? RS_TOK_NORM_NFC :
-			    RS_TOK_NORM_NONE;
+			rs_cli_norm_opt(&o->norm, ch == 'N', USAGE);
 			break;
 		case 'h':
 			usage_full();

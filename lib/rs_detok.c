@@ -2,14 +2,17 @@
  * rs_detok.c - ids -> text, whole (rs_tok_decode) and streaming (rs_detok),
  * serving.md §1.8.
  *
- * Both concatenate the tokens' raw bytes and apply the one UTF-8 policy of
- * rs_utf8.h.  The batch decoder does it in one pass over the whole byte
- * string.  The streaming one runs the same left-to-right scan over
- * "held-back bytes + new token", stops where a sequence is still a valid
- * prefix (RS_UTF8_SHORT, at most 3 bytes) and keeps those for the next
- * token.  The scan's decision at any position depends only on the bytes up
- * to the end of that position's sequence, so stopping and resuming makes
- * the same decisions as one pass: the outputs are identical.
+ * Both concatenate the tokens' raw bytes and apply the decoding policy of
+ * rs_utf8.h, one U+FFFD per maximal subpart (HF tokenizers; f0 9f 9a at the
+ * end is one U+FFFD, not three).  The batch decoder does it in one pass over
+ * the whole byte string.  The streaming one runs the same left-to-right scan
+ * over "held-back bytes + new token", stops where a sequence is still a
+ * valid prefix (RS_UTF8_SHORT, at most 3 bytes) and keeps those until the
+ * next token completes or breaks them, or the stream ends.  The scan's
+ * decision at any position depends only on the bytes up to the end of that
+ * position's sequence or maximal subpart (an invalid subpart ends before a
+ * byte that is present), so stopping and resuming makes the same decisions
+ * as one pass: the outputs are identical.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +78,7 @@ rs_tok_decode(const struct rs_tok *tok, const int32_t *ids, size_t n,
 		memcpy(raw + o, p, k);
 		o += k;
 	}
-	o = rs_utf8_sanitize(raw, total, out, 1, NULL);
+	o = rs_utf8_sanitize(raw, total, RS_UTF8_PER_SUBPART, out, 1, NULL);
 	out[o] = '\0';
 	free(raw);
 	*text = out;
@@ -131,9 +134,10 @@ rs_detok_feed(struct rs_detok *d, int32_t id, char *out, size_t cap,
 		if ((k = rs_utf8_seq(w, m, NULL)) == RS_UTF8_SHORT)
 			break;
 		if (k < 0) {
+			/* the subpart ends at the byte that broke it, in w */
 			memcpy(out + o, RS_UTF8_REPL, RS_UTF8_REPL_LEN);
 			o += RS_UTF8_REPL_LEN;
-			i++;
+			i += rs_utf8_subpart(w, m);
 		} else {
 			memcpy(out + o, w, (size_t)k);
 			o += (size_t)k;
@@ -154,8 +158,9 @@ rs_detok_flush(struct rs_detok *d, char *out)
 {
 	size_t	o;
 
-	o = rs_utf8_sanitize((const char *)d->hold, (size_t)d->nhold, out, 1,
-	    NULL);
+	/* a held sequence is a valid prefix: one maximal subpart, one U+FFFD */
+	o = rs_utf8_sanitize((const char *)d->hold, (size_t)d->nhold,
+	    RS_UTF8_PER_SUBPART, out, 1, NULL);
 	d->nhold = 0;
 	return (o);
 }

@@ -38,6 +38,17 @@ static const char *const chat_texts[] = {
 
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
+/*
+ * RS_TOK_NORM_DEFAULT by pre type: the normalizer of the tokenizer.json the
+ * vocabulary comes from, which the GGUF does not record.  This table is the
+ * one place that decides; every command takes its default from here.  Both
+ * Qwen tokenizers normalize to NFC (serving.md §1.2).
+ */
+static const int pre_nfc[] = {
+	[RS_PRETOK_QWEN35] = 1,
+	[RS_PRETOK_QWEN2] = 1,
+};
+
 /* ---- the byte-level alphabet (serving.md §1.5) ---- */
 
 uint32_t
@@ -643,8 +654,8 @@ rs_tok_new(struct rs_tok **out, const struct rs_gguf *g, enum rs_tok_norm norm,
 	if ((tok = calloc(1, sizeof(*tok))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "tokenizer: no memory"));
 	tok->meta.pre = rs_pretok_kind_name(kind);
-	tok->meta.nfc = norm == RS_TOK_NORM_NFC ||
-	    (norm == RS_TOK_NORM_DEFAULT && kind == RS_PRETOK_QWEN2);
+	tok->meta.nfc = norm == RS_TOK_NORM_DEFAULT ? pre_nfc[kind] :
+	    norm == RS_TOK_NORM_NFC;
 	if ((st = load_tokens(tok, g, err)) != RS_OK ||
 	    (st = load_merges(tok, g, err)) != RS_OK ||
 	    (st = load_special_ids(tok, g, err)) != RS_OK ||

@@ -5,7 +5,8 @@
  * Encoding (text -> ids), serving.md §1.2:
  *
  *   UTF-8 text
- *     -> invalid bytes become U+FFFD, one per byte (rs_utf8.h, §1.7)
+ *     -> invalid bytes become U+FFFD, one per byte (rs_utf8.h, §1.7, as
+ *        llama.cpp; HF tokenizers only ever sees valid text)
  *     -> added tokens cut out, leftmost-longest, as single ids (§1.3)
  *     -> per remaining fragment: NFC when the tokenizer normalizes (below)
  *        -> pre-tokenizer regex splits it into words (rs_pretok.h, §1.4)
@@ -16,15 +17,19 @@
  * Decoding (ids -> text), §1.8: NORMAL tokens give their bytes (the token
  * text with the GPT-2 byte-to-unicode map undone), USER_DEFINED tokens their
  * text, CONTROL tokens their text only with RS_TOK_DEC_SPECIAL, BYTE tokens
- * "<0xXX>" that byte, UNUSED and UNKNOWN nothing.  The bytes then go through
- * the U+FFFD-per-byte policy, so decoded text is always valid UTF-8.
+ * "<0xXX>" that byte, UNUSED and UNKNOWN nothing.  Invalid or incomplete
+ * UTF-8 in the bytes then becomes one U+FFFD per maximal subpart (rs_utf8.h,
+ * §1.2: HF tokenizers and the Unicode standard's recommended practice), so
+ * decoded text is always valid UTF-8.  No normalization on decode.
  *
- * Normalization.  The GGUF does not record the HF normalizer.  Qwen2/Qwen3
- * tokenizers (pre "qwen2") normalize to NFC; the Qwen3.5/3.8 tokenizer (pre
- * "qwen35") does not, and serving.md §1.2 forbids it for that model (the
- * reference ids of "e\u0301" are 68 53839).  RS_TOK_NORM_DEFAULT follows the
- * pre type; a vocabulary built with a different normalizer (the fixtures'
- * tiny vocabulary is qwen35 with NFC) needs RS_TOK_NORM_NFC explicitly.
+ * Normalization.  The GGUF does not record the HF normalizer, so the
+ * default comes from the pre type, in one table in rs_tok.c: both the
+ * Qwen2/Qwen3 (pre "qwen2") and the Qwen3.5/3.8 (pre "qwen35") tokenizer.json
+ * have an NFC normalizer (serving.md §1.2, corrected 2026-12-01: "e\u0301"
+ * is the one token 933 of "é" in the real vocabulary).  Added tokens are cut
+ * out before it, so "</think>" followed by U+0338 stays "</think>" although
+ * ">" U+0338 composes to U+226F.  RS_TOK_NORM_NONE keeps the raw text, as
+ * llama.cpp (which ignores normalizers) does.
  *
  * Lifecycle: rs_tok_new() copies what it needs out of an open GGUF (which
  * may be closed afterwards) and builds hash maps for the vocabulary and the
@@ -52,7 +57,7 @@ enum rs_tok_type {
 };
 
 enum rs_tok_norm {
-	RS_TOK_NORM_DEFAULT = 0,	/* by pre type: qwen2 NFC, qwen35 none */
+	RS_TOK_NORM_DEFAULT = 0,	/* by pre type: NFC for qwen35, qwen2 */
 	RS_TOK_NORM_NONE,
 	RS_TOK_NORM_NFC			/* NFC (utf8proc) before the split */
 };
@@ -183,7 +188,9 @@ const char	*rs_tok_lib_versions(void);
 /*
  * Streaming detokenizer (serving.md §1.8): feed ids one at a time; each call
  * releases the longest prefix of the decoded bytes that can no longer change,
- * holding back at most 3 bytes of an incomplete UTF-8 sequence.  The
+ * holding back at most 3 bytes of an incomplete UTF-8 sequence until the
+ * next token completes it (an emoji split across tokens comes out whole, in
+ * one piece) or breaks it (one U+FFFD), or the stream ends.  The
  * concatenation of every feed and the final flush equals rs_tok_decode() of
  * all the ids with the same FLAGS, byte for byte.  Embed it and set it up
  * with rs_detok_init(); it allocates nothing.
@@ -211,9 +218,9 @@ enum rs_status	 rs_detok_feed(struct rs_detok *d, int32_t id, char *out,
 		    size_t cap, size_t *n, struct rs_err *err);
 
 /*
- * End of stream: write what is held back (each byte of an incomplete
- * sequence as U+FFFD) to OUT, which needs 9 bytes; return the count and
- * reset D for a new stream.
+ * End of stream: write what is held back (an incomplete sequence, as one
+ * U+FFFD) to OUT, which needs 3 bytes; return the count (0 or 3) and reset
+ * D for a new stream.
  */
 size_t		 rs_detok_flush(struct rs_detok *d, char *out);
 

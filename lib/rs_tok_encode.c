@@ -253,33 +253,47 @@ bytes_add(struct bytes *b, const void *s, size_t n)
 	return (0);
 }
 
+/* The first byte >= 0x80 in S[I..N), or N: eight bytes a step. */
+static size_t
+next_non_ascii(const char *s, size_t i, size_t n)
+{
+	uint64_t	w;
+
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		if ((w & 0x8080808080808080ULL) != 0)
+			break;
+	}
+	for (; i < n && (unsigned char)s[i] < 0x80; i++)
+		continue;
+	return (i);
+}
+
 /*
- * NFC of the valid UTF-8 S[0..N) into B.  NFC(x y) = NFC(x) NFC(y) whenever
- * y starts with an ASCII character: those are starters that never compose
- * with what precedes them.  So only each maximal run of non-ASCII code
- * points, together with the ASCII character before it (which may compose
- * with a following mark: "e" U+0301), goes through utf8proc; ASCII text is
- * copied, and mostly-ASCII text (code) costs almost nothing extra.
+ * NFC of the valid UTF-8 S[0..N): *OUT, *ON is S itself when it is already
+ * NFC, or B's bytes.  NFC(x y) = NFC(x) NFC(y) whenever y starts with an
+ * ASCII character: those are starters that never compose with what
+ * precedes them.  So only each maximal run of non-ASCII code points,
+ * together with the ASCII character before it (which may compose with a
+ * following mark: "e" U+0301), goes through utf8proc.  Text is copied into
+ * B only from the first run that changes: code and English text, NFC
+ * already, cost one scan eight bytes at a time and no copy (the split then
+ * reads the caller's bytes, still in cache).
  */
 static enum rs_status
-nfc(const char *s, size_t n, struct bytes *b, struct rs_err *err)
+nfc(const char *s, size_t n, struct bytes *b, const char **out, size_t *on,
+    struct rs_err *err)
 {
 	utf8proc_uint8_t *m;
 	utf8proc_ssize_t  k;
-	size_t		  i = 0, a, z;
+	size_t		  p = 0, i = 0, a, z;
+	int		  changed = 0;
 
-	while (i < n) {
-		for (z = i; z < n && (unsigned char)s[z] < 0x80; z++)
-			continue;
-		if (z == n)
-			return (bytes_add(b, s + i, n - i) == 0 ? RS_OK :
-			    rs_errf(err, RS_ERR_NOMEM, "tokenizer: no memory"));
+	while ((z = next_non_ascii(s, p, n)) < n) {
 		/* s[z] starts a non-ASCII run; take the ASCII byte before */
-		a = z > i ? z - 1 : z;
+		a = z > p ? z - 1 : z;
 		for (; z < n && (unsigned char)s[z] >= 0x80; z++)
 			continue;
-		if (bytes_add(b, s + i, a - i) != 0)
-			return (rs_errf(err, RS_ERR_NOMEM, "tokenizer: no memory"));
 		k = utf8proc_map((const utf8proc_uint8_t *)s + a,
 		    (utf8proc_ssize_t)(z - a), &m,
 		    UTF8PROC_STABLE | UTF8PROC_COMPOSE);
@@ -287,13 +301,29 @@ nfc(const char *s, size_t n, struct bytes *b, struct rs_err *err)
 			return (rs_errf(err, k == UTF8PROC_ERROR_NOMEM ?
 			    RS_ERR_NOMEM : RS_ERR_LIMIT, "tokenizer: NFC: %s",
 			    utf8proc_errmsg(k)));
-		if (bytes_add(b, m, (size_t)k) != 0) {
+		p = z;
+		if ((size_t)k == z - a && memcmp(m, s + a, z - a) == 0) {
+			free(m);
+			continue;
+		}
+		changed = 1;
+		if (bytes_add(b, s + i, a - i) != 0 ||
+		    bytes_add(b, m, (size_t)k) != 0) {
 			free(m);
 			return (rs_errf(err, RS_ERR_NOMEM, "tokenizer: no memory"));
 		}
 		free(m);
 		i = z;
 	}
+	if (!changed) {
+		*out = s;
+		*on = n;
+		return (RS_OK);
+	}
+	if (bytes_add(b, s + i, n - i) != 0)
+		return (rs_errf(err, RS_ERR_NOMEM, "tokenizer: no memory"));
+	*out = b->p;
+	*on = b->n;
 	return (RS_OK);
 }
 
@@ -306,13 +336,10 @@ fragment(struct enc *e, const char *s, size_t n, struct rs_err *err)
 
 	if (n == 0)
 		return (RS_OK);
-	if (e->tok->meta.nfc) {
-		if ((st = nfc(s, n, &norm, err)) != RS_OK) {
-			free(norm.p);
-			return (st);
-		}
-		s = norm.p;
-		n = norm.n;
+	if (e->tok->meta.nfc &&
+	    (st = nfc(s, n, &norm, &s, &n, err)) != RS_OK) {
+		free(norm.p);
+		return (st);
 	}
 	e->frag = s;
 	st = rs_pretok_split(e->tok->pretok, s, n, on_word, e, err);
@@ -395,7 +422,8 @@ rs_tok_encode(const struct rs_tok *tok, const char *text, size_t len,
 		if (len > SIZE_MAX / 3 || (clean = malloc(3 * len)) == NULL)
 			return (rs_errf(err, RS_ERR_NOMEM,
 			    "tokenizer: no memory for %zu bytes", len));
-		len = rs_utf8_sanitize(text, len, clean, 1, NULL);
+		len = rs_utf8_sanitize(text, len, RS_UTF8_PER_BYTE, clean, 1,
+		    NULL);
 		text = clean;
 	}
 	memset(&e, 0, sizeof(e));

@@ -1,6 +1,6 @@
 /*
- * rs_utf8.c - strict UTF-8 classification and the U+FFFD-per-byte
- * replacement policy (see rs_utf8.h).
+ * rs_utf8.c - strict UTF-8 classification and the two U+FFFD replacement
+ * policies (see rs_utf8.h).
  *
  * A sequence is decided by its lead byte, which fixes the length and the
  * allowed range of the second byte (RFC 3629 §4 table); later bytes are
@@ -11,13 +11,19 @@
 
 #include "rs_utf8.h"
 
-int
-rs_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+/*
+ * rs_utf8_seq() of S[0..N), and in *OK the number of leading bytes that are
+ * a prefix of some valid sequence (0 when S[0] starts none): the maximal
+ * subpart falls out of the same range checks.
+ */
+static int
+scan(const unsigned char *s, size_t n, uint32_t *cp, size_t *ok)
 {
 	unsigned	c = s[0], lo = 0x80, hi = 0xbf;
 	int		len;
 	uint32_t	v;
 
+	*ok = 0;
 	if (c < 0x80) {
 		if (cp != NULL)
 			*cp = c;
@@ -41,6 +47,7 @@ rs_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
 		return (RS_UTF8_INVALID);	/* 80..C1, F5..FF */
 	v = c & (0x7f >> len);
 	for (int i = 1; i < len; i++) {
+		*ok = (size_t)i;
 		if ((size_t)i >= n)
 			return (RS_UTF8_SHORT);
 		if (s[i] < lo || s[i] > hi)
@@ -52,6 +59,23 @@ rs_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
 	if (cp != NULL)
 		*cp = v;
 	return (len);
+}
+
+int
+rs_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t	ok;
+
+	return (scan(s, n, cp, &ok));
+}
+
+size_t
+rs_utf8_subpart(const unsigned char *s, size_t n)
+{
+	size_t	ok;
+
+	(void)scan(s, n, NULL, &ok);
+	return (ok > 0 ? ok : 1);
 }
 
 int
@@ -78,20 +102,21 @@ rs_utf8_valid(const char *s, size_t n, size_t *bad)
 }
 
 size_t
-rs_utf8_sanitize(const char *s, size_t n, char *out, int final, size_t *used)
+rs_utf8_sanitize(const char *s, size_t n, enum rs_utf8_policy policy,
+    char *out, int final, size_t *used)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t	i = 0, o = 0;
+	size_t	i = 0, o = 0, ok;
 	int	k;
 
 	while (i < n) {
-		k = rs_utf8_seq(u + i, n - i, NULL);
+		k = scan(u + i, n - i, NULL, &ok);
 		if (k == RS_UTF8_SHORT && !final)
 			break;
 		if (k <= 0) {
 			memcpy(out + o, RS_UTF8_REPL, RS_UTF8_REPL_LEN);
 			o += RS_UTF8_REPL_LEN;
-			i++;
+			i += policy == RS_UTF8_PER_SUBPART && ok > 0 ? ok : 1;
 			continue;
 		}
 		memcpy(out + o, s + i, (size_t)k);

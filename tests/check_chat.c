@@ -12,6 +12,7 @@
 #include "rs_chat.h"
 #include "rs_gguf.h"
 #include "rs_json.h"
+#include "t_chat.h"
 #include "t_util.h"
 
 #define N_QWEN38_CASES	35
@@ -52,18 +53,6 @@ str_of(const struct rs_json *j)
 	return (s);
 }
 
-static int
-flag_of(const struct rs_json *kw, const char *key)
-{
-	const struct rs_json	*v = rs_json_get(kw, key);
-	int			 b;
-
-	if (v == NULL)
-		return (RS_CHAT_UNSET);
-	ck_assert_msg(rs_json_as_bool(v, &b) == 0, "%s is not a bool", key);
-	return (b);
-}
-
 /* The segments are non-empty runs that alternate and tile the text. */
 static void
 check_segments(const struct rs_chat_prompt *p)
@@ -92,28 +81,18 @@ run_case(const char *rel, enum rs_chat_variant variant, int i,
 	struct rs_json		*root = load_json(rel);
 	struct rs_json		*cases = rs_json_get(root, "cases");
 	struct rs_json		*c = rs_json_arr_at(cases, (size_t)i);
-	struct rs_json		*kw = rs_json_get(c, kw_key);
-	const struct rs_json	*want, *eff;
+	const struct rs_json	*want;
 	struct rs_chat_opts	 o;
 	struct rs_chat_prompt	 p;
 	struct rs_err		 err = { 0 };
 	enum rs_status		 st;
 	const char		*name, *s;
 	size_t			 n;
-	int			 agp;
 
 	ck_assert(c != NULL);
 	name = rs_json_get(c, "name") != NULL ?
 	    str_of(rs_json_get(c, "name")) : "(unnamed)";
-	rs_chat_opts_init(&o, variant);
-	o.tools = rs_json_get(c, "tools");
-	ck_assert(rs_json_as_bool(rs_json_get(c, "add_generation_prompt"),
-	    &agp) == 0);
-	o.add_generation_prompt = agp;
-	o.enable_thinking = flag_of(kw, "enable_thinking");
-	o.preserve_thinking = flag_of(kw, "preserve_thinking");
-	if ((eff = rs_json_get(kw, "reasoning_effort")) != NULL)
-		o.reasoning_effort = str_of(eff);
+	t_chat_case_opts(c, variant, kw_key, &o);
 	st = rs_chat_render(&o, rs_json_get(c, "messages"), &p, &err);
 	if ((want = rs_json_get(c, expect_key)) != NULL) {
 		ck_assert_msg(st == RS_OK, "case %d %s: %s", i, name, err.msg);

@@ -15,6 +15,7 @@
 #include "rs_buf.h"
 #include "rs_json.h"
 #include "t_ref.h"
+#include "t_tok.h"
 #include "t_util.h"
 
 #define Q8	"tiny/model-q8_0.gguf"
@@ -344,6 +345,54 @@ START_TEST(cmd_raw)
 }
 END_TEST
 
+/*
+ * The prompt is normalized to NFC by default, as the reference tokenizer
+ * does: the decomposed "résumé" has as many prompt tokens as its reference
+ * ids in tokenizer-cases.json; with --no-nfc it has more.
+ */
+START_TEST(cmd_nfc)
+{
+	const char	*gen = t_bin("rs-generate"), *m = t_fixture(Q8);
+	const char	*want = "re\xcc\x81sume\xcc\x81";
+	struct rs_json	*j = t_json_load(T_CASES), *cases, *c = NULL, *r;
+	struct rs_json	*l[2];
+	char		 path[600], *out = NULL;
+	const char	*s;
+	size_t		 n, ref;
+	FILE		*fp;
+
+	cases = rs_json_get(j, "cases");
+	for (size_t i = 0; i < rs_json_arr_len(cases) && c == NULL; i++) {
+		s = t_json_str(rs_json_arr_at(cases, i), "text", &n);
+		if (n == strlen(want) && memcmp(s, want, n) == 0)
+			c = rs_json_arr_at(cases, i);
+	}
+	ck_assert_msg(c != NULL, "no decomposed resume case in %s", T_CASES);
+	ref = rs_json_arr_len(rs_json_get(c, "tiny"));
+	snprintf(path, sizeof(path), "%s/nfc.jsonl", t_tmpdir());
+	ck_assert((fp = fopen(path, "w")) != NULL);
+	r = rs_json_obj();
+	rs_json_set(r, "prompt", rs_json_ref(rs_json_get(c, "text")));
+	rs_json_set(r, "max_tokens", rs_json_int(1));
+	ck_assert(rs_json_write_line(r, fp) == 0 && fclose(fp) == 0);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -q < %s", gen, m, path), 0);
+	ck_assert_uint_eq(parse_lines(out, l, 2), 1);
+	ck_assert_int_eq(get_int(rs_json_get(l[0], "usage"),
+	    "prompt_tokens"), (int64_t)ref);
+	free_lines(l, 1);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s -q --no-nfc < %s", gen, m,
+	    path), 0);
+	ck_assert_uint_eq(parse_lines(out, l, 2), 1);
+	ck_assert_int_gt(get_int(rs_json_get(l[0], "usage"),
+	    "prompt_tokens"), (int64_t)ref);
+	free_lines(l, 1);
+	free(out);
+	rs_json_free(r);
+	rs_json_free(j);
+}
+END_TEST
+
 START_TEST(cmd_usage)
 {
 	const char	*gen = t_bin("rs-generate"), *m = t_fixture(Q8);
@@ -361,6 +410,8 @@ START_TEST(cmd_usage)
 	free(out);
 	ck_assert_int_eq(run_cmd(NULL, "%s </dev/null 2>/dev/null", gen), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --stream --raw </dev/null "
+	    "2>/dev/null", gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --nfc --no-nfc </dev/null "
 	    "2>/dev/null", gen, m), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s -n 0 </dev/null 2>/dev/null",
 	    gen, m), 2);
@@ -403,6 +454,7 @@ generate_suite(void)
 	tcase_add_test(tc, cmd_greedy_and_pipes);
 	tcase_add_test(tc, cmd_bad_lines);
 	tcase_add_test(tc, cmd_raw);
+	tcase_add_test(tc, cmd_nfc);
 	tcase_add_test(tc, cmd_usage);
 	suite_add_tcase(s, tc);
 	return (s);

@@ -155,6 +155,108 @@ START_TEST(cmd_jsonl)
 }
 END_TEST
 
+/*
+ * Write one JSON line per case of ARR to PATH: {"text": case.text}, or
+ * with DECODE {"ids": case.ids} (the fixture's decode lists).
+ */
+static void
+write_requests(const struct rs_json *arr, int decode, const char *path)
+{
+	FILE	*fp = fopen(path, "w");
+
+	ck_assert_msg(fp != NULL, "%s", path);
+	for (size_t i = 0; i < rs_json_arr_len(arr); i++) {
+		struct rs_json *c = rs_json_arr_at(arr, i), *r = rs_json_obj();
+		const char *key = decode ? "ids" : "text";
+
+		rs_json_set(r, key, rs_json_ref(rs_json_get(c, key)));
+		ck_assert(rs_json_write_line(r, fp) == 0);
+		rs_json_free(r);
+	}
+	ck_assert(fclose(fp) == 0);
+}
+
+/*
+ * Check rs-tokenize's answer OUT, one line per case of ARR, against each
+ * case's KEY: an id array, or with DECODE a text.
+ */
+static void
+check_answers(char *out, const struct rs_json *arr, const char *key,
+    int decode)
+{
+	struct rs_tok_ids got, want;
+	struct rs_json	*res;
+	const char	*a, *b;
+	size_t		 an, bn, i = 0;
+
+	rs_tok_ids_init(&got);
+	rs_tok_ids_init(&want);
+	for (char *l = out, *e; (e = strchr(l, '\n')) != NULL; l = e + 1, i++) {
+		struct rs_json *c = rs_json_arr_at(arr, i);
+
+		ck_assert_msg(c != NULL, "%s: more answers than cases", key);
+		ck_assert(rs_json_parse(l, (size_t)(e - l), &res, NULL) ==
+		    RS_OK);
+		if (decode) {
+			a = t_json_str(res, "text", &an);
+			b = t_json_str(c, key, &bn);
+			ck_assert_msg(an == bn && memcmp(a, b, an) == 0,
+			    "%s %zu: text differs", key, i);
+		} else {
+			t_json_ids(res, "ids", &got);
+			t_json_ids(c, key, &want);
+			t_tok_assert_ids(&got, &want, key, i);
+		}
+		rs_json_free(res);
+	}
+	ck_assert_uint_eq(i, rs_json_arr_len(arr));
+	rs_tok_ids_cleanup(&got);
+	rs_tok_ids_cleanup(&want);
+}
+
+/*
+ * The real Qwen3.5/3.8 vocabulary as a user runs it, default options:
+ * every case of qwen35-cases.json in its three modes, and its decode lists.
+ */
+START_TEST(cmd_real)
+{
+	static const struct {
+		const char	*opt, *key;
+	} modes[] = {
+		{ "", "qwen35" },
+		{ "--no-special", "qwen35_no_special" },
+		{ "--no-added", "qwen35_no_added" },
+	};
+	const char	*bin = t_bin("rs-tokenize"), *m = t_fixture(T_QWEN35);
+	struct rs_json	*j = t_json_load(T_CASES35);
+	struct rs_json	*cases = rs_json_get(j, "cases");
+	struct rs_json	*dec = rs_json_get(j, "decode");
+	char		 in[600], *out = NULL;
+
+	snprintf(in, sizeof(in), "%s/cases.jsonl", t_tmpdir());
+	write_requests(cases, 0, in);
+	for (size_t k = 0; k < 3; k++) {
+		ck_assert_int_eq(run_cmd(&out, "%s -m %s --jsonl %s %s", bin,
+		    m, modes[k].opt, in), 0);
+		check_answers(out, cases, modes[k].key, 0);
+		free(out);
+	}
+	write_requests(dec, 1, in);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --jsonl --decode %s", bin,
+	    m, in), 0);
+	check_answers(out, dec, "text", 1);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --jsonl --decode "
+	    "--no-special %s", bin, m, in), 0);
+	check_answers(out, dec, "text_no_control", 1);
+	free(out);
+	printf("tokenize: rs-tokenize -m %s gives the reference for %zu "
+	    "cases x 3 modes and %zu decode lists\n", T_QWEN35,
+	    rs_json_arr_len(cases), rs_json_arr_len(dec));
+	rs_json_free(j);
+}
+END_TEST
+
 START_TEST(cmd_usage)
 {
 	const char	*bin = t_bin("rs-tokenize"), *m = t_fixture(T_TINY);
@@ -197,6 +299,7 @@ tokenize_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, cmd_plain);
 	tcase_add_test(tc, cmd_jsonl);
+	tcase_add_test(tc, cmd_real);
 	tcase_add_test(tc, cmd_usage);
 	suite_add_tcase(s, tc);
 	return (s);

@@ -1,6 +1,7 @@
 /*
- * check_utf8.c - the strict UTF-8 classifier and the U+FFFD-per-byte
- * policy (rs_utf8.h) on sequences worked out from RFC 3629's table.
+ * check_utf8.c - the strict UTF-8 classifier and the two U+FFFD policies
+ * (rs_utf8.h) on sequences worked out from RFC 3629's table and the maximal
+ * subpart examples of the Unicode standard (§3.9, Table 3-8).
  */
 #include <string.h>
 
@@ -31,18 +32,64 @@ START_TEST(utf8_policy)
 		ck_assert_msg(rs_utf8_seq((const unsigned char *)seq[i].s,
 		    strlen(seq[i].s), NULL) == seq[i].want, "sequence %zu", i);
 	/* one U+FFFD per invalid byte; a cut sequence held unless final */
-	k = rs_utf8_sanitize("e\xe2\x82x", 4, out, 1, &used);
+	k = rs_utf8_sanitize("e\xe2\x82x", 4, RS_UTF8_PER_BYTE, out, 1, &used);
 	ck_assert(k == 8 && memcmp(out, "e\xef\xbf\xbd\xef\xbf\xbdx", 8) == 0);
-	k = rs_utf8_sanitize("ab\xe2\x82", 4, out, 0, &used);
+	k = rs_utf8_sanitize("ab\xe2\x82", 4, RS_UTF8_PER_BYTE, out, 0, &used);
 	ck_assert(k == 2 && used == 2);
-	k = rs_utf8_sanitize("ab\xe2\x82", 4, out, 1, &used);
+	k = rs_utf8_sanitize("ab\xe2\x82", 4, RS_UTF8_PER_BYTE, out, 1, &used);
 	ck_assert(k == 8 && used == 4);
+	k = rs_utf8_sanitize("ab\xe2\x82", 4, RS_UTF8_PER_SUBPART, out, 0,
+	    &used);
+	ck_assert(k == 2 && used == 2);
 	ck_assert(!rs_utf8_valid("ok\xc0\xaf", 4, &bad) && bad == 2);
 	ck_assert(rs_utf8_valid("ok\xc2\xa9", 4, &bad));
 }
 END_TEST
 
-/* Invalid input text is tokenized as if each bad byte were U+FFFD. */
+/*
+ * One U+FFFD per maximal subpart.  The first row is Table 3-8 of the
+ * Unicode standard (§3.9): 61 F1 80 80 E1 80 C2 62 80 63 80 BF 64 gives
+ * a FFFD FFFD FFFD b FFFD c FFFD FFFD d.
+ */
+START_TEST(utf8_subpart)
+{
+	static const struct {
+		const char	*in, *want;
+	} cases[] = {
+		{ "\x61\xf1\x80\x80\xe1\x80\xc2\x62\x80\x63\x80\xbf\x64",
+		  "a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" "b\xef\xbf\xbd"
+		  "c\xef\xbf\xbd\xef\xbf\xbd" "d" },
+		/* an emoji cut after 3 of its 4 bytes, at the end */
+		{ "\xf0\x9f\x9a", "\xef\xbf\xbd" },
+		{ "e\xe2\x82x", "e\xef\xbf\xbdx" },
+		/* overlong, surrogate, > U+10FFFF: the lead byte starts no
+		   valid prefix with that second byte, so bytes go one by one */
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xf4\x90\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		/* a valid prefix broken by a new lead byte */
+		{ "\xf0\x9f\xf0\x9f\x9a\x80", "\xef\xbf\xbd\xf0\x9f\x9a\x80" },
+	};
+	char	out[64];
+	size_t	k, used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		k = rs_utf8_sanitize(cases[i].in, strlen(cases[i].in),
+		    RS_UTF8_PER_SUBPART, out, 1, &used);
+		ck_assert_msg(k == strlen(cases[i].want) &&
+		    memcmp(out, cases[i].want, k) == 0 &&
+		    used == strlen(cases[i].in), "case %zu", i);
+	}
+	ck_assert_uint_eq(rs_utf8_subpart((const unsigned char *)"\x80", 1),
+	    1);
+	ck_assert_uint_eq(rs_utf8_subpart((const unsigned char *)
+	    "\xf0\x9f\x9a", 3), 3);
+	ck_assert_uint_eq(rs_utf8_subpart((const unsigned char *)
+	    "\xf0\x9f\x9ax", 4), 3);
+	ck_assert_uint_eq(rs_utf8_subpart((const unsigned char *)
+	    "\xe0\x80", 2), 1);
+}
+END_TEST
 
 Suite *
 utf8_suite(void)
@@ -51,6 +98,7 @@ utf8_suite(void)
 	TCase	*tc = tcase_create("policy");
 
 	tcase_add_test(tc, utf8_policy);
+	tcase_add_test(tc, utf8_subpart);
 	suite_add_tcase(s, tc);
 	return (s);
 }

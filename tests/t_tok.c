@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <check.h>
+#include <utf8proc.h>
 
 #include "rs_gguf.h"
 #include "t_tok.h"
@@ -116,6 +117,49 @@ t_tok_decode(const struct rs_tok *tok, const struct rs_tok_ids *ids,
 	ck_assert_msg(rs_tok_decode(tok, ids->v, ids->n, flags, &s, n,
 	    &err) == RS_OK, "decode: %s", err.msg);
 	return (s);
+}
+
+int
+t_utf8proc_valid(const char *s, size_t n)
+{
+	utf8proc_int32_t	c;
+	utf8proc_ssize_t	k;
+
+	for (size_t i = 0; i < n; i += (size_t)k)
+		if ((k = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+		    (utf8proc_ssize_t)(n - i), &c)) <= 0)
+			return (0);
+	return (1);
+}
+
+void
+t_tok_assert_stream(const struct rs_tok *tok, const struct rs_tok_ids *ids,
+    unsigned flags, const char *want, size_t wn)
+{
+	struct rs_detok	 d;
+	struct rs_err	 err = { 0 };
+	size_t		 cap = rs_detok_max(tok), o = 0, k;
+	char		*chunk = malloc(cap), *all = malloc(wn + 16);
+
+	ck_assert(chunk != NULL && all != NULL);
+	rs_detok_init(&d, tok, flags);
+	for (size_t i = 0; i < ids->n; i++) {
+		ck_assert_msg(rs_detok_feed(&d, ids->v[i], chunk, cap, &k,
+		    &err) == RS_OK, "feed: %s", err.msg);
+		ck_assert_msg(t_utf8proc_valid(chunk, k),
+		    "feed %zu emitted a partial or invalid sequence", i);
+		ck_assert_msg(o + k <= wn, "stream longer than the decode");
+		memcpy(all + o, chunk, k);
+		o += k;
+	}
+	k = rs_detok_flush(&d, chunk);
+	ck_assert(o + k <= wn);
+	memcpy(all + o, chunk, k);
+	o += k;
+	ck_assert_msg(o == wn && memcmp(all, want, wn) == 0,
+	    "streamed %zu bytes differ from the %zu-byte decode", o, wn);
+	free(chunk);
+	free(all);
 }
 
 /* ---- synthetic GGUFs ---- */

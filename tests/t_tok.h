@@ -16,6 +16,7 @@
 #define T_QWEN35	"tokenizer/qwen35-vocab.gguf"
 #define T_CASES		"tokenizer/tokenizer-cases.json"
 #define T_VECTORS	"tokenizer/qwen35-llamacpp-vectors.json"
+#define T_CASES35	"tokenizer/qwen35-cases.json"
 
 /* The tokenizer of the GGUF at PATH, or of fixture REL; rs_tok_free(). */
 struct rs_tok	*t_tok_load_path(const char *path, enum rs_tok_norm norm);
@@ -39,6 +40,18 @@ char		*t_tok_decode(const struct rs_tok *tok,
 /* Fail naming the first difference ("WHAT K: ids differ at ..."). */
 void		 t_tok_assert_ids(const struct rs_tok_ids *got,
 		    const struct rs_tok_ids *want, const char *what, size_t k);
+
+/* 1 when S[0..N) is valid UTF-8 by utf8proc's (independent) decoder. */
+int		 t_utf8proc_valid(const char *s, size_t n);
+
+/*
+ * Feed IDS one at a time through a streaming detokenizer with FLAGS; every
+ * chunk must be valid UTF-8 on its own, and the chunks and the final flush
+ * together must equal WANT[0..WN).
+ */
+void		 t_tok_assert_stream(const struct rs_tok *tok,
+		    const struct rs_tok_ids *ids, unsigned flags,
+		    const char *want, size_t wn);
 
 /*
  * A synthetic tokenizer: the 256 byte tokens (ids 0..255 in byte order,

@@ -60,7 +60,7 @@ struct serve_cfg {
 	int		 slots;		/* sequence states (prefix caches),
 					   1..SERVE_MAX_SLOTS */
 	int64_t		 body_max;	/* bytes */
-	int		 tok_norm;	/* enum rs_tok_norm */
+	enum rs_tok_norm tok_norm;	/* --nfc, --no-nfc */
 	char		*tls_cert;
 	char		*tls_key;
 	char		*cors_origin;	/* NULL: reflect localhost origins */

@@ -56,9 +56,9 @@ usage_full(void)
 	    "      --max-body BYTES      largest request body (default "
 	    "67108864); larger: 413\n"
 	    "      --nfc                 normalize prompt text to NFC "
-	    "(default for pre-tokenizer qwen2)\n"
-	    "      --no-nfc              do not normalize (default for "
-	    "pre-tokenizer qwen35)\n"
+	    "(the default)\n"
+	    "      --no-nfc              do not normalize: raw text, as "
+	    "llama.cpp\n"
 	    "      --client-specials     control-token texts in client text "
 	    "become control tokens\n"
 	    "                            (as the reference does; default: "
@@ -243,11 +243,7 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		break;
 	case OPT_NFC:
 	case OPT_NO_NFC:
-		if (c->tok_norm != RS_TOK_NORM_DEFAULT)
-			rs_cli_usage_error(USAGE, "--nfc and --no-nfc exclude "
-			    "each other");
-		c->tok_norm = ch == OPT_NFC ? RS_TOK_NORM_NFC :
-		    RS_TOK_NORM_NONE;
+		rs_cli_norm_opt(&c->tok_norm, ch == OPT_NFC, USAGE);
 		break;
 	case OPT_CLIENT_SPECIALS: c->gen.client_specials = 1; break;
 	/* --no-thinking and --reasoning-effort: the names before §2.5
