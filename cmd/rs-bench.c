@@ -20,13 +20,15 @@
 #include "rs_state.h"
 #include "rs_synth.h"
 
-#define USAGE	"rs-bench -m MODEL [--backend B] [-t N] [--max-batch N] [--json] [--quick]\n" \
+#define USAGE	"rs-bench -m MODEL [--backend B] [-t N] [--max-batch N] [--json]\n" \
+	"       [--quick | --prefill N]\n" \
 	"       rs-bench -m MODEL --plan [-c N] [--snap N]\n" \
 	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED]"
 
 struct opts {
 	const char	*model, *preset, *out, *mix;
 	int		 backend, json, quick, plan;
+	int64_t		 prefill;	/* --prefill: that row alone */
 	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
 };
 
@@ -43,6 +45,8 @@ usage_full(void)
 	    "  -j, --json           JSON lines instead of a table\n"
 	    "      --quick          small sizes (decode 16, groups 1 2 4, prefill 64,\n"
 	    "                       depth 256) for a fast check\n"
+	    "      --prefill N      only the probe and a prefill of N tokens (to\n"
+	    "                       profile or compare one prompt length)\n"
 	    "      --plan           print the memory plan (weights, KV cache, recurrent\n"
 	    "                       state, snapshots) for the GPU and the CPU; no run\n"
 	    "  -c, --ctx-size N     --plan: positions (default: the model's)\n"
@@ -216,6 +220,10 @@ bench(const struct opts *o)
 			.depths = { 256 }, .n_depths = 1, .depth_tokens = 8,
 		};
 		bo = q;
+	} else if (o->prefill > 0) {
+		static const struct rs_bench_opts p = { .n_prefills = 1 };
+		bo = p;
+		bo.prefills[0] = (int)o->prefill;
 	}
 	bo.seed = (uint64_t)o->seed;
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
@@ -244,6 +252,7 @@ main(int argc, char **argv)
 		{ "model", required_argument, NULL, 'm' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "quick", no_argument, NULL, 'Q' },
+		{ "prefill", required_argument, NULL, 'F' },
 		{ "plan", no_argument, NULL, 'P' },
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "snap", required_argument, NULL, 'N' },
@@ -273,6 +282,12 @@ main(int argc, char **argv)
 		case 'm': o.model = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'Q': o.quick = 1; break;
+		case 'F':
+			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.prefill))
+				rs_cli_usage_error(USAGE,
+				    "--prefill: '%s' is not in [1, 16777216]",
+				    optarg);
+			break;
 		case 'P': o.plan = 1; break;
 		case 'c':
 			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.ctx))
@@ -313,6 +328,9 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		rs_cli_usage_error(USAGE, "unexpected operand '%s'", argv[optind]);
+	if (o.quick && o.prefill > 0)
+		rs_cli_usage_error(USAGE, "--quick and --prefill exclude each "
+		    "other");
 	if ((o.model == NULL) == (o.preset == NULL))
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?

@@ -243,9 +243,10 @@ run_all(struct bench *b, struct rs_err *err)
 	r.eff = 1.0;
 	if (b->cb(&r, b->ctx))
 		return (RS_ERR_LIMIT);
-	if ((s = decode(b, o->decode_depth, o->decode_tokens, err)) != RS_OK ||
+	if (o->decode_tokens > 0 &&
+	    ((s = decode(b, o->decode_depth, o->decode_tokens, err)) != RS_OK ||
 	    (s = decode_sampled(b, "greedy", err)) != RS_OK ||
-	    (s = decode_sampled(b, "sampled", err)) != RS_OK)
+	    (s = decode_sampled(b, "sampled", err)) != RS_OK))
 		return (s);
 	for (int i = 0; i < o->n_groups; i++)
 		if ((s = verify(b, o->groups[i], err)) != RS_OK)

@@ -25,7 +25,8 @@
 #define RS_BENCH_MAX_LIST	8
 
 struct rs_bench_opts {
-	int		decode_tokens;		/* timed decode steps (128) */
+	int		decode_tokens;		/* timed decode steps (128; 0:
+					   no decode rows) */
 	int		decode_depth;		/* context before them (16) */
 	int		groups[RS_BENCH_MAX_LIST];	/* verify sizes */
 	int		n_groups;
