@@ -72,7 +72,7 @@ struct cuda {
 	float	*h_logits, *h_hidden;
 	/* the decode graph and what it was captured for */
 	cudaGraphExec_t	 graph;
-	const struct rs_state *g_st;
+	uint64_t	 g_serial;	/* the state's serial (not its address) */
 	int		 g_logits, g_hidden;
 };
 
@@ -456,7 +456,8 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	cudaGraph_t g;
 	enum rs_status s;
 
-	if (c->graph != NULL && c->g_st == st && c->g_logits == want_logits &&
+	if (c->graph != NULL && c->g_serial == st->serial &&
+	    c->g_logits == want_logits &&
 	    c->g_hidden == want_hidden)
 		return (RS_OK);
 	if (c->graph != NULL) {
@@ -499,7 +500,7 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 		return (rs_errf(err, RS_ERR_CUDA, "graph instantiate: %s",
 		    cudaGetErrorString(ce)));
 	}
-	c->g_st = st;
+	c->g_serial = st->serial;
 	c->g_logits = want_logits;
 	c->g_hidden = want_hidden;
 	return (RS_OK);

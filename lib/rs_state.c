@@ -110,6 +110,9 @@ rs_state_new(struct rs_state **out, const struct rs_model *m,
 	return (rs_state_new_in(out, m, opts, &rs_state_host_mem, err));
 }
 
+/* The last state serial handed out (struct rs_state's serial). */
+static uint64_t state_serial;
+
 enum rs_status
 rs_state_new_in(struct rs_state **out, const struct rs_model *m,
     const struct rs_state_opts *opts, const struct rs_state_mem *mem,
@@ -135,6 +138,7 @@ rs_state_new_in(struct rs_state **out, const struct rs_model *m,
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	st->model = m;
 	st->mem = mem;
+	st->serial = __atomic_add_fetch(&state_serial, 1, __ATOMIC_RELAXED);
 	st->n_ctx = (int32_t)ctx;
 	st->n_snap = o.n_snap;
 	st->ck_pos = -1;

@@ -35,6 +35,10 @@ enum rs_status	rs_state_new_in(struct rs_state **out, const struct rs_model *m,
 struct rs_state {
 	const struct rs_model *model;		/* borrowed */
 	const struct rs_state_mem *mem;		/* where the buffers live */
+	uint64_t serial;	/* unique in the process: what caches of a
+				   state's buffers (a captured graph) key on,
+				   since a new state can reuse a freed one's
+				   addresses */
 	int32_t	 n_ctx;
 	int32_t	 pos;			/* tokens in the trunk caches */
 	int32_t	 mtp_pos;		/* valid MTP cache positions */

@@ -1070,10 +1070,20 @@ run_prompt(struct rs_engine *e, const int32_t *tok, int n)
 /* Every fixture model and prompt: GPU logits against CPU logits. */
 START_TEST(engine_logits)
 {
-	static const struct { const char *file; double tol; } files[] = {
-		{ "tiny/model-f16.gguf", 1e-3 }, { "tiny/model-q8_0.gguf", 2e-3 },
-		{ "tiny/model-q6_k.gguf", 2e-3 }, { "tiny/model-q5_k_m.gguf", 2e-3 },
-		{ "tiny/model-q4_k_m.gguf", 2e-3 }, { "tiny/model-q4_0.gguf", 2e-3 },
+	/*
+	 * tol: prompts of at most RS_ENGINE_EXACT_MAX tokens, the exact path
+	 * (6e-5 to 1.3e-4 measured on an H200); ptol: longer ones, the
+	 * prefill path, whose f16 activations in the products give 0.8e-3 to
+	 * 1.5e-3 there, as llama.cpp's f16 activations give it 0.5e-3 to
+	 * 1.4e-3 against the float64 reference (peer-errors.json, f16 file).
+	 */
+	static const struct { const char *file; double tol, ptol; } files[] = {
+		{ "tiny/model-f16.gguf", 1e-3, 2e-3 },
+		{ "tiny/model-q8_0.gguf", 2e-3, 3e-3 },
+		{ "tiny/model-q6_k.gguf", 2e-3, 3e-3 },
+		{ "tiny/model-q5_k_m.gguf", 2e-3, 3e-3 },
+		{ "tiny/model-q4_k_m.gguf", 2e-3, 3e-3 },
+		{ "tiny/model-q4_0.gguf", 2e-3, 3e-3 },
 	};
 	struct prompts p;
 
@@ -1092,7 +1102,8 @@ START_TEST(engine_logits)
 			double e = t_rel_err(b, a, cnt);
 			printf("cuda %s prompt %d (%d tokens): rel err vs cpu "
 			    "%.3g\n", files[f].file, i, p.len[i], e);
-			ck_assert_msg(e <= files[f].tol, "%s prompt %d: %.3g",
+			ck_assert_msg(e <= (p.len[i] > RS_ENGINE_EXACT_MAX ?
+			    files[f].ptol : files[f].tol), "%s prompt %d: %.3g",
 			    files[f].file, i, e);
 			free(a);
 			free(b);
@@ -1252,7 +1263,7 @@ END_TEST
  * 128 (each prompt one call, which the engine cuts into chunks, the last
  * possibly short enough for the exact path), then 4 single steps on the
  * state the prefill left (its KV cache, conv and recurrent state).  The
- * tolerance is engine_logits'.
+ * tolerance is engine_logits' for the prefill path.
  */
 START_TEST(engine_prefill_chunks)
 {
@@ -1293,7 +1304,7 @@ START_TEST(engine_prefill_chunks)
 		double e4 = t_rel_err(b + n * V, a + n * V, 4 * V);
 		printf("prefill %d tokens: rel err vs cpu %.3g, the 4 steps "
 		    "after %.3g\n", n, e, e4);
-		ck_assert_msg(e <= 2e-3 && e4 <= 2e-3, "prefill %d: %.3g, "
+		ck_assert_msg(e <= 3e-3 && e4 <= 3e-3, "prefill %d: %.3g, "
 		    "after %.3g", n, e, e4);
 		free(a);
 		free(b);
