@@ -105,6 +105,26 @@ def test_access_log_and_sandbox(server):
     assert re.search(r"^Seccomp:\s+2$", status, re.M), status
 
 
+def test_sandbox_violation_ends_server(tmp_path_factory):
+    """A system call outside the filter (RS_SERVE_TEST_VIOLATION=1 makes
+    the engine thread call getsid at its first job) ends the worker; the
+    parent's last line names the call and it exits 2, not 0 and not by
+    restarting the worker."""
+    srv = start(tmp_path_factory, name="violation", env={"RS_SERVE_TEST_VIOLATION": "1"})
+    try:
+        with pytest.raises(openai.APIConnectionError):
+            client(srv).chat.completions.create(
+                model="x", messages=MSG, max_tokens=2)
+        rc = srv.proc.wait(timeout=20)
+    finally:
+        srv.stop()
+    last = srv.read_log().splitlines()[-1]
+    assert rc == 2, srv.read_log()
+    assert re.fullmatch(r"rs-serve: the worker was stopped by the sandbox: it made system "
+                        r"call \d+ \(getsid\), which the seccomp filter does not allow; "
+                        r"exiting .*", last), srv.read_log()
+
+
 # ---- generation against rs-generate ----
 
 def test_chat_nonstream_greedy(server):

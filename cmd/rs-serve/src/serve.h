@@ -69,6 +69,8 @@ struct serve_cfg {
 	char		*runas;		/* NULL: keep the user */
 	char		*chroot;	/* NULL: no chroot */
 	int		 seccomp_trace;
+	int		 test_violation;	/* RS_SERVE_TEST_VIOLATION=1:
+					   tests only (serve_main.c) */
 	int		 quiet;		/* no access log */
 	struct rs_gen_opts gen;		/* server defaults for requests */
 };
@@ -131,6 +133,12 @@ void		serve_conn_rearm(struct connection *c);
 
 /* The engine or a thread could not start: stop the server, exit 2. */
 void		serve_worker_fail(void) __attribute__((noreturn));
+
+/*
+ * With RS_SERVE_TEST_VIOLATION=1 (for tests/serve only): make a system
+ * call that the sandbox refuses, so that a test sees how it ends.
+ */
+void		serve_test_violation(void);
 
 /* Monotonic milliseconds with sub-millisecond precision. */
 double		serve_now_ms(void);

@@ -379,6 +379,7 @@ engine_main(void *arg)
 		rs_metrics_queue(serve_metrics, eng.waiting, 1);
 		pthread_mutex_unlock(&eng.lock);
 
+		serve_test_violation();
 		run_job(job);	/* ends with eng.running NULL */
 
 		pthread_mutex_lock(&eng.lock);
@@ -730,8 +731,13 @@ serve_engine_start(void)
 	rs_buf_init(&eng.scratch);
 	eng.timer = kore_timer_add(tick, 1000, NULL, 0);
 
-	/* signals are the loop's business: the engine threads block them */
+	/*
+	 * Signals are the loop's business: the engine threads block them,
+	 * all but SIGSYS, the sandbox's report of a refused call
+	 * (serve_main.c), which must reach the thread that made it.
+	 */
 	sigfillset(&all);
+	sigdelset(&all, SIGSYS);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
