@@ -117,7 +117,11 @@ struct serve_log {
 	double		 t_recv;	/* serve_now_ms() on arrival */
 	int64_t		 prompt_tokens, cached_tokens, completion_tokens;
 	double		 queue_ms;	/* arrival to the engine */
-	double		 ttft_ms;	/* arrival to the first token */
+	double		 prefill_ms;	/* prompt tokens not cached, run */
+	double		 prefill_tps;	/* their rate, tokens/s */
+	double		 ttft_ms;	/* arrival to the first content,
+					   reasoning or tool-call token; -1:
+					   none */
 	double		 decode_tps;
 	double		 lag_ms;	/* stream: engine-to-socket, mean */
 	double		 lag_max_ms;
@@ -191,7 +195,8 @@ struct serve_job {
 	/* the engine thread's while RUNNING */
 	int			 chunked;	/* set before QUEUED */
 	double			 t_start;
-	double			 t_first;	/* first output, 0 before */
+	double			 t_first;	/* first text of the answer
+						   (is_output()), 0 before */
 	double			 t_end;
 
 	/* shared, under the job lock (serve_job.c) */

@@ -184,12 +184,26 @@ push(struct serve_job *job, const char *p, size_t n, int last)
 
 /* ---- the engine thread ---- */
 
+/*
+ * Does EV put text into the answer?  The time to the first such event is
+ * the request's time to first token (access log, /metrics): it includes
+ * the queue and the prefill, which the stream's role chunk, sent on
+ * admission to keep the connection alive, says nothing about.  Markup
+ * tokens (<think>, <tool_call>) and logprobs come earlier and do not count.
+ */
+static int
+is_output(enum rs_gen_ev kind)
+{
+	return (kind == RS_GEN_EV_REASONING || kind == RS_GEN_EV_CONTENT ||
+	    kind == RS_GEN_EV_TOOL_CALL || kind == RS_GEN_EV_TOOL_ARGS);
+}
+
 static int
 on_event(const struct rs_gen_event *ev, void *arg)
 {
 	struct serve_job *job = arg;
 
-	if (ev->kind != RS_GEN_EV_PROGRESS && job->t_first == 0)
+	if (is_output(ev->kind) && job->t_first == 0)
 		job->t_first = serve_now_ms();
 	if (job->stream) {
 		rs_buf_reset(&eng.scratch);
@@ -209,6 +223,8 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 	l->cached_tokens = res->usage.cached_tokens;
 	l->completion_tokens = res->usage.completion_tokens;
 	l->decode_tps = res->timings.predicted_per_second;
+	l->prefill_ms = res->timings.prompt_ms;
+	l->prefill_tps = res->timings.prompt_per_second;
 	l->finish = rs_gen_finish_name(res->finish);
 	if (job->t_first > 0) {
 		l->ttft_ms = job->t_first - job->t_recv;
