@@ -117,12 +117,17 @@ def test_ttft_after_prefill(server):
         return int(re.search(r"^rs_time_to_first_token_seconds_count (\d+)", text, re.M)[1])
 
     before = ttft_count()
+    logged = len(server.log_lines("POST /v1/chat/completions 200"))
     long = [{"role": "user", "content": " ".join(f"word{i}" for i in range(120))}]
     s = client(server).chat.completions.create(model="x", messages=long, max_tokens=16,
                                                temperature=0, stream=True)
     deltas = [c.choices[0].delta for c in s if c.choices]
     assert deltas[0].role == "assistant" and not deltas[0].content
     assert any(d.content or extra(d, "reasoning_content") for d in deltas[1:])
+    end = time.monotonic() + 10     # the log line follows the last byte
+    while (len(server.log_lines("POST /v1/chat/completions 200")) == logged and
+           time.monotonic() < end):
+        time.sleep(0.01)
     line = server.log_lines("POST /v1/chat/completions 200")[-1]
     f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
     assert int(f["prefill"]) == int(f["prompt"]) - int(f["cached"]) > 100, line
