@@ -57,6 +57,9 @@ extern const struct rs_backend_ops rs_cpu_backend;
 /* kernels/backend.cu; rs_cuda_device_count() > 0 before using it. */
 extern const struct rs_backend_ops rs_cuda_backend;
 int		rs_cuda_device_count(void);
+/* cudaMemGetInfo() of the current device (rs_engine_device_memory()). */
+enum rs_status	rs_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes,
+		    struct rs_err *err);
 #endif
 
 #endif /* RS_ENGINE_IMPL_H */
