@@ -370,7 +370,8 @@ kore_parent_configure(int argc, char **argv)
 void
 kore_parent_teardown(void)
 {
-	long nr = fate->syscall;
+	long		 nr = fate->syscall;
+	const char	*name;
 
 	if (serve_cfg.pidfile == NULL)
 		kore_pidfile = "";	/* Kore unlinks it next: ENOENT */
@@ -378,12 +379,15 @@ kore_parent_teardown(void)
 		return;
 	if (serve_cfg.pidfile != NULL)
 		(void)unlink(serve_cfg.pidfile);
-	if (nr >= 0)
+	if (nr >= 0) {
+		/* Kore's table stops at the calls of its release */
+		name = kore_seccomp_syscall_name(nr);
 		rs_cli_warn("the worker was stopped by the sandbox: it made "
 		    "system call %ld (%s), which the seccomp filter does not "
 		    "allow; exiting (--seccomp-trace lists every such call; "
-		    "please report it)", nr, kore_seccomp_syscall_name(nr));
-	else
+		    "please report it)", nr, strcmp(name, "unknown") != 0 ?
+		    name : "newer than Kore's table: see <asm/unistd.h>");
+	} else
 		rs_cli_warn("the worker %s; exiting", fate->state == 2 ?
 		    "could not start the engine" : "died");
 	exit(RS_EXIT_ERROR);
