@@ -15,17 +15,30 @@
 # (seconds for rs-bench, default 380), SERVE_SECONDS (seconds of traffic
 # against the 27B server, default 120; the section takes about a minute
 # more), SYNTH (where the 17 GB file goes, default /tmp/rs-s27b.gguf),
-# PORT (default 8099).  Prints everything on stdout; exit 1 if a check
+# PORT (default 8099), GPU_CHECK (the sections, below).  Prints everything on stdout; exit 1 if a check
 # fails.
 set -u
 fx=${RS_FIXTURES:-../shared/fixtures}
 export RS_FIXTURES=$fx
 bin=build/bin
 synth=${SYNTH:-/tmp/rs-s27b.gguf}
+port=${PORT:-8099}
 rc=0
+# GPU_CHECK: the sections to run (default all): "tests" (check_cuda,
+# rs-verify, rs-generate and rs-serve on the fixtures), "serve" (rs-serve
+# on the synthetic 27B: traffic under the sandbox, the memory refusal),
+# "bench" (rs-bench on it).  The device machine runs a command for at most
+# 10 minutes, so GPU_CHECK=tests, =serve and =bench can go in separate runs.
+sections=${GPU_CHECK:-tests serve bench}
+want() {
+	case " $sections " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem \
     --format=csv,noheader
+# (the tests section is not indented: it holds a here-document)
+if want tests; then
 build/tests/check_cuda | grep -v "rel err vs cpu" || rc=1
 if [ -x build/sm70/tests/check_cuda ]; then
 	echo "== check_cuda of the sm_70 + compute_70 build (make volta)"
@@ -60,7 +73,6 @@ else
 fi
 
 echo "== rs-serve --backend cuda under its sandbox"
-port=${PORT:-8099}
 # in its own session: on the H200 a run without setsid saw this script
 # killed (SIGKILL) seconds after rs-serve had exited; cause not pinned down
 setsid $bin/rs-serve -m "$fx/tiny/model-q4_k_m.gguf" --backend cuda \
@@ -82,6 +94,7 @@ else
 fi
 kill -TERM "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
+fi	# tests
 
 # Stop the server of process group $1 (setsid made it the leader):
 # SIGTERM, then SIGKILL to the whole group after 20 s (a server under
@@ -185,14 +198,21 @@ serve_refuses() {
 	[ "$frc" = 2 ] && grep -q "not enough GPU memory" /tmp/rs-serve-fit.err
 }
 
-echo "== a synthetic Qwen3.8-27B Q4_K_M"
-if $bin/rs-bench --synth 27b -o "$synth"; then
-	serve_27b || rc=1
-	serve_refuses || rc=1
-	echo "== rs-bench on the synthetic Qwen3.8-27B Q4_K_M"
-	timeout "${BENCH_TIMEOUT:-380}" $bin/rs-bench -m "$synth" --backend cuda || rc=1
-else
-	rc=1
+if want serve || want bench; then
+	echo "== a synthetic Qwen3.8-27B Q4_K_M"
+	if $bin/rs-bench --synth 27b -o "$synth"; then
+		if want serve; then
+			serve_27b || rc=1
+			serve_refuses || rc=1
+		fi
+		if want bench; then
+			echo "== rs-bench on the synthetic Qwen3.8-27B Q4_K_M"
+			timeout "${BENCH_TIMEOUT:-380}" $bin/rs-bench -m "$synth" \
+			    --backend cuda || rc=1
+		fi
+	else
+		rc=1
+	fi
+	rm -f "$synth"
 fi
-rm -f "$synth"
 exit $rc

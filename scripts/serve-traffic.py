@@ -199,7 +199,7 @@ def main():
     ap.add_argument("--duration", type=float, default=150, help="seconds, all phases")
     ap.add_argument("--long-tokens", type=int, default=4000)
     ap.add_argument("--workers", type=int, default=2, help="clients in phase 4")
-    ap.add_argument("--timeout", type=float, default=60, help="seconds per request")
+    ap.add_argument("--timeout", type=float, default=90, help="seconds per request")
     a = ap.parse_args()
     t0 = time.monotonic()
     deadline = t0 + a.duration
