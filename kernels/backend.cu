@@ -133,6 +133,18 @@ rs_cuda_device_count(void)
 	return (n);
 }
 
+extern "C" enum rs_status
+rs_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes,
+    struct rs_err *err)
+{
+	size_t	f, t;
+
+	RS_CUDA_TRY(err, cudaMemGetInfo(&f, &t));
+	*free_bytes = f;
+	*total_bytes = t;
+	return (RS_OK);
+}
+
 /* ---- helpers ---- */
 
 static const struct dev_w *

@@ -165,6 +165,28 @@ rs_engine_cuda_scratch(const struct rs_model *m, int max_batch)
 #endif
 }
 
+void
+rs_engine_state_plan(const struct rs_engine *e,
+    const struct rs_state_opts *opts, struct rs_state_plan *out)
+{
+	rs_state_plan(e->model, opts, e->ops->mem->kv_elem, out);
+}
+
+enum rs_status
+rs_engine_device_memory(const struct rs_engine *e, uint64_t *free_bytes,
+    uint64_t *total_bytes, struct rs_err *err)
+{
+#ifdef RS_CUDA
+	if (e->backend == RS_BACKEND_CUDA)
+		return (rs_cuda_mem_info(free_bytes, total_bytes, err));
+#else
+	(void)free_bytes;
+	(void)total_bytes;
+#endif
+	return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend '%s' has no device "
+	    "memory to report", rs_backend_name(e->backend)));
+}
+
 const struct rs_model *
 rs_engine_model(const struct rs_engine *e)
 {

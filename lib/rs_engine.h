@@ -120,6 +120,25 @@ void		rs_engine_memory(const struct rs_engine *e, uint64_t *weights,
  */
 uint64_t	rs_engine_cuda_scratch(const struct rs_model *m, int max_batch);
 
+/*
+ * The memory a state of E's model with OPTS (NULL: defaults) would take in
+ * E's backend (rs_state_plan() with the backend's KV element size): what
+ * rs_engine_state_new() will allocate and rs_state_bytes() report.
+ */
+void		rs_engine_state_plan(const struct rs_engine *e,
+		    const struct rs_state_opts *opts,
+		    struct rs_state_plan *out);
+
+/*
+ * Free and total bytes of the device E computes on, now (with E's
+ * weights and scratch already allocated there).  Fails with
+ * RS_ERR_UNSUPPORTED for the CPU backend (host memory is not tracked) or
+ * RS_ERR_CUDA.  Outputs are set only on RS_OK.
+ */
+enum rs_status	rs_engine_device_memory(const struct rs_engine *e,
+		    uint64_t *free_bytes, uint64_t *total_bytes,
+		    struct rs_err *err);
+
 const struct rs_model *rs_engine_model(const struct rs_engine *e);
 enum rs_backend	rs_engine_backend(const struct rs_engine *e);
 int		rs_engine_n_threads(const struct rs_engine *e);

@@ -59,6 +59,9 @@ extern const struct rs_backend_ops rs_cuda_backend;
 int		rs_cuda_device_count(void);
 /* Scratch bytes of a CUDA engine of batch B (needs no GPU). */
 uint64_t	rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b);
+/* cudaMemGetInfo() of the current device (rs_engine_device_memory()). */
+enum rs_status	rs_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes,
+		    struct rs_err *err);
 #endif
 
 #endif /* RS_ENGINE_IMPL_H */

@@ -223,7 +223,10 @@ rs_metrics_format(struct rs_metrics *m, struct rs_buf *out)
 	scalar(out, "rs_requests_running", "gauge",
 	    "Requests being generated.", m->running);
 	head(out, "rs_time_to_first_token_seconds", "histogram",
-	    "Time from receiving a request to its first generated token.");
+	    "Seconds from receiving a request to the first content, "
+	    "reasoning or tool-call token of its answer: queue and prompt "
+	    "processing included, the role chunk a stream sends first and "
+	    "markup tokens not counted.");
 	cum = 0;
 	for (i = 0; i < N_TTFT; i++) {
 		cum += m->ttft_bucket[i];

@@ -16,7 +16,10 @@
  *   rs_queue_depth                       gauge: requests waiting for the engine
  *   rs_requests_running                  gauge: requests on the engine (0/1)
  *   rs_time_to_first_token_seconds       histogram: request received to the
- *                                        first generated token
+ *                                        first content, reasoning or
+ *                                        tool-call token (the caller decides;
+ *                                        rs-serve: not the role chunk, not
+ *                                        markup)
  *
  * A rate over time is rate(rs_completion_tokens_total) /
  * rate(rs_decode_seconds_total); the gauges are for a glance.

@@ -42,7 +42,7 @@ def free_port():
 class Server:
     """One rs-serve process."""
 
-    def __init__(self, tmp, *args, name="srv"):
+    def __init__(self, tmp, *args, name="srv", env=None):
         self.port = free_port()
         tls = "--tls-cert" in args
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
@@ -56,7 +56,7 @@ class Server:
         # LeakSanitizer (make asan) would report that and change the exit
         # status, so leak checking is off for the server (the Check suites
         # cover the library's leaks)
-        env = dict(os.environ)
+        env = dict(os.environ, **(env or {}))
         env.setdefault("ASAN_OPTIONS", "detect_leaks=0")
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, env=env,
                                      stdout=subprocess.PIPE, stderr=self.log)
@@ -124,8 +124,8 @@ class Server:
             return []
 
 
-def start(tmp_path_factory, *args, name="srv"):
-    return Server(str(tmp_path_factory.mktemp(name)), *args, name=name)
+def start(tmp_path_factory, *args, name="srv", env=None):
+    return Server(str(tmp_path_factory.mktemp(name)), *args, name=name, env=env)
 
 
 @pytest.fixture(scope="module")

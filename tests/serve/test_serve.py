@@ -105,6 +105,59 @@ def test_access_log_and_sandbox(server):
     assert re.search(r"^Seccomp:\s+2$", status, re.M), status
 
 
+def test_ttft_after_prefill(server):
+    """The access log's ttft_ms runs from arrival to the first text of the
+    answer, after the queue and the prefill, which it logs (prefill,
+    prefill_ms, prefill_tok_s); the role chunk that a stream sends on
+    admission does not count.  /metrics' histogram says the same."""
+    def ttft_count():
+        text = http(server.url + "/metrics")[2].decode()
+        assert "# HELP rs_time_to_first_token_seconds Seconds from receiving a request " \
+            "to the first content, reasoning or tool-call token" in text
+        return int(re.search(r"^rs_time_to_first_token_seconds_count (\d+)", text, re.M)[1])
+
+    before = ttft_count()
+    logged = len(server.log_lines("POST /v1/chat/completions 200"))
+    long = [{"role": "user", "content": " ".join(f"word{i}" for i in range(120))}]
+    s = client(server).chat.completions.create(model="x", messages=long, max_tokens=16,
+                                               temperature=0, stream=True)
+    deltas = [c.choices[0].delta for c in s if c.choices]
+    assert deltas[0].role == "assistant" and not deltas[0].content
+    assert any(d.content or extra(d, "reasoning_content") for d in deltas[1:])
+    end = time.monotonic() + 10     # the log line follows the last byte
+    while (len(server.log_lines("POST /v1/chat/completions 200")) == logged and
+           time.monotonic() < end):
+        time.sleep(0.01)
+    line = server.log_lines("POST /v1/chat/completions 200")[-1]
+    f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+    assert int(f["prefill"]) == int(f["prompt"]) - int(f["cached"]) > 100, line
+    assert float(f["prefill_ms"]) > 0 and float(f["prefill_tok_s"]) > 0, line
+    # the log rounds to 0.1 ms
+    assert float(f["ttft_ms"]) >= float(f["queue_ms"]) + float(f["prefill_ms"]) - 0.2, line
+    assert float(f["ttft_ms"]) <= float(f["total_ms"]) + 0.1, line
+    assert ttft_count() == before + 1
+
+
+def test_sandbox_violation_ends_server(tmp_path_factory):
+    """A system call outside the filter (RS_SERVE_TEST_VIOLATION=1 makes
+    the engine thread call getsid at its first job) ends the worker; the
+    parent's last line names the call and it exits 2, not 0 and not by
+    restarting the worker."""
+    srv = start(tmp_path_factory, name="violation", env={"RS_SERVE_TEST_VIOLATION": "1"})
+    try:
+        with pytest.raises(openai.APIConnectionError):
+            client(srv).chat.completions.create(
+                model="x", messages=MSG, max_tokens=2)
+        rc = srv.proc.wait(timeout=20)
+    finally:
+        srv.stop()
+    last = srv.read_log().splitlines()[-1]
+    assert rc == 2, srv.read_log()
+    assert re.fullmatch(r"rs-serve: the worker was stopped by the sandbox: it made system "
+                        r"call \d+ \(getsid\), which the seccomp filter does not allow; "
+                        r"exiting .*", last), srv.read_log()
+
+
 # ---- generation against rs-generate ----
 
 def test_chat_nonstream_greedy(server):

@@ -69,6 +69,8 @@ struct serve_cfg {
 	char		*runas;		/* NULL: keep the user */
 	char		*chroot;	/* NULL: no chroot */
 	int		 seccomp_trace;
+	int		 test_violation;	/* RS_SERVE_TEST_VIOLATION=1:
+					   tests only (serve_main.c) */
 	int		 quiet;		/* no access log */
 	struct rs_gen_opts gen;		/* server defaults for requests */
 };
@@ -115,7 +117,11 @@ struct serve_log {
 	double		 t_recv;	/* serve_now_ms() on arrival */
 	int64_t		 prompt_tokens, cached_tokens, completion_tokens;
 	double		 queue_ms;	/* arrival to the engine */
-	double		 ttft_ms;	/* arrival to the first token */
+	double		 prefill_ms;	/* prompt tokens not cached, run */
+	double		 prefill_tps;	/* their rate, tokens/s */
+	double		 ttft_ms;	/* arrival to the first content,
+					   reasoning or tool-call token; -1:
+					   none */
 	double		 decode_tps;
 	double		 lag_ms;	/* stream: engine-to-socket, mean */
 	double		 lag_max_ms;
@@ -131,6 +137,12 @@ void		serve_conn_rearm(struct connection *c);
 
 /* The engine or a thread could not start: stop the server, exit 2. */
 void		serve_worker_fail(void) __attribute__((noreturn));
+
+/*
+ * With RS_SERVE_TEST_VIOLATION=1 (for tests/serve only): make a system
+ * call that the sandbox refuses, so that a test sees how it ends.
+ */
+void		serve_test_violation(void);
 
 /* Monotonic milliseconds with sub-millisecond precision. */
 double		serve_now_ms(void);
@@ -183,7 +195,8 @@ struct serve_job {
 	/* the engine thread's while RUNNING */
 	int			 chunked;	/* set before QUEUED */
 	double			 t_start;
-	double			 t_first;	/* first output, 0 before */
+	double			 t_first;	/* first text of the answer
+						   (is_output()), 0 before */
 	double			 t_end;
 
 	/* shared, under the job lock (serve_job.c) */

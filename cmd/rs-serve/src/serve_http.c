@@ -155,6 +155,7 @@ serve_log_init(struct serve_log *l, struct http_request *req, double t_recv)
 	(void)snprintf(l->path, sizeof(l->path), "%s", req->path);
 	l->route = r != NULL ? r->name : "other";
 	l->t_recv = t_recv;
+	l->ttft_ms = -1;
 	l->cancel_ms = -1;
 }
 
@@ -172,10 +173,19 @@ serve_log_write(const struct serve_log *l, int code)
 	    serve_now_ms() - l->t_recv);
 	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " prompt=%lld "
-		    "cached=%lld completion=%lld queue_ms=%.1f ttft_ms=%.1f "
-		    "tok_s=%.1f", (long long)l->prompt_tokens,
-		    (long long)l->cached_tokens,
-		    (long long)l->completion_tokens, l->queue_ms, l->ttft_ms,
+		    "cached=%lld completion=%lld queue_ms=%.1f prefill=%lld "
+		    "prefill_ms=%.1f prefill_tok_s=%.1f", (long long)
+		    l->prompt_tokens, (long long)l->cached_tokens,
+		    (long long)l->completion_tokens, l->queue_ms,
+		    (long long)(l->prompt_tokens - l->cached_tokens),
+		    l->prefill_ms, l->prefill_tps);
+	/* "-": nothing but markup, or an error, before the end */
+	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
+		n += l->ttft_ms >= 0 ? snprintf(line + n, sizeof(line) - n,
+		    " ttft_ms=%.1f", l->ttft_ms) : snprintf(line + n,
+		    sizeof(line) - n, " ttft_ms=-");
+	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n, " tok_s=%.1f",
 		    l->decode_tps);
 	if (l->lag_max_ms > 0 && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " lag_ms=%.3f/%.3f",

@@ -49,6 +49,7 @@
 #include <kore/http.h>
 
 #include "cli.h"
+#include "rs_fit.h"
 #include "serve.h"
 
 /* SSE comment interval while a stream waits or prefills (§4.5). */
@@ -65,7 +66,7 @@ static struct {
 	struct serve_job	*running;
 	struct serve_job	*dirty;
 	int			 failed;
-	char			 why[320];
+	char			 why[1024];	/* lines, '\n' apart */
 
 	/* eventfd from the threads to the loop */
 	struct {
@@ -184,12 +185,26 @@ push(struct serve_job *job, const char *p, size_t n, int last)
 
 /* ---- the engine thread ---- */
 
+/*
+ * Does EV put text into the answer?  The time to the first such event is
+ * the request's time to first token (access log, /metrics): it includes
+ * the queue and the prefill, which the stream's role chunk, sent on
+ * admission to keep the connection alive, says nothing about.  Markup
+ * tokens (<think>, <tool_call>) and logprobs come earlier and do not count.
+ */
+static int
+is_output(enum rs_gen_ev kind)
+{
+	return (kind == RS_GEN_EV_REASONING || kind == RS_GEN_EV_CONTENT ||
+	    kind == RS_GEN_EV_TOOL_CALL || kind == RS_GEN_EV_TOOL_ARGS);
+}
+
 static int
 on_event(const struct rs_gen_event *ev, void *arg)
 {
 	struct serve_job *job = arg;
 
-	if (ev->kind != RS_GEN_EV_PROGRESS && job->t_first == 0)
+	if (is_output(ev->kind) && job->t_first == 0)
 		job->t_first = serve_now_ms();
 	if (job->stream) {
 		rs_buf_reset(&eng.scratch);
@@ -209,6 +224,8 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 	l->cached_tokens = res->usage.cached_tokens;
 	l->completion_tokens = res->usage.completion_tokens;
 	l->decode_tps = res->timings.predicted_per_second;
+	l->prefill_ms = res->timings.prompt_ms;
+	l->prefill_tps = res->timings.prompt_per_second;
 	l->finish = rs_gen_finish_name(res->finish);
 	if (job->t_first > 0) {
 		l->ttft_ms = job->t_first - job->t_recv;
@@ -311,6 +328,44 @@ run_job(struct serve_job *job)
 	push(job, eng.scratch.data, eng.scratch.len, 1);
 }
 
+/*
+ * Refuse an --ctx and --slots that the device cannot hold before a state
+ * is allocated, with every term of the sum and what would fit (rs_fit.h),
+ * rather than a failed allocation in slot k (issue #21).  The engine is
+ * up, so the device's free memory no longer counts its weights and
+ * scratch: adding them back gives what it had for all.  0, or -1 with
+ * eng.why.  The CPU backend has no device memory to check.
+ */
+static int
+check_fit(const struct rs_state_opts *so)
+{
+	struct rs_fit	f;
+	struct rs_buf	msg;
+	struct rs_err	err;
+	uint64_t	free_b, total_b;
+	int		ok;
+
+	if (rs_engine_device_memory(eng.engine, &free_b, &total_b, &err) !=
+	    RS_OK) {
+		if (err.status != RS_ERR_UNSUPPORTED)
+			rs_cli_warn("cannot check the memory of --slots: %s",
+			    err.msg);
+		return (0);
+	}
+	memset(&f, 0, sizeof(f));
+	rs_engine_memory(eng.engine, &f.weights, &f.scratch);
+	rs_engine_state_plan(eng.engine, so, &f.slot);
+	f.n_ctx = so->n_ctx;
+	f.slots = serve_cfg.slots;
+	f.avail = free_b + f.weights + f.scratch;
+	rs_buf_init(&msg);
+	if (!(ok = rs_fit_check(&f, "GPU", NULL, &msg)))
+		(void)snprintf(eng.why, sizeof(eng.why), "%.*s",
+		    msg.oom ? 0 : (int)msg.len, msg.data);
+	rs_buf_cleanup(&msg);
+	return (ok ? 0 : -1);
+}
+
 /* Build the engine, the state and the generator; 0 or -1 with eng.why. */
 static int
 build(void)
@@ -330,6 +385,8 @@ build(void)
 	/* a snapshot per verified token to drop rejected drafts */
 	so.n_snap = serve_cfg.gen.draft_ngram > 0 ?
 	    serve_cfg.gen.draft_ngram + 1 : 0;
+	if (check_fit(&so) != 0)
+		return (-1);
 	for (int i = 0; i < serve_cfg.slots; i++)
 		if (rs_engine_state_new(eng.engine, &so, &eng.state[i],
 		    &err) != RS_OK || rs_gen_new(&eng.g[i], eng.engine,
@@ -379,6 +436,7 @@ engine_main(void *arg)
 		rs_metrics_queue(serve_metrics, eng.waiting, 1);
 		pthread_mutex_unlock(&eng.lock);
 
+		serve_test_violation();
 		run_job(job);	/* ends with eng.running NULL */
 
 		pthread_mutex_lock(&eng.lock);
@@ -653,6 +711,18 @@ announce(void)
 	    rs_chat_variant_name(rs_gen_variant(g)));
 }
 
+/* One warning per line of S (trailing '\n' or not). */
+static void
+warn_lines(const char *s)
+{
+	const char *nl;
+
+	for (; *s != '\0'; s = *nl != '\0' ? nl + 1 : nl) {
+		nl = s + strcspn(s, "\n");
+		rs_cli_warn("%.*s", (int)(nl - s), s);
+	}
+}
+
 static void
 notify_handle(void *arg, int error)
 {
@@ -672,7 +742,7 @@ notify_handle(void *arg, int error)
 	eng.dirty = NULL;
 	pthread_mutex_unlock(&eng.lock);
 	if (failed) {
-		rs_cli_warn("%s", eng.why);
+		warn_lines(eng.why);
 		serve_worker_fail();
 	}
 	if (!eng.announced && serve_engine_gen() != NULL)
@@ -730,8 +800,13 @@ serve_engine_start(void)
 	rs_buf_init(&eng.scratch);
 	eng.timer = kore_timer_add(tick, 1000, NULL, 0);
 
-	/* signals are the loop's business: the engine threads block them */
+	/*
+	 * Signals are the loop's business: the engine threads block them,
+	 * all but SIGSYS, the sandbox's report of a refused call
+	 * (serve_main.c), which must reach the thread that made it.
+	 */
 	sigfillset(&all);
+	sigdelset(&all, SIGSYS);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = pthread_create(&eng.thread, NULL, engine_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -14,11 +14,13 @@
  */
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,11 +52,17 @@ void	serve_connect(struct connection *);
 struct serve_model serve_model;
 
 /*
- * The worker's fate, in memory shared with the parent: 1 while it runs, 0
- * after a clean teardown, 2 when the engine could not start.  Anything but
- * 0 when the parent tears down makes rs-serve exit 2.
+ * The worker's fate, in memory shared with the parent.  STATE: 1 while it
+ * runs, 0 after a clean teardown, 2 when the engine could not start.
+ * SYSCALL: the system call the sandbox refused (-1: none), written by the
+ * worker's SIGSYS handler just before it dies.  Anything but (0, -1) when
+ * the parent tears down makes rs-serve exit 2, with the reason.
  */
-static volatile int	*worker_state;
+struct worker_fate {
+	volatile int	state;
+	volatile long	syscall;
+};
+static struct worker_fate *fate;
 
 static int	serve_header_recv(struct netbuf *);
 static int	serve_discard(struct netbuf *);
@@ -341,30 +349,48 @@ kore_parent_configure(int argc, char **argv)
 		print_copilot();
 	if (rs_metrics_new(&serve_metrics, &err) != RS_OK)
 		rs_cli_fatal("%s", err.msg);
-	worker_state = mmap(NULL, sizeof(*worker_state), PROT_READ |
-	    PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (worker_state == MAP_FAILED)
+	fate = mmap(NULL, sizeof(*fate), PROT_READ | PROT_WRITE, MAP_SHARED |
+	    MAP_ANONYMOUS, -1, 0);
+	if (fate == MAP_FAILED)
 		rs_cli_fatal("mmap: %s", strerror(errno));
-	*worker_state = 0;
+	fate->state = 0;
+	fate->syscall = -1;
 	setup_kore();
 	setup_server();
-	/* stdout is for data; Kore's own messages go to stderr */
+	/*
+	 * stdout is for data; Kore's own messages (printf) go to stderr, a
+	 * line at a time, so that they come when they happen (a violation
+	 * logged by --seccomp-trace) and in order with ours
+	 */
 	if (dup2(STDERR_FILENO, STDOUT_FILENO) == -1)
 		rs_cli_fatal("dup2: %s", strerror(errno));
+	(void)setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
 void
 kore_parent_teardown(void)
 {
+	long		 nr = fate->syscall;
+	const char	*name;
+
 	if (serve_cfg.pidfile == NULL)
 		kore_pidfile = "";	/* Kore unlinks it next: ENOENT */
-	if (*worker_state != 0) {
-		if (serve_cfg.pidfile != NULL)
-			(void)unlink(serve_cfg.pidfile);
-		rs_cli_warn("the worker %s; exiting", *worker_state == 2 ?
+	if (fate->state == 0 && nr < 0)
+		return;
+	if (serve_cfg.pidfile != NULL)
+		(void)unlink(serve_cfg.pidfile);
+	if (nr >= 0) {
+		/* Kore's table stops at the calls of its release */
+		name = kore_seccomp_syscall_name(nr);
+		rs_cli_warn("the worker was stopped by the sandbox: it made "
+		    "system call %ld (%s), which the seccomp filter does not "
+		    "allow; exiting (--seccomp-trace lists every such call; "
+		    "please report it)", nr, strcmp(name, "unknown") != 0 ?
+		    name : "newer than Kore's table: see <asm/unistd.h>");
+	} else
+		rs_cli_warn("the worker %s; exiting", fate->state == 2 ?
 		    "could not start the engine" : "died");
-		exit(RS_EXIT_ERROR);
-	}
+	exit(RS_EXIT_ERROR);
 }
 
 /* ---- the worker ---- */
@@ -372,7 +398,7 @@ kore_parent_teardown(void)
 void
 kore_worker_configure(void)
 {
-	*worker_state = 1;
+	fate->state = 1;
 	serve_engine_start();
 }
 
@@ -380,13 +406,13 @@ void
 kore_worker_teardown(void)
 {
 	serve_engine_stop();
-	*worker_state = 0;
+	fate->state = 0;
 }
 
 void
 serve_worker_fail(void)
 {
-	*worker_state = 2;
+	fate->state = 2;
 	exit(RS_EXIT_ERROR);
 }
 
@@ -401,15 +427,25 @@ serve_worker_fail(void)
  * worker, so that the parent sees it and rs-serve exits.  The hook thus
  * installs one complete list ahead of Kore's (which is never reached):
  * Kore's own list, kept here as it is in Kore 4.1, then what the engine,
- * the threads and glibc need besides, then SECCOMP_RET_KILL_PROCESS
+ * the threads and glibc need besides, then SECCOMP_RET_TRAP
  * (SECCOMP_RET_TRACE with --seccomp-trace, so that the parent logs the
- * call and lets it through).  The additions, found with --seccomp-trace:
- * threads for the engine, the prep thread and the CPU pool (clone3, or
- * clone on older kernels, and the set_robust_list and rseq calls glibc
- * makes in every new thread), the eventfd between the threads and the
- * loop, mremap (glibc's realloc of blocks of 128 KiB and more),
- * newfstatat (glibc's stat(), which dlopen() uses), and gettid and
- * sched_getaffinity (the sanitizers' runtime, in make asan).
+ * call and lets it through).  The trap raises SIGSYS in the calling thread
+ * with the call's number; sandbox_violation() hands that number to the
+ * parent and ends the worker with SIGSYS, so the parent's last line names
+ * the call (a plain SECCOMP_RET_KILL_PROCESS would leave only Kore's
+ * "died from sandbox violation").  The additions, found with
+ * --seccomp-trace: threads for the engine, the prep thread and the CPU
+ * pool (clone3, or clone on older kernels, and the set_robust_list and
+ * rseq calls glibc makes in every new thread), the eventfd between the
+ * threads and the loop, mremap (glibc's realloc of blocks of 128 KiB and
+ * more), newfstatat (glibc's stat(), which dlopen() uses), and gettid and
+ * sched_getaffinity (the sanitizers' runtime, in make asan).  The waits
+ * group is what threads do while they wait for each other or for the GPU:
+ * the CUDA runtime calls sched_yield() hundreds of times per request while
+ * it waits for a token of a 27B model (~11 ms; the tiny fixture's kernels
+ * never made it wait that long), and glibc's sleeps and condition
+ * variables use nanosleep, clock_nanosleep and futex (Kore's list) or
+ * futex_waitv (newer glibc, where the kernel has it).
  */
 static struct sock_filter filter_worker[] = {
 	/* Kore 4.1's filter_kore: refused with an errno */
@@ -498,9 +534,14 @@ static struct sock_filter filter_worker[] = {
 	KORE_SYSCALL_ALLOW(newfstatat),
 	KORE_SYSCALL_ALLOW(gettid),
 	KORE_SYSCALL_ALLOW(sched_getaffinity),
+	/* waits (nanosleep, clock_nanosleep and futex are in Kore's list) */
+	KORE_SYSCALL_ALLOW(sched_yield),
+#if defined(SYS_futex_waitv)
+	KORE_SYSCALL_ALLOW(futex_waitv),
+#endif
 
-	/* anything else ends the worker (patched for --seccomp-trace) */
-	KORE_BPF_RET(SECCOMP_RET_KILL_PROCESS)
+	/* anything else: SIGSYS (patched for --seccomp-trace) */
+	KORE_BPF_RET(SECCOMP_RET_TRAP)
 };
 
 #if defined(RS_CUDA)
@@ -556,9 +597,48 @@ static struct sock_filter filter_cuda[] = {
 };
 #endif
 
+/*
+ * SIGSYS from SECCOMP_RET_TRAP, in the thread that made the refused call:
+ * record its number for the parent, then die of SIGSYS as if the filter
+ * had killed the process (SA_RESETHAND made the action the default one,
+ * SA_NODEFER left the signal unblocked here, so the kill is taken on the
+ * way back from it).  Only calls the filter allows, all async-signal-safe.
+ * A thread that blocks SIGSYS cannot run this handler: the kernel then
+ * kills the process with SIGSYS itself, and the parent can only say that
+ * the worker died.  The engine threads block every signal but SIGSYS
+ * (serve_job.c) for that reason.
+ */
+static void
+sandbox_violation(int sig, siginfo_t *si, void *uc)
+{
+	struct timespec ts = { 1, 0 };
+
+	(void)uc;
+	fate->syscall = si->si_syscall;
+	(void)kill(getpid(), sig);
+	for (;;)
+		(void)nanosleep(&ts, NULL);
+}
+
+void
+serve_test_violation(void)
+{
+	/* harmless if let through (--seccomp-trace), never in the filter */
+	if (serve_cfg.test_violation)
+		(void)syscall(SYS_getsid, 0);
+}
+
 void
 kore_seccomp_hook(void)
 {
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sandbox_violation;
+	sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+	(void)sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) == -1)
+		fatalx("sigaction(SIGSYS): %s", errno_s);
 #if defined(RS_CUDA)
 	if (serve_cfg.backend != RS_BACKEND_CPU)
 		kore_seccomp_filter("rs-serve-cuda", filter_cuda,

@@ -195,6 +195,9 @@ defaults(struct serve_cfg *c)
 	rs_gen_opts_init(&c->gen);
 	if ((key = getenv("RS_API_KEY")) != NULL && *key != '\0')
 		c->api_key = dup_or_die(key);
+	/* tests/serve only: see serve_test_violation() */
+	key = getenv("RS_SERVE_TEST_VIOLATION");
+	c->test_violation = key != NULL && strcmp(key, "1") == 0;
 }
 
 /* The per-option part of serve_opts_parse(). */

@@ -374,7 +374,9 @@ serve_prep_start(void)
 	sigset_t	all, old;
 	int		rc;
 
+	/* as the engine thread (serve_job.c): every signal but SIGSYS */
 	sigfillset(&all);
+	sigdelset(&all, SIGSYS);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = pthread_create(&prep.thread, NULL, prep_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

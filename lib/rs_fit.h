@@ -1,0 +1,64 @@
+/*
+ * rs_fit.h - does a serving configuration fit in a device's memory?
+ *
+ * A server holds the engine (weights and scratch, rs_engine_memory()) and
+ * SLOTS sequence states of N_CTX positions each (rs_engine_state_plan():
+ * KV cache, MTP KV cache, recurrent state, snapshots, checkpoint).  Per
+ * slot, the KV caches grow linearly with the positions and the rest does
+ * not, so
+ *
+ *   need = weights + scratch + slots × (n_ctx × kv_per_pos + fixed)
+ *          + RS_FIT_RESERVE
+ *
+ * against the bytes the device had for all of it.  rs_fit_check() is the
+ * decision alone, on numbers the caller measured (cudaMemGetInfo through
+ * rs_engine_device_memory()), so it is tested without a GPU; when the
+ * configuration does not fit, it writes the explanation a user can act
+ * on: every term, and the largest --ctx and --slots that would fit.
+ *
+ * Pure functions: no allocation but MSG's, thread-safe.
+ */
+#ifndef RS_FIT_H
+#define RS_FIT_H
+
+#include <stdint.h>
+
+#include "rs_buf.h"
+#include "rs_state.h"
+
+/*
+ * Kept free beyond the plan: the allocator rounds each buffer up (2 MiB
+ * pages for cudaMalloc, a few dozen buffers per state) and the runtime
+ * allocates a little more on first use (CUDA graphs, kernel modules).
+ */
+#define RS_FIT_RESERVE	((uint64_t)256 << 20)
+
+struct rs_fit {
+	uint64_t		weights;	/* bytes, the engine's */
+	uint64_t		scratch;	/* bytes, the engine's */
+	struct rs_state_plan	slot;		/* one state at N_CTX */
+	int32_t			n_ctx;		/* positions per slot, >= 1 */
+	int			slots;		/* states, >= 1 */
+	uint64_t		avail;		/* bytes the device had for
+						   weights, scratch and states */
+};
+
+struct rs_fit_result {
+	uint64_t	need;		/* bytes, the formula above */
+	int64_t		max_slots;	/* states of N_CTX that fit; 0: none */
+	int32_t		max_ctx;	/* positions per slot that fit SLOTS
+					   states, rounded down to a multiple
+					   of 1024 above it; 0: none */
+};
+
+/*
+ * Whether F fits: 1 or 0.  RES (may be NULL) gets the numbers.  When it
+ * does not fit and MSG is not NULL, appends lines (each ending in '\n',
+ * no program name) saying what was needed and what was free, term by
+ * term in GiB, and the largest --slots at this --ctx and --ctx at these
+ * --slots.  DEVICE names the memory in the first line ("GPU").
+ */
+int		rs_fit_check(const struct rs_fit *f, const char *device,
+		    struct rs_fit_result *res, struct rs_buf *msg);
+
+#endif /* RS_FIT_H */
