@@ -146,7 +146,8 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->o.sample.bias = NULL;
 	g->o.sample.n_bias = 0;
 	if (g->o.prefill_chunk == 0)
-		g->o.prefill_chunk = 256;
+		g->o.prefill_chunk = rs_engine_max_batch(e) > 256 ?
+		    rs_engine_max_batch(e) : 256;
 	g->n_ctx = rs_state_n_ctx(st);
 	g->n_vocab = (int32_t)m->hp.n_vocab;
 	find_template(g, m);

@@ -116,7 +116,9 @@ struct rs_gen_opts {
 	   top_k 20, everything else off, seed 0 */
 	struct rs_sample_params	 sample;
 	/* prompt tokens per forward call, with a PROGRESS event after each
-	   (the cancellation points of a long prefill); 0: 256 */
+	   (the cancellation points of a long prefill); 0: the engine's
+	   chunk (rs_engine_max_batch(): 2048 on the GPU, where prefill on
+	   tensor cores wants long calls), at least 256 */
 	int32_t			 prefill_chunk;
 	/* 0: one forward pass per token.  K in 1..16: speculative decoding
 	   with prompt-lookup drafts (rs_draft.h): each pass verifies up to

@@ -111,6 +111,35 @@ alloc_buffers(struct buffers *b, int64_t len, int64_t n, int64_t vocab,
 }
 
 /*
+ * Tokens FROM .. TO − 1 of TOKENS on ST in calls of at most STEP tokens:
+ * logits of every row at LG (row FROM first), hidden rows at HID + embd
+ * (row FROM first: HID keeps the zeros of position 0), then the MTP
+ * catch-up over the same calls into MTP (row FROM first) when not NULL.
+ */
+static enum rs_status
+run_calls(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t from, int32_t to, int32_t step, float *lg, float *hid,
+    float *mtp, struct rs_err *err)
+{
+	const int64_t	 vocab = rs_engine_model(e)->hp.n_vocab;
+	const int64_t	 embd = rs_engine_model(e)->hp.n_embd;
+	enum rs_status	 s;
+
+	for (int32_t i = from; i < to; i += step) {
+		int32_t c = to - i < step ? to - i : step;
+		int64_t r = i - from;
+
+		if ((s = rs_engine_forward(e, st, tokens + i, c, lg + r * vocab,
+		    RS_LOGITS_ALL, hid + (i + 1) * embd, err)) != RS_OK)
+			return (s);
+		if (mtp != NULL && (s = rs_engine_mtp_batch(e, st, tokens + i, c,
+		    i, hid + i * embd, mtp + r * vocab, NULL, err)) != RS_OK)
+			return (s);
+	}
+	return (RS_OK);
+}
+
+/*
  * Steps 1-3 on state ST: verify, accept, truncate, continue.  Leaves the
  * final sequence in b->seq and its logits in b->lg_spec / b->mtp_spec.
  */
@@ -123,16 +152,18 @@ speculative(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	const int64_t	 embd = rs_engine_model(e)->hp.n_embd;
 	int32_t		*amax, keep, next;
 	enum rs_status	 s;
-	double		 t0 = now_ms();
+	double		 t0;
 
 	/* hid row 0 stays zero: the MTP input of position 0 (§6.2) */
-	if ((s = rs_engine_forward(e, st, tokens, n, b->lg_spec, RS_LOGITS_ALL,
-	    b->hid + embd, err)) != RS_OK)
+	if ((s = run_calls(e, st, tokens, 0, prefix, prefix, b->lg_spec,
+	    b->hid, b->mtp_spec, err)) != RS_OK)
+		return (s);
+	t0 = now_ms();
+	if ((s = run_calls(e, st, tokens, prefix, n, RS_ENGINE_EXACT_MAX,
+	    b->lg_spec + prefix * vocab, b->hid, b->mtp_spec == NULL ? NULL :
+	    b->mtp_spec + prefix * vocab, err)) != RS_OK)
 		return (s);
 	rep->verify_ms = now_ms() - t0;
-	if (b->mtp_spec != NULL && (s = rs_engine_mtp_batch(e, st, tokens, n,
-	    0, b->hid, b->mtp_spec, NULL, err)) != RS_OK)
-		return (s);
 	if ((amax = malloc((size_t)n * sizeof(*amax))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	for (int32_t i = 0; i < n; i++)
@@ -162,17 +193,25 @@ speculative(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	return (RS_OK);
 }
 
-/* Step 4: the LEN tokens of b->seq one at a time on a fresh state. */
+/*
+ * Step 4 on a fresh state: the PREFIX first tokens of b->seq in one call
+ * (b->hid is free again for its hidden rows), then the rest of the LEN
+ * one at a time.
+ */
 static enum rs_status
-sequential(struct rs_engine *e, struct rs_state *st, int32_t len,
-    struct buffers *b, struct rs_err *err)
+sequential(struct rs_engine *e, struct rs_state *st, int32_t prefix,
+    int32_t len, struct buffers *b, struct rs_err *err)
 {
 	const int64_t	 vocab = rs_engine_model(e)->hp.n_vocab;
 	const int64_t	 embd = rs_engine_model(e)->hp.n_embd;
 	enum rs_status	 s;
 
-	memset(b->h_prev, 0, (size_t)embd * sizeof(float));
-	for (int32_t p = 0; p < len; p++) {
+	memset(b->hid, 0, (size_t)embd * sizeof(float));
+	if ((s = run_calls(e, st, b->seq, 0, prefix, prefix, b->lg_seq, b->hid,
+	    b->mtp_seq, err)) != RS_OK)
+		return (s);
+	memcpy(b->h_prev, b->hid + prefix * embd, (size_t)embd * sizeof(float));
+	for (int32_t p = prefix; p < len; p++) {
 		if ((s = rs_engine_forward(e, st, &b->seq[p], 1,
 		    b->lg_seq + p * vocab, RS_LOGITS_LAST, b->h_cur,
 		    err)) != RS_OK)
@@ -233,7 +272,7 @@ rs_verify_check_rollback(struct rs_engine *e, const int32_t *tokens,
 		goto done;
 	len = prefix + rep->accepted + extra;
 	t0 = now_ms();
-	if ((s = sequential(e, seq, len, &b, err)) != RS_OK)
+	if ((s = sequential(e, seq, prefix, len, &b, err)) != RS_OK)
 		goto done;
 	rep->sequential_ms = now_ms() - t0;
 	rep->n_compared = len;

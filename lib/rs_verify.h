@@ -53,7 +53,7 @@ struct rs_rollback_check {
 				   ‖plain‖₂ over all compared rows */
 	double	mtp_rel_err;	/* the same for the MTP logits; −1 when the
 				   model has no MTP block */
-	double	verify_ms;	/* the one-pass verification */
+	double	verify_ms;	/* the verification passes (step 1) */
 	double	sequential_ms;	/* the plain run */
 };
 
@@ -61,15 +61,19 @@ struct rs_rollback_check {
  * Check the invariant for TOKENS (N tokens, the first PREFIX context, the
  * other k = N − PREFIX >= 1 candidates):
  *
- *  1. one pass over all N tokens on a state with k + 1 snapshots, logits
- *     of every row, MTP catch-up over the same tokens (hidden rows shifted
- *     by one, zeros first: §6.3);
+ *  1. the prefix in one call (a prompt), then the k candidates in
+ *     verification passes of at most RS_ENGINE_EXACT_MAX tokens (one pass
+ *     when k < RS_ENGINE_EXACT_MAX; longer calls are prompts, which a
+ *     backend may compute on another path), on a state with k + 1
+ *     snapshots, logits of every row, MTP catch-up over the same tokens in
+ *     the same calls (hidden rows shifted by one, zeros first: §6.3);
  *  2. accept j candidates by the greedy rule, rs_state_truncate() to
  *     PREFIX + j (this must hit a snapshot);
  *  3. decode EXTRA more tokens greedily from there, one at a time, with
  *     an MTP step each (its input: the previous position's hidden row);
- *  4. run the resulting PREFIX + j + EXTRA tokens one at a time on a fresh
- *     state, trunk and MTP, and compare the logits of every position.
+ *  4. run the resulting PREFIX + j + EXTRA tokens on a fresh state, the
+ *     prefix in one call as in 1 and the rest one at a time, trunk and
+ *     MTP, and compare the logits of every position.
  *
  * States of N_CTX positions (0: the model's context_length) and buffers
  * are allocated here and freed before returning.  Fails with RS_ERR_
