@@ -59,6 +59,10 @@ struct cuda {
 	float	*x, *h, *y, *mixed, *u, *z, *bb, *aa, *mix, *qg, *kk, *vv;
 	float	*fg, *fu, *cat, *attn, *logits;
 	struct rs_k_mm *mm;	/* prefill products (max_batch > EXACT_ROWS) */
+	/* the input rs_k_mm holds in f16 (MM_ROWS rows of MM_WIDTH at MM_SRC,
+	   MM_LD apart); MM_SRC NULL: none */
+	const float *mm_src;
+	int64_t	 mm_width, mm_ld, mm_rows;
 	/* XQ_ROWS rows of XQ_WIDTH values at XQ_SRC (XQ_LD apart) in the
 	   16-bit format of rs_xq.h: the input of the next products; XQ_SRC
 	   NULL: none */
@@ -162,16 +166,32 @@ dvec(const struct rs_engine *e, const struct rs_gguf_tensor *t)
 }
 
 /*
- * Where the next kernel writes X (N rows of WIDTH, LDX apart) in the
- * 16-bit format, for the products that read X next (their integer path,
- * rs_k_matvec); NULL when WIDTH is not a multiple of 32 (the f32 path).
- * One conversion serves every product of the same input (q, k, v; gate
- * and up).
+ * Rows of the logits and attention-partial buffers: the exact path's
+ * longest call, the most rows of logits a call computes at once.
+ */
+#define EXACT_ROWS	RS_ENGINE_EXACT_MAX
+
+/* Whether a call of N tokens takes the prefill path. */
+static int
+prefill_path(int64_t n)
+{
+	return (n > RS_ENGINE_EXACT_MAX);
+}
+
+/*
+ * The next kernel writes X (N rows of WIDTH, LDX apart), the input of the
+ * products that follow.  On the exact path it also writes X in the 16-bit
+ * format of their integer path (rs_k_matvec) where this returns: NULL when
+ * WIDTH is not a multiple of 32 (the f32 path) or on the prefill path,
+ * whose products convert X to f16 themselves (mv).  Either conversion
+ * serves every product of the same input (q, k, v; gate and up); this call
+ * also forgets the last one's.
  */
 static void *
 xq_for(struct cuda *c, const float *x, int64_t ldx, int64_t width, int64_t n)
 {
-	c->xq_src = width % RS_XQ_BLOCK == 0 ? x : NULL;
+	c->mm_src = NULL;
+	c->xq_src = width % RS_XQ_BLOCK == 0 && !prefill_path(n) ? x : NULL;
 	c->xq_width = width;
 	c->xq_ld = ldx;
 	c->xq_rows = n;
@@ -205,19 +225,6 @@ xq_of(const struct cuda *c, const float *x, int64_t ldx, int64_t width,
 }
 
 /*
- * Rows of the logits and attention-partial buffers: the exact path's
- * longest call, the most rows of logits a call computes at once.
- */
-#define EXACT_ROWS	RS_ENGINE_EXACT_MAX
-
-/* Whether a call of N tokens takes the prefill path. */
-static int
-prefill_path(int64_t n)
-{
-	return (n > RS_ENGINE_EXACT_MAX);
-}
-
-/*
  * Y (+)= W·X for N tokens: on tensor cores for a prefill chunk, else in
  * matvec launches of up to 16 columns, on X's integer form if X is part of
  * what was last converted, else on X.
@@ -232,9 +239,20 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 	const uint8_t *xq = xq_of(c, x, ldx, w->n_in, n);
 	enum rs_status st;
 
-	if (prefill_path(n))
+	if (prefill_path(n)) {
+		if (x != c->mm_src || ldx != c->mm_ld || n != c->mm_rows ||
+		    w->n_in != c->mm_width) {
+			if ((st = rs_k_mm_input(c->mm, x, ldx, w->n_in, (int)n,
+			    c->s, err)) != RS_OK)
+				return (st);
+			c->mm_src = x;
+			c->mm_ld = ldx;
+			c->mm_rows = n;
+			c->mm_width = w->n_in;
+		}
 		return (rs_k_mm(c->mm, w->d, w->type, w->n_in, w->n_out,
-		    w->row_bytes, x, ldx, y, ldy, (int)n, acc, c->s, err));
+		    w->row_bytes, y, ldy, acc, c->s, err));
+	}
 	for (int64_t i = 0; i < n; i += RS_K_MATVEC_MAX_COLS) {
 		int k = (int)(n - i < RS_K_MATVEC_MAX_COLS ? n - i :
 		    RS_K_MATVEC_MAX_COLS);
@@ -408,6 +426,9 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 
 	for (int64_t r = from; r < n; r += EXACT_ROWS) {
 		int64_t k = n - r < EXACT_ROWS ? n - r : EXACT_ROWS;
+		/* a prefill's final norm left no 16-bit rows */
+		if (xq_of(c, c->h + r * d, d, d, k) == NULL)
+			TRY(quant(e, c->h + r * d, d, d, k, err));
 		for (int64_t i = 0; i < k; i += RS_K_MATVEC_MAX_COLS) {
 			int64_t j = k - i < RS_K_MATVEC_MAX_COLS ? k - i :
 			    RS_K_MATVEC_MAX_COLS;
@@ -705,8 +726,7 @@ rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
 	for (int i = 0; i < N_SBUF; i++)
 		bytes += (uint64_t)bufs[i].n * sizeof(float);
 	if (b > RS_ENGINE_EXACT_MAX)
-		bytes += rs_k_mm_plan(wide, (int)b, RS_K_MM_WBUDGET,
-		    RS_K_MM_TBUDGET);
+		bytes += rs_k_mm_plan(wide, (int)b, RS_K_MM_WBUDGET);
 	return (bytes);
 }
 
@@ -729,7 +749,7 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 	c->scratch_bytes += xq_bytes;
 	if (b > RS_ENGINE_EXACT_MAX) {
 		enum rs_status s = rs_k_mm_new(wide, (int)b, RS_K_MM_WBUDGET,
-		    RS_K_MM_TBUDGET, &c->mm, err);
+		    &c->mm, err);
 		if (s != RS_OK)
 			return (s);
 		c->scratch_bytes += rs_k_mm_bytes(c->mm);

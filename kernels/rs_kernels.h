@@ -53,49 +53,48 @@ enum rs_status	rs_k_matvec(const void *d_w, int type, int64_t n_in,
 
 /*
  * Y (+)= W·X as rs_k_matvec, for any number of token columns, on tensor
- * cores through cuBLAS: X and W rounded to f16 (X with a power-of-two
- * scale per token), f32 accumulation; within ~1e-3 relative of the f32
- * product, not bit-identical to rs_k_matvec, so only for prefill chunks.
- * A struct rs_k_mm holds cuBLAS (loaded at run time: $RS_CUBLAS, else
- * libcublas.so.13 or .12) and the scratch for inputs of up to MAX_IN
- * values and MAX_TOK tokens: WBUDGET f16 values of decoded weights (W is
- * taken in pieces of rows that fit, at least 64) and TBUDGET f32 products
- * (pieces × tokens); the engine gives RS_K_MM_WBUDGET and RS_K_MM_TBUDGET.
+ * cores through cuBLAS: X and W rounded to f16 (X with one power-of-two
+ * scale), f32 accumulation; within ~1e-3 relative of the f32 product, not
+ * bit-identical to rs_k_matvec, so only for prefill chunks.  A struct
+ * rs_k_mm holds cuBLAS (loaded at run time: $RS_CUBLAS, else
+ * libcublas.so.13 or .12), the f16 copy of an input of up to MAX_IN values
+ * and MAX_TOK tokens, and WBUDGET f16 values of decoded weights (W is
+ * taken in pieces of rows that fit, at least 64; the engine gives
+ * RS_K_MM_WBUDGET).  rs_k_mm_input() converts X (n_tok, ldx), which then
+ * serves every rs_k_mm() of N_IN inputs until the next rs_k_mm_input().
  * On failure *OUT may still need rs_k_mm_free().  N_IN a multiple of 8.
- * RS_ERR_UNSUPPORTED when cuBLAS is missing.  gemm.cu.
+ * rs_k_mm_new fails with RS_ERR_UNSUPPORTED when cuBLAS is missing.
+ * rs_k_mm_bytes: the device bytes of one; rs_k_mm_plan: of one to be.
+ * gemm.cu.
  */
 #define RS_K_MM_WBUDGET	((int64_t)48 << 20)
-#define RS_K_MM_TBUDGET	((int64_t)32 << 20)
 struct rs_k_mm;
 enum rs_status	rs_k_mm_new(int64_t max_in, int max_tok, int64_t wbudget,
-		    int64_t tbudget, struct rs_k_mm **out, struct rs_err *err);
+		    struct rs_k_mm **out, struct rs_err *err);
 void		rs_k_mm_free(struct rs_k_mm *m);
-/* Bytes of an rs_k_mm: rs_k_mm_bytes of one, rs_k_mm_plan of one to be. */
 size_t		rs_k_mm_bytes(const struct rs_k_mm *m);
-size_t		rs_k_mm_plan(int64_t max_in, int max_tok, int64_t wbudget,
-		    int64_t tbudget);
+size_t		rs_k_mm_plan(int64_t max_in, int max_tok, int64_t wbudget);
+enum rs_status	rs_k_mm_input(struct rs_k_mm *m, const float *d_x,
+		    int64_t ldx, int64_t n_in, int n_tok, cudaStream_t stream,
+		    struct rs_err *err);
 enum rs_status	rs_k_mm(struct rs_k_mm *m, const void *d_w, int type,
-		    int64_t n_in, int64_t n_out, int64_t row_bytes,
-		    const float *d_x, int64_t ldx, float *d_y, int64_t ldy,
-		    int n_tok, int accumulate, cudaStream_t stream,
+		    int64_t n_in, int64_t n_out, int64_t row_bytes, float *d_y,
+		    int64_t ldy, int accumulate, cudaStream_t stream,
 		    struct rs_err *err);
 
 /*
- * rs_k_mm's steps (mm_conv.cu).  X16: rows of X (n_tok, ldx) as f16
- * (n_tok, n), each times a power of two s_t that brings its largest
- * magnitude to [2^12, 2^13), and INV_S[t] = 1/s_t.  W16: rows R0 ..
- * R0 + N_ROWS − 1 of W (any type with a device decoder) as f16 (n_rows,
- * n_in).  STORE: y[t][r] (+)= T[t·n_rows + r]·INV_S[t].
+ * rs_k_mm's conversions (mm_conv.cu).  X16: rows of X (n_tok, ldx) as f16
+ * (n_tok, n) dense, times one power of two s that brings their largest
+ * magnitude to [2^12, 2^13) (*D_AMAX, device scratch, ends as its bits),
+ * and *D_ALPHA = 1/s.  W16: rows R0 .. R0 + N_ROWS − 1 of W (any type with
+ * a device decoder) as f16 (n_rows, n_in).
  */
 enum rs_status	rs_k_mm_x16(const float *d_x, int64_t ldx, int64_t n,
-		    int n_tok, void *d_x16, float *d_inv_s, cudaStream_t stream,
-		    struct rs_err *err);
+		    int n_tok, void *d_x16, unsigned int *d_amax,
+		    float *d_alpha, cudaStream_t stream, struct rs_err *err);
 enum rs_status	rs_k_mm_w16(const void *d_w, int type, int64_t n_in,
 		    int64_t row_bytes, int64_t r0, int64_t n_rows, void *d_w16,
 		    cudaStream_t stream, struct rs_err *err);
-enum rs_status	rs_k_mm_store(const float *d_t, int64_t n_rows, int n_tok,
-		    const float *d_inv_s, float *d_y, int64_t ldy,
-		    int accumulate, cudaStream_t stream, struct rs_err *err);
 
 /*
  * The N_TOK rows of X (n_tok, ldx), N values each (a multiple of 32), into
