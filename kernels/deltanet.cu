@@ -15,18 +15,19 @@
  * threads hold one column, DK / DN_SPLIT rows each, in registers for the
  * whole call: every step is a per-thread loop over those rows with q and k
  * broadcast from shared memory, and two shuffles join the parts of each
- * dot product.  Each block normalises q and k itself (one reduction of
- * both squares per token).  S is read and written once per call: 27B, 48
- * heads × 64 KB per layer, 151 MB per token for 48 layers, read + written
- * (about 2% of the weight bytes).
+ * dot product.  S is read and written once per call: 27B, 48 heads × 64 KB
+ * per layer, 151 MB per token for 48 layers, read + written (about 2% of
+ * the weight bytes).
  *
  * A prompt chunk is one launch walking its tokens in order, so what counts
- * is the latency of a token: two block barriers (q and k double-buffered
- * by token parity, so no third), 32-long FMA chains, and the next token's
- * q, k, v, β and α loaded while the current one is computed.  Measured
- * before this layout (one block of 256 threads per head, 64-long chains,
- * four barriers a token): 2.0 µs a token and layer on the H200, 42 % of a
- * 2,048-token 27B prefill chunk (docs/perf-log.md).
+ * is the latency of a token.  Tokens are staged DN_STAGE at a time: one
+ * coalesced load of their q, k, v, β and α into shared memory, the L2
+ * norms a warp a token, then the tokens run from shared memory with no
+ * barrier and no memory round trip between them: two 32-long FMA chains
+ * and four shuffles a token.  Measured on the H200 (docs/perf-log.md):
+ * one block of 256 threads per head with per-token loads and four barriers
+ * a token took 2.0 µs a token and layer, 42 % of a 2,048-token 27B
+ * prefill chunk; the same split over 4 blocks a head, 2.6 µs.
  *
  * Every sum runs in one order whatever T is, so a batch equals single
  * steps bit for bit.  Snapshots copy S after the token at position
@@ -42,51 +43,55 @@
 #define DN_SPLIT	4	/* threads per column */
 #define DN_THREADS	(DN_COLS * DN_SPLIT)
 #define DN_WARPS	(DN_THREADS / RS_WARP)
-
-/* What thread e = threadIdx.x (column j) reads of token t. */
-struct dn_in {
-	float q, k, v, b, a;
-};
-
-template <int DK>
-static __device__ __forceinline__ struct dn_in
-dn_load(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
-    const float *__restrict__ aa, int64_t ldba, int m, int n, int n_kh, int j,
-    int t)
-{
-	const float *ut = u + t * ldu;
-	int e = threadIdx.x;
-	struct dn_in r;
-
-	r.q = e < DK ? ut[m * DK + e] : 0.0f;
-	r.k = e < DK ? ut[n_kh * DK + m * DK + e] : 0.0f;
-	r.v = ut[2 * n_kh * DK + n * DK + j];
-	r.b = bb[t * ldba + n];
-	r.a = aa[t * ldba + n];
-	return (r);
-}
+#define DN_STAGE	32	/* tokens staged in shared memory at once */
 
 /*
- * Σ q² and Σ k² over the block into *QS and *KS in every thread; RED is
- * this token's 2 × DN_WARPS floats of shared memory.
+ * Stage tokens T0 .. T0 + NT − 1 in shared memory: q and k of head M
+ * L2-normalised, this block's DN_COLS values of v, β and the decay e^g.
+ * Three barriers for NT tokens; the first keeps the previous stage until
+ * every thread is done with it.
  */
+template <int DK>
 static __device__ __forceinline__ void
-dn_norms(float q2, float k2, float (*red)[DN_WARPS], float *qs, float *ks)
+dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
+    const float *__restrict__ aa, int64_t ldba, float dtn, float an, int m,
+    int n, int n_kh, int j0, int t0, int nt, float eps, float (*sq)[DK],
+    float (*sk)[DK], float (*sv)[DN_COLS], float *sbeta, float *sdecay)
 {
 	const int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
 
-	q2 = warp_sum(q2);
-	k2 = warp_sum(k2);
-	if (lane == 0) {
-		red[0][warp] = q2;
-		red[1][warp] = k2;
+	__syncthreads();
+	for (int i = threadIdx.x; i < nt * DK; i += DN_THREADS) {
+		const float *ut = u + (int64_t)(t0 + i / DK) * ldu;
+		sq[i / DK][i % DK] = ut[m * DK + i % DK];
+		sk[i / DK][i % DK] = ut[n_kh * DK + m * DK + i % DK];
+	}
+	for (int i = threadIdx.x; i < nt * DN_COLS; i += DN_THREADS)
+		sv[i / DN_COLS][i % DN_COLS] = u[(int64_t)(t0 + i / DN_COLS) *
+		    ldu + 2 * n_kh * DK + n * DK + j0 + i % DN_COLS];
+	if (threadIdx.x < nt) {
+		int64_t t = t0 + threadIdx.x;
+		float x = aa[t * ldba + n] + dtn;
+		sbeta[threadIdx.x] = sigmoid_f(bb[t * ldba + n]);
+		sdecay[threadIdx.x] = expf((x > 20.0f ? x : log1pf(expf(x))) *
+		    an);
 	}
 	__syncthreads();
-	*qs = *ks = 0.0f;
-	for (int w = 0; w < DN_WARPS; w++) {
-		*qs += red[0][w];
-		*ks += red[1][w];
+	/* a warp a token: ‖q‖ and ‖k‖, then x / max(‖x‖, eps) in place */
+	for (int t = warp; t < nt; t += DN_WARPS) {
+		float q2 = 0.0f, k2 = 0.0f;
+		for (int e = lane; e < DK; e += RS_WARP) {
+			q2 += sq[t][e] * sq[t][e];
+			k2 += sk[t][e] * sk[t][e];
+		}
+		float qn = fmaxf(sqrtf(warp_sum(q2)), eps);
+		float kn = fmaxf(sqrtf(warp_sum(k2)), eps);
+		for (int e = lane; e < DK; e += RS_WARP) {
+			sq[t][e] = sq[t][e] / qn;
+			sk[t][e] = sk[t][e] / kn;
+		}
 	}
+	__syncthreads();
 }
 
 template <int DK>
@@ -98,70 +103,63 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
     int64_t snap_stride, int n_snap, const int32_t *__restrict__ params)
 {
 	const int R = DK / DN_SPLIT;	/* rows of S per thread */
-	/* by token parity: token t + 2 rewrites what token t read only after
-	   every thread passed token t + 1's barriers */
-	__shared__ float sq[2][DK], sk[2][DK], red[2][2][DN_WARPS];
-	const int n = blockIdx.x, m = n % n_kh, e = threadIdx.x;
-	const int j = blockIdx.y * DN_COLS + threadIdx.x / DN_SPLIT;
-	const int i0 = (threadIdx.x % DN_SPLIT) * R;
+	__shared__ float sq[DN_STAGE][DK], sk[DN_STAGE][DK];
+	__shared__ float sv[DN_STAGE][DN_COLS], sbeta[DN_STAGE],
+	    sdecay[DN_STAGE];
+	const int n = blockIdx.x, m = n % n_kh, j0 = blockIdx.y * DN_COLS;
+	const int jl = threadIdx.x / DN_SPLIT, j = j0 + jl;
+	/* rows sp, sp + DN_SPLIT, ...: the DN_SPLIT threads of a column read
+	   neighbouring words of q and k (distinct banks) */
+	const int sp = threadIdx.x % DN_SPLIT;
+	const int p0 = params[0], snap_from = params[1];
 	float	s[R];
 	float	*S = s_all + (int64_t)n * DK * DK;
-	const float scale = rsqrtf((float)DK), dtn = dt[n], an = ssm_a[n];
+	const float scale = rsqrtf((float)DK);
 
-	static_assert(DK >= DN_COLS && DK <= DN_THREADS, "deltanet: DK");
+	static_assert(DK % DN_COLS == 0 && DK % DN_SPLIT == 0, "deltanet: DK");
 #pragma unroll
 	for (int i = 0; i < R; i++)
-		s[i] = S[(i0 + i) * DK + j];
-	struct dn_in cur = dn_load<DK>(u, ldu, bb, aa, ldba, m, n, n_kh, j, 0);
-	for (int t = 0; t < n_tok; t++) {
-		const int b = t & 1;
-		struct dn_in nxt = cur;
-		if (t + 1 < n_tok)
-			nxt = dn_load<DK>(u, ldu, bb, aa, ldba, m, n, n_kh, j,
-			    t + 1);
-		float qs, ks;
-		dn_norms(cur.q * cur.q, cur.k * cur.k, red[b], &qs, &ks);
-		if (e < DK) {
-			sq[b][e] = cur.q / fmaxf(sqrtf(qs), eps);
-			sk[b][e] = cur.k / fmaxf(sqrtf(ks), eps);
-		}
-		__syncthreads();
-		float beta = sigmoid_f(cur.b);
-		float x = cur.a + dtn;
-		float decay = expf((x > 20.0f ? x : log1pf(expf(x))) * an);
-		float r = 0.0f;
+		s[i] = S[(i * DN_SPLIT + sp) * DK + j];
+	for (int t0 = 0; t0 < n_tok; t0 += DN_STAGE) {
+		const int nt = n_tok - t0 < DN_STAGE ? n_tok - t0 : DN_STAGE;
+		dn_stage<DK>(u, ldu, bb, aa, ldba, dt[n], ssm_a[n], m, n, n_kh,
+		    j0, t0, nt, eps, sq, sk, sv, sbeta, sdecay);
+		for (int tt = 0; tt < nt; tt++) {
+			const float decay = sdecay[tt];
+			float r = 0.0f;
 #pragma unroll
-		for (int i = 0; i < R; i++) {
-			s[i] *= decay;
-			r += s[i] * sk[b][i0 + i];
-		}
-		for (int k = 1; k < DN_SPLIT; k <<= 1)
-			r += __shfl_xor_sync(0xffffffffu, r, k);
-		float delta = beta * (cur.v - r);
-		float acc = 0.0f;
+			for (int i = 0; i < R; i++) {
+				s[i] *= decay;
+				r += s[i] * sk[tt][i * DN_SPLIT + sp];
+			}
+			for (int k = 1; k < DN_SPLIT; k <<= 1)
+				r += __shfl_xor_sync(0xffffffffu, r, k);
+			float delta = sbeta[tt] * (sv[tt][jl] - r);
+			float acc = 0.0f;
 #pragma unroll
-		for (int i = 0; i < R; i++) {
-			s[i] += sk[b][i0 + i] * delta;
-			acc += s[i] * sq[b][i0 + i];
-		}
-		for (int k = 1; k < DN_SPLIT; k <<= 1)
-			acc += __shfl_xor_sync(0xffffffffu, acc, k);
-		if (i0 == 0)
-			o[(int64_t)t * n_vh * DK + (int64_t)n * DK + j] =
-			    acc * scale;
-		int p = params[0] + t;
-		if (snap != NULL && p >= params[1]) {
-			float *dst = snap + (int64_t)(p % n_snap) * snap_stride +
-			    (int64_t)n * DK * DK;
+			for (int i = 0; i < R; i++) {
+				s[i] += sk[tt][i * DN_SPLIT + sp] * delta;
+				acc += s[i] * sq[tt][i * DN_SPLIT + sp];
+			}
+			for (int k = 1; k < DN_SPLIT; k <<= 1)
+				acc += __shfl_xor_sync(0xffffffffu, acc, k);
+			const int t = t0 + tt;
+			if (sp == 0)
+				o[(int64_t)t * n_vh * DK + (int64_t)n * DK + j] =
+				    acc * scale;
+			const int p = p0 + t;
+			if (snap != NULL && p >= snap_from) {
+				float *dst = snap + (int64_t)(p % n_snap) *
+				    snap_stride + (int64_t)n * DK * DK;
 #pragma unroll
-			for (int i = 0; i < R; i++)
-				dst[(i0 + i) * DK + j] = s[i];
+				for (int i = 0; i < R; i++)
+					dst[(i * DN_SPLIT + sp) * DK + j] = s[i];
+			}
 		}
-		cur = nxt;
 	}
 #pragma unroll
 	for (int i = 0; i < R; i++)
-		S[(i0 + i) * DK + j] = s[i];
+		S[(i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
 extern "C" enum rs_status
