@@ -417,9 +417,11 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	int64_t		 n_rows = (int64_t)n_tok * (n_head / n_head_kv);
 	dim3		 grid((unsigned)n_head_kv,
 			     (unsigned)((n_rows + FA_BR - 1) / FA_BR));
-	cudaError_t	 e;
 
-	e = cudaFuncSetAttribute(attn_prefill_kernel<D, DV>,
+	/* a host runtime call: NVRTC's check of the kernels (scripts/
+	   cuda129-nvrtc.sh, device runtime only) compiles without it */
+#ifndef __CUDACC_RTC__
+	cudaError_t e = cudaFuncSetAttribute(attn_prefill_kernel<D, DV>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();	/* not sticky: clear it */
@@ -427,6 +429,7 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 		    "shared memory for head dim %d: %s", bytes, D,
 		    cudaGetErrorString(e)));
 	}
+#endif
 	attn_prefill_kernel<D, DV><<<grid, FA_THREADS, bytes, stream>>>(d_q,
 	    ldq, qs, gate_off, d_kc, d_vc, n_head, n_head_kv, n_tok, d_params,
 	    scale, d_o);
