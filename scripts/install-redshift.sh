@@ -358,8 +358,7 @@ fetch_model() {
 	case $model_from in
 	here) return ;;
 	cache)
-		[ -d "$ROOT$MODEL_DIR" ] || record dir "$MODEL_DIR"
-		act mkdir -p "$ROOT$MODEL_DIR"
+		make_dirs "$MODEL_DIR"
 		act cp --reflink=auto "$(hf_cache)" "$ROOT$model"
 		record model "$model"
 		[ "$dry" = 1 ] || verified "$ROOT$model" "$model_size" "$model_sha256" ||
@@ -369,12 +368,22 @@ fetch_model() {
 	esac
 }
 
+# mkdir -p that records each directory it creates, parents first
+make_dirs() {
+	local d='' rest=${1#/}/
+	while [ -n "$rest" ]; do
+		d=$d/${rest%%/*}
+		rest=${rest#*/}
+		[ -d "$ROOT$d" ] || record dir "$d"
+	done
+	act mkdir -p "$ROOT$1"
+}
+
 # curl resumes a partial .part file (-C -); the file is renamed into place
 # only once its size and SHA-256 are right.
 download() {
 	local url=$1 dst=$2 size=$3 sha=$4
-	[ -d "$ROOT$MODEL_DIR" ] || record dir "$MODEL_DIR"
-	act mkdir -p "$ROOT$MODEL_DIR"
+	make_dirs "$MODEL_DIR"
 	act curl -fL --retry 5 --retry-all-errors -C - --progress-bar \
 	    -o "$ROOT$dst.part" "$url"
 	[ "$dry" = 1 ] && return
@@ -631,9 +640,10 @@ save_state() {
 	done
 }
 
-# ln + rename(2) replaces the link in one step: no moment without one
+# ln + rename(2) replaces the link in one step: no moment without one.
+# The link is relative (releases/ID), so /opt/redshift can be moved whole.
 switch_to() {
-	act ln -sfn "$1" "$ROOT$BASE/current.new"
+	act ln -sfn "releases/${1##*/}" "$ROOT$BASE/current.new"
 	act mv -T "$ROOT$BASE/current.new" "$ROOT$BASE/current"
 }
 
@@ -713,7 +723,7 @@ rollback() {
 		systemctl restart redshift.service
 		[ ! -f "$ROOT$UNITDIR/redshift-tls.service" ] ||
 		    systemctl restart redshift-tls.service
-		say "back on $prev_release; the failed one stays in $release for inspection"
+		say "back on $BASE/$prev_release; the failed one stays in $release for inspection"
 	else
 		rm -f "$ROOT$BASE/current"
 		systemctl daemon-reload
@@ -736,12 +746,11 @@ copilot_config() {
 
 # keep the active release and the one before it
 prune_releases() {
-	local r keep1 keep2
-	keep1=$(readlink "$ROOT$BASE/current" 2>/dev/null || true)
-	keep2=$prev_release
+	local r keep
+	keep=$(readlink "$ROOT$BASE/current" 2>/dev/null || true)
 	for r in "$ROOT$BASE"/releases/*; do
 		[ -d "$r" ] || continue
-		case ${r#"$ROOT"} in "$keep1"|"$keep2") continue ;; esac
+		case releases/${r##*/} in "$keep"|"$prev_release") continue ;; esac
 		act rm -rf "$r"
 	done
 	act rm -f "$ROOT$BASE"/*.prev
