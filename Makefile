@@ -73,7 +73,8 @@ LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
-.PHONY: all lib cmds test test-unit test-man test-serve test-cuda volta asan fuzz \
+.PHONY: all lib cmds test test-unit test-man test-serve test-install test-cuda \
+	volta asan fuzz \
 	install clean config
 all: config lib cmds
 
@@ -158,7 +159,7 @@ $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
-test: all $(BUILD)/tests/check_all test-man test-serve
+test: all $(BUILD)/tests/check_all test-man test-serve test-install
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
 
 # GPU tests: kernels against their CPU oracles and the engine end to end.
@@ -193,6 +194,11 @@ test-man: cmds
 test-serve: cmds
 	RS_BIN=$(BUILD)/bin PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q \
 	    -p no:cacheprovider tests/serve
+
+# scripts/install-redshift.sh and uninstall-redshift.sh in a fake root with
+# PATH shims (tests/install/run.sh): nothing is downloaded, built or started.
+test-install:
+	bash tests/install/run.sh
 
 asan:
 	$(MAKE) BUILD=build-asan CUDA=0 OPT=-O1 \

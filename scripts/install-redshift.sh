@@ -542,6 +542,7 @@ NoNewPrivileges=yes
 ProtectSystem=strict
 ProtectHome=yes
 PrivateTmp=yes
+PrivateMounts=yes
 ProtectKernelTunables=yes
 ProtectKernelModules=yes
 ProtectKernelLogs=yes
@@ -565,9 +566,10 @@ EOF
 }
 
 serve_unit() {
-	local listen=$host listen_port=$port env_line=
+	local listen=$host listen_port=$port env_line='' caps=''
 	[ -z "$api_key_file" ] || env_line="EnvironmentFile=$ETC/api-key.env"
 	tls_on && listen=127.0.0.1 listen_port=$internal_port
+	[ "$listen_port" -ge 1024 ] || caps=CAP_NET_BIND_SERVICE
 	cat <<EOF
 $MARK
 [Unit]
@@ -580,6 +582,10 @@ Wants=network-online.target
 Type=simple
 User=$SVC_USER
 Group=$SVC_USER
+# CUDA loads nvidia-uvm and makes its device node through the setuid
+# nvidia-modprobe, which NoNewPrivileges stops: do it first, privileged
+# ("+"), and go on where the node exists already or the tool is missing ("-")
+ExecStartPre=-+/usr/bin/nvidia-modprobe -u -c=0
 ExecStart=$BASE/current/build/bin/rs-serve -m $model --host $listen --port $listen_port --ctx $ctx --alias $ALIAS -q
 $env_line
 Restart=on-failure
@@ -589,7 +595,7 @@ DevicePolicy=closed
 DeviceAllow=char-nvidia-frontend rw
 DeviceAllow=char-nvidia-uvm rw
 DeviceAllow=char-nvidia-caps r
-$(hardening "")
+$(hardening "$caps")
 # CUDA maps memory it later makes executable (JIT, the driver)
 MemoryDenyWriteExecute=no
 
@@ -616,6 +622,7 @@ RestartSec=5
 DevicePolicy=closed
 PrivateDevices=yes
 MemoryDenyWriteExecute=yes
+ProcSubset=pid
 $(hardening CAP_NET_BIND_SERVICE)
 
 [Install]
