@@ -66,7 +66,7 @@ model='' model_url='' model_sha='' arch='' offline=0 dry=0
 tls_cert='' tls_key='' tls_self=0 api_key_file=''
 # set by the steps
 os_repo='' gpu_arch='' cuda_ver='' nvcc='' release='' prev_release=''
-model_from='' model_size='' model_sha256=''
+model_from='' model_size='' model_sha256='' fixtures=''
 
 # ---- output and actions ----
 
@@ -323,8 +323,11 @@ verified() {
 	[ "$dry" = 1 ] || echo "$stamp" >"$f.verified"
 }
 
+# the Hugging Face cache of the user who ran sudo (HOME is root's by then)
 hf_cache() {
-	echo "${HF_HUB_CACHE:-${HF_HOME:-$ROOT/root/.cache/huggingface}/hub}/models--${MODEL_REPO/\//--}/snapshots/$MODEL_REV/$MODEL_FILE"
+	local home=$ROOT/root
+	[ -z "${SUDO_USER:-}" ] || home=$ROOT$(getent passwd "$SUDO_USER" | cut -d: -f6)
+	echo "${HF_HUB_CACHE:-${HF_HOME:-$home/.cache/huggingface}/hub}/models--${MODEL_REPO/\//--}/snapshots/$MODEL_REV/$MODEL_FILE"
 }
 
 # Decide where the weights come from before anything is changed: sets
@@ -333,6 +336,14 @@ hf_cache() {
 locate_model() {
 	if [ -n "$model" ]; then
 		[ -f "$ROOT$model" ] || die 2 "--model $model: no such file (nothing downloaded)"
+		case $model in
+		/*) ;;
+		*) die 2 "--model $model: give an absolute path (the service reads it)" ;;
+		esac
+		case $model in
+		/home/*|/root/*|/run/user/*)
+			die 2 "--model $model: the service cannot see home directories (ProtectHome): move it to $MODEL_DIR/" ;;
+		esac
 		model_from=here
 		return
 	fi
@@ -438,11 +449,16 @@ new_release() {
 	act rm -f "$ROOT$release.tar"
 }
 
+# `make test` in the release reads the test fixtures (style.md §2.11)
+find_fixtures() {
+	local d=${RS_FIXTURES:-$SRC/../shared/fixtures}
+	fixtures=$(cd "$d" 2>/dev/null && pwd) ||
+	    die 2 "test fixtures not found at $d: set RS_FIXTURES (make test runs in the release)"
+}
+
 build_release() {
-	local fixtures=${RS_FIXTURES:-$SRC/../shared/fixtures} j
+	local j
 	j=$(nproc)
-	fixtures=$(cd "$fixtures" 2>/dev/null && pwd) ||
-	    die 2 "test fixtures not found at ${RS_FIXTURES:-$SRC/../shared/fixtures}: set RS_FIXTURES"
 	act make -C "$ROOT$release" -j"$j" CUDA=1 CUDA_ARCHS="$gpu_arch" \
 	    NVCC="$ROOT$nvcc" all ||
 	    die 2 "build failed in $release (make CUDA_ARCHS=$gpu_arch NVCC=$nvcc)"
@@ -772,6 +788,7 @@ main() {
 	pick_cuda
 	say "building for sm_$gpu_arch with CUDA $cuda_ver"
 	check_offline
+	find_fixtures
 	locate_model
 	prepare_dirs
 	ensure_user
