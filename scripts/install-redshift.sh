@@ -651,16 +651,22 @@ EOF
 units() { echo redshift.service; tls_on && echo redshift-tls.service; }
 
 # Keep what is active now (the current link, the units) to put it back.
+# the files a release changes, restored together on rollback
+state_files() {
+	printf '%s\n' "$UNITDIR/redshift.service" "$UNITDIR/redshift-tls.service" \
+	    "$ETC/api-key.env" "$ETC/stunnel.conf" "$ETC/tls/cert.pem" "$ETC/tls/key.pem"
+}
+
+# Copy them to /opt/redshift/prev/ (absent ones stay absent there).
 save_state() {
 	prev_release=$(readlink "$ROOT$BASE/current" 2>/dev/null || true)
-	local u
-	for u in redshift.service redshift-tls.service; do
-		if [ -f "$ROOT$UNITDIR/$u" ]; then
-			act cp -p "$ROOT$UNITDIR/$u" "$ROOT$BASE/$u.prev"
-		else
-			act rm -f "$ROOT$BASE/$u.prev"
-		fi
-	done
+	act rm -rf "$ROOT$BASE/prev"
+	local f
+	while IFS= read -r f; do
+		[ -f "$ROOT$f" ] || continue
+		act mkdir -p "$ROOT$BASE/prev$(dirname "$f")"
+		act cp -p "$ROOT$f" "$ROOT$BASE/prev$f"
+	done < <(state_files)
 }
 
 # ln + rename(2) replaces the link in one step: no moment without one.
@@ -731,15 +737,19 @@ check_service() {
 rollback() {
 	rm -f "$ROOT$ETC/api-key.hdr"
 	say "release $release failed its checks: restoring the previous state"
-	local u
-	for u in redshift.service redshift-tls.service; do
-		if [ -f "$ROOT$BASE/$u.prev" ]; then
-			mv -f "$ROOT$BASE/$u.prev" "$ROOT$UNITDIR/$u"
-		else
-			systemctl disable --now "$u" 2>/dev/null || true
-			rm -f "$ROOT$UNITDIR/$u"
+	local f
+	while IFS= read -r f; do
+		if [ -f "$ROOT$BASE/prev$f" ]; then
+			mv -f "$ROOT$BASE/prev$f" "$ROOT$f"
+			continue
 		fi
-	done
+		case $f in
+		*.service) systemctl disable --now "${f##*/}" 2>/dev/null || true ;;
+		esac
+		rm -f "$ROOT$f"
+	done < <(state_files)
+	rm -rf "$ROOT$BASE/prev"
+	rmdir "$ROOT$ETC/tls" 2>/dev/null || true
 	if [ -n "$prev_release" ]; then
 		switch_to "$prev_release"
 		systemctl daemon-reload
@@ -776,7 +786,7 @@ prune_releases() {
 		case releases/${r##*/} in "$keep"|"$prev_release") continue ;; esac
 		act rm -rf "$r"
 	done
-	act rm -f "$ROOT$BASE"/*.prev
+	act rm -rf "$ROOT$BASE/prev"
 }
 
 main() {
@@ -797,9 +807,9 @@ main() {
 	fetch_model
 	new_release
 	build_release
+	save_state
 	write_api_key
 	write_tls
-	save_state
 	activate
 	check_service || rollback
 	copilot_config

@@ -153,15 +153,20 @@ t_rollback() {
 	setup rollback
 	# shellcheck disable=SC2046
 	run $(url_args); expect_rc $? 0 || return
-	local good unit=$ROOT/etc/systemd/system/redshift.service before
+	local good
 	good=$(current)
-	before=$(cat "$unit")
+	tree "$ROOT/etc" >"$T/before"
 	: >"$T/log"
+	# a new port, a TLS front and a key: all of it must go again
+	echo key >"$T/key"
 	# shellcheck disable=SC2046
-	SHIM_BROKEN=1 run --port 9000 $(url_args); expect_rc $? 1 || return
+	SHIM_BROKEN=1 run --port 9000 --tls-self-signed --api-key-file "$T/key" $(url_args)
+	expect_rc $? 1 || return
 	has "$T/out" 'restoring the previous state' || return
 	[ "$(current)" = "$good" ] || fail "current -> $(current), expected $good" || return
-	[ "$(cat "$unit")" = "$before" ] || fail "unit not restored" || return
+	tree "$ROOT/etc" >"$T/after"
+	cmp -s "$T/before" "$T/after" || fail "/etc not restored: $(diff "$T/before" "$T/after")" || return
+	has "$T/log" 'systemctl disable --now redshift-tls.service' || return
 	[ "$(tail -n1 "$T/log")" = 'systemctl restart redshift.service' ] ||
 	    fail "last action: $(tail -n1 "$T/log")" || return
 	[ "$(releases)" = 2 ] || fail "the failed release should stay for inspection"
