@@ -626,7 +626,7 @@ $MARK
 [Unit]
 Description=Redshift TLS front (stunnel) for redshift.service
 After=redshift.service
-BindsTo=redshift.service
+PartOf=redshift.service
 
 [Service]
 Type=simple

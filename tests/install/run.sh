@@ -127,6 +127,15 @@ t_newer_gpu() {
 	has "$T/out" 'reboot, then run the same command again'
 }
 
+t_container() {
+	setup container
+	touch "$ROOT/.dockerenv"
+	# shellcheck disable=SC2046
+	SHIM_GPU=none run $(url_args); expect_rc $? 2 || return
+	has "$T/out" 'install it on the host' || return
+	hasnt "$T/log" '^apt-get'
+}
+
 t_rerun() {
 	setup rerun
 	# shellcheck disable=SC2046
@@ -334,7 +343,7 @@ t_uninstall() {
 	has "$T/out" 'nothing installed'
 }
 
-[ $# -gt 0 ] || set -- help shellcheck fresh newer_gpu rerun rollback \
+[ $# -gt 0 ] || set -- help shellcheck fresh newer_gpu container rerun rollback \
     rollback_first sha_mismatch missing_model offline unrelated dry_run \
     tls_key security uninstall
 for case in "$@"; do
