@@ -117,7 +117,7 @@ usage() {
 usage: $PROG [--host ADDR] [--port N] [--public-host NAME] [--model PATH |
        --model-url URL --model-sha256 SHA] [--arch SM] [--ctx N] [--offline]
        [--tls-cert FILE --tls-key FILE | --tls-self-signed]
-       [--api-key-file FILE] [--dry-run]
+       [--internal-port N] [--api-key-file FILE] [--dry-run]
 Install Redshift as the redshift.service OpenAI-compatible endpoint.
       --host ADDR           address to listen on (default 127.0.0.1)
       --port N              port to listen on (default 8081)
@@ -814,7 +814,11 @@ main() {
 	check_service || rollback
 	copilot_config
 	prune_releases
-	say "installed $release; Copilot entry: $BASE/copilot-model.json"
+	if [ "$dry" = 1 ]; then
+		say "dry run: nothing changed"
+	else
+		say "installed $release; Copilot entry: $BASE/copilot-model.json"
+	fi
 }
 
 main "$@"
