@@ -449,11 +449,17 @@ new_release() {
 	act rm -f "$ROOT$release.tar"
 }
 
-# `make test` in the release reads the test fixtures (style.md §2.11)
+# `make test` in the release reads the test fixtures (style.md §2.11),
+# which a server owner who cloned only the repository does not have: then
+# the release is checked by rs-inspect --check and, after activation, the
+# health check and a real completion on the model, which every install runs
 find_fixtures() {
 	local d=${RS_FIXTURES:-$SRC/../shared/fixtures}
-	fixtures=$(cd "$d" 2>/dev/null && pwd) ||
-	    die 2 "test fixtures not found at $d: set RS_FIXTURES (make test runs in the release)"
+	fixtures=$(cd "$d" 2>/dev/null && pwd) || {
+		fixtures=
+		say "test fixtures not found at $d (RS_FIXTURES): make test is" \
+		    "skipped; the model check, /health and a real completion still run"
+	}
 }
 
 build_release() {
@@ -462,8 +468,11 @@ build_release() {
 	act make -C "$ROOT$release" -j"$j" CUDA=1 CUDA_ARCHS="$gpu_arch" \
 	    NVCC="$ROOT$nvcc" all ||
 	    die 2 "build failed in $release (make CUDA_ARCHS=$gpu_arch NVCC=$nvcc)"
-	act make -C "$ROOT$release" CUDA=1 CUDA_ARCHS="$gpu_arch" NVCC="$ROOT$nvcc" \
-	    RS_FIXTURES="$fixtures" test || die 2 "make test failed in $release"
+	if [ -n "$fixtures" ]; then
+		act make -C "$ROOT$release" CUDA=1 CUDA_ARCHS="$gpu_arch" \
+		    NVCC="$ROOT$nvcc" RS_FIXTURES="$fixtures" test ||
+		    die 2 "make test failed in $release"
+	fi
 	act "$ROOT$release/build/bin/rs-inspect" --check "$ROOT$model" ||
 	    die 2 "$model: rs-inspect --check: not a valid model for this engine"
 }

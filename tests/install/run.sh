@@ -110,6 +110,18 @@ t_fresh() {
 	cmp -s "$MODEL" "$ROOT/opt/models/qwen3.8-27b/m.gguf" || fail "model not in place"
 }
 
+# a server owner who cloned only the repository has no test fixtures: the
+# install goes on without make test, and says so
+t_no_fixtures() {
+	setup no_fixtures
+	rmdir "$T/fixtures"
+	# shellcheck disable=SC2046
+	run $(url_args); expect_rc $? 0 || return
+	has "$T/out" 'make test is skipped' || return
+	hasnt "$T/log" 'make -C .* test' || return
+	has "$T/log" 'curl .*/v1/chat/completions'
+}
+
 t_newer_gpu() {
 	setup newer
 	# shellcheck disable=SC2046
@@ -343,7 +355,7 @@ t_uninstall() {
 	has "$T/out" 'nothing installed'
 }
 
-[ $# -gt 0 ] || set -- help shellcheck fresh newer_gpu container rerun rollback \
+[ $# -gt 0 ] || set -- help shellcheck fresh no_fixtures newer_gpu container rerun rollback \
     rollback_first sha_mismatch missing_model offline unrelated dry_run \
     tls_key security uninstall
 for case in "$@"; do
