@@ -9,7 +9,15 @@
  * for the N_TOK query tokens at positions p0 + t (p0 = params[0]) over the
  * keys 0 .. p0 + t already stored in the caches (n_ctx, n_head_kv·d).
  *
- * Tiling.  A block owns one KV head j and BR = 64 query *rows*, where row
+ * Two kernels compute it the same way with the same numerics: the wmma
+ * kernel (SM70 and later; Volta's, described first, unchanged) and an
+ * mma.sync kernel for code built for SM80 and later (the sm_90 cubin of
+ * the default build), described after it.  The launcher takes the second
+ * when the code the device runs for it was compiled for compute_80 or
+ * later, so an sm_75 cubin on an SM80 part and compute_70 PTX that an H200
+ * JIT-compiles (make volta) keep the wmma kernel.
+ *
+ * Tiling (wmma).  A block owns one KV head j and BR = 64 query *rows*, where row
  * r = t·g + i is query head j·g + i (i < g = n_head / n_head_kv) of token t:
  * the g heads of a GQA group share every K/V tile the block loads, so a
  * 27B block holds 64 / 6 ≈ 10.7 tokens × 6 heads.  The block walks the keys
@@ -72,9 +80,61 @@
  * Chunked prompts cost the same FLOPs; a chunk of c tokens fills
  * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave;
  * 768 at backend.cu's 2,048: three waves), so long prompts want chunks of
- * 1,024 or more.  kernels/dev/attn_prefill.cu times both.  The next step
- * on SM80+ is mma.sync m16n8k16 with S, P and O in registers of known
- * layout (no S/P round trip, FlashAttention-2).
+ * 1,024 or more.  kernels/dev/attn_prefill.cu times both.  Measured on the
+ * H200: ~150 TFLOP/s, ~42 µs of attention a token at 32,768.
+ *
+ * SM80 and later (mma.sync, FlashAttention-2's scheme).  mma.sync
+ * m16n8k16 (f16 A, B; f32 C) has a documented fragment layout (PTX ISA,
+ * "Matrix fragments for mma.m16n8k16"): lane l, gid = l/4, tig = l%4,
+ * holds of a 16 × 8 accumulator C rows gid (c0, c1) and gid + 8 (c2, c3),
+ * columns 2tig, 2tig+1; of a 16 × 16 A rows gid / gid+8 × columns
+ * 2tig, +1 / 2tig+8, +9 in four f16x2 registers; of a 16 × 8 B column gid,
+ * rows 2tig, +1 / 2tig+8, +9 in two.  So S, P and O stay in registers
+ * with a known row for every element:
+ *   - a block owns BR = 128 rows (same r = t·g + i grouping, 21.3 tokens
+ *     × 6 heads on the 27B) and 8 warps; warp w owns rows 16w .. 16w+15
+ *     and all D columns: S of a 64-key tile is 8 accumulators (32
+ *     registers), O is D/8 (128 registers at D = 256);
+ *   - Q (f16, converted once) and one K and one V tile (64 keys) sit in
+ *     shared memory, rows D + 8 halves apart; A (Q) and B (K) fragments
+ *     come from ldmatrix x4, V's B fragments from ldmatrix x4 .trans
+ *     (V is key-major, B wants a column per lane);
+ *   - the softmax is per row in registers: a row's 64 scores are spread
+ *     over the 4 lanes of a quad, so its max takes two xor shuffles; the
+ *     sum l stays a per-lane part until the end;
+ *   - the C fragments of S's keys 16kk .. +7 and +8 .. +15 are, element
+ *     for element, the A fragment of P for keys 16kk .. +15, so
+ *     P = 2^(s − m) is rounded to f16 pairs in place (no shared memory);
+ *   - O is scaled by α per row (c0, c1 by row gid's, c2, c3 by gid+8's)
+ *     and finally by 1/l and the gate, written straight from registers;
+ *   - cp.async (16 B, zero-filled past the last key) overlaps the tile
+ *     copies with the math: V's copy runs under Q·Kᵀ and the softmax, the
+ *     next K's under P·V, with one buffer each and two barriers a tile.
+ * Scores are kept in the log2 domain (scale·log2 e folded into one
+ * multiply, exp2); the rounding points are the wmma kernel's.
+ *
+ * Registers and shared memory (ptxas, sm_90, no spills): 254 registers at
+ * D = 256 (one block of 8 warps per SM), 190 at 128, 128 at 64 (two
+ * blocks); shared memory (128 + 2·64) rows × (D + 8) halves: 135,168 B at
+ * D = 256, 69,632 at 128, 36,864 at 64 (SM80's limit is 163 KB, SM90's
+ * 227 KB; SM86/89's 99 KB refuse D = 256 and fall back to wmma).
+ *
+ * Napkin math (mma.sync, H200, D = 256): a 64-key tile is 2,048 mma per
+ * block (8 warps × (16 k-steps × 8 for S + 4 × 32 for P·V)), 8.4 MFLOP,
+ * and 1,152 ldmatrix x4 (512 B each: per warp 16 Q + 64 K + 64 V), 590 KB
+ * of shared-memory reads plus 64 KB of cp.async writes: 13 FLOP per
+ * shared byte, ~1,650 FLOP/clk/SM at 128 B/clk, ~430 TFLOP/s at 132 SMs
+ * and 1.98 GHz, below mma.sync's own ceiling (~2,500 FLOP/clk/SM on
+ * Hopper, about 60% of wgmma's 4,096).  The old kernel's extra traffic
+ * (S and P round trips, S/P/α barriers, four barriers a tile) is gone;
+ * what is left (two barriers a tile with one block per SM, the softmax's
+ * MUFU and shuffles, the diagonal and tail waves) should cost ~40%:
+ * predicted ~260 TFLOP/s, 1.7× the wmma kernel, so ~24 µs of attention a
+ * token at 32,768 instead of ~42.  L2: a block reads 64 KB of K + V per
+ * tile for 8.4 MFLOP (128 FLOP/B, 2 TB/s at 260 TFLOP/s), half of what
+ * 64-row blocks would need.  Chunks: a c-token chunk of the 27B is
+ * c·6/128·4 blocks, one per SM: 768 at c = 4,096 (5.8 waves), 384 at
+ * backend.cu's 2,048 (2.9).
  *
  * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn_prefill" (also
  * against rs_k_attn).
@@ -406,6 +466,435 @@ attn_prefill_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	    n_head, r0, n_rows, g, j, warp, lane, out);
 }
 
+/* ---- SM80 and later: mma.sync m16n8k16, S, P and O in registers ---- */
+
+#define FA2_WARPS	8
+#define FA2_THREADS	(FA2_WARPS * RS_WARP)
+#define FA2_BR		(16 * FA2_WARPS)	/* query rows per block */
+#define FA2_BC		64			/* keys per tile */
+
+/*
+ * Shared memory of the mma.sync kernel, in halves from the start: Q (BR
+ * rows), one K tile and one V tile (BC rows each), rows D + 8 halves apart
+ * (16 bytes of padding: the 8 row addresses of an ldmatrix phase fall in
+ * 8 different groups of 4 banks).
+ */
+template <int D>
+struct fa2_layout {
+	static const int LD = D + 8;
+	static const int Q = 0;
+	static const int K = Q + FA2_BR * LD;
+	static const int V = K + FA2_BC * LD;
+	static const int BYTES = (V + FA2_BC * LD) * 2;
+	/* O is D/2 f32 registers a thread, S 32 more: two blocks' 128
+	   registers a thread would spill from D = 128 on */
+	static const int MIN_BLOCKS = D == 64 ? 2 : 1;
+
+	static_assert(FA2_BC == 64, "softmax and P·V assume 64-key tiles");
+	static_assert(D % 16 == 0 && FA2_BC * D / 8 % FA2_THREADS == 0,
+	    "head dims must be multiples of 64");
+	static_assert(BYTES <= 163 * 1024, "over SM80's 163 KB per block");
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+static __device__ __forceinline__ uint32_t
+smem_addr(const void *p)
+{
+	return ((uint32_t)__cvta_generic_to_shared(p));
+}
+
+/* 16 bytes global → shared, asynchronous; N (0 or 16) bytes are read. */
+static __device__ __forceinline__ void
+cp_async16(void *dst, const void *src, int n)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::
+	    "r"(smem_addr(dst)), "l"(src), "r"(n) : "memory");
+}
+
+static __device__ __forceinline__ void
+cp_async_commit(void)
+{
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Wait for every cp.async of this thread (then a barrier shows them all). */
+static __device__ __forceinline__ void
+cp_async_wait_all(void)
+{
+	asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/*
+ * Four 8 × 8 b16 matrices from shared memory: lanes 8i .. 8i+7 give the
+ * row addresses of matrix i, and lane l receives in R[i] row l/4, columns
+ * 2(l%4), 2(l%4)+1 of matrix i (TRANS: column l/4, rows 2(l%4), +1).
+ */
+static __device__ __forceinline__ void
+ldsm_x4(uint32_t *r, const half *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+	    "{%0, %1, %2, %3}, [%4];\n"
+	    : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+	    : "r"(smem_addr(p)) : "memory");
+}
+
+static __device__ __forceinline__ void
+ldsm_x4_trans(uint32_t *r, const half *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+	    "{%0, %1, %2, %3}, [%4];\n"
+	    : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+	    : "r"(smem_addr(p)) : "memory");
+}
+
+/* C (16 × 8 f32) += A (16 × 16 f16, row) · B (16 × 8 f16, col). */
+static __device__ __forceinline__ void
+mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+	    "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+	    "{%0, %1, %2, %3};\n"
+	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Q rows r0 .. r0+BR-1 of KV head J as f16 (zero past the last row). */
+template <int D>
+static __device__ __forceinline__ void
+load_q_mma(half *sq, const float *__restrict__ q, int64_t ldq, int64_t qs,
+    int r0, int n_rows, int g, int j)
+{
+	const int LD = fa2_layout<D>::LD;
+
+	for (int e = threadIdx.x; e < FA2_BR * D / 2; e += FA2_THREADS) {
+		int r = e / (D / 2), i = 2 * (e % (D / 2)), row = r0 + r;
+		float x0 = 0.0f, x1 = 0.0f;
+
+		if (row < n_rows) {
+			const float *src = q + (int64_t)(row / g) * ldq +
+			    (int64_t)(j * g + row % g) * qs + i;
+			x0 = src[0];
+			x1 = src[1];
+		}
+		*(__half2 *)(sq + r * LD + i) = __floats2half2_rn(x0, x1);
+	}
+}
+
+/*
+ * Start copying keys KV0 .. KV0+63 of one head (D halves each, rows ROW
+ * halves apart in SRC) into DST, one commit group; keys at or past N_KEYS
+ * read nothing and land as zeros (cp.async's source size 0, the address
+ * clamped to key 0), so nothing past the written cache is read and masked
+ * V rows are finite.
+ */
+template <int D>
+static __device__ __forceinline__ void
+load_tile_async(half *dst, const uint16_t *__restrict__ src, int64_t row,
+    int64_t kv0, int64_t n_keys)
+{
+	const int CH = D / 8, LD = fa2_layout<D>::LD;	/* 16-byte chunks */
+
+#pragma unroll
+	for (int it = 0; it < FA2_BC * CH / FA2_THREADS; it++) {
+		int e = threadIdx.x + it * FA2_THREADS, key = e / CH, c = e % CH;
+		int64_t s = kv0 + key;
+		int in = s < n_keys;
+
+		cp_async16(dst + key * LD + c * 8, src + (in ? s : 0) * row +
+		    c * 8, in ? 16 : 0);
+	}
+	cp_async_commit();
+}
+
+/*
+ * S = Q·Kᵀ for the warp's 16 rows (SQW: row 0 of them) and the 64 keys of
+ * the tile, unscaled f32: S[nt] is the accumulator of keys 8nt .. 8nt+7.
+ * A fragment (Q, 16 × 16 at dims k): ldmatrix x4 of rows 0-7 / 8-15 ×
+ * dims k / k+8, lane l pointing at row l%16, dim k + 8(l/16).  B fragments
+ * (Kᵀ: B[k][n] = K[n][k], so a K row is a B column, contiguous as ".col"
+ * wants): x4 of keys n0 .. n0+7 / n0+8 .. n0+15 × dims k / k+8, lane l at
+ * key n0 + l%8 + 8(l/16), dim k + 8(l/8 % 2): R[0], R[1] are b0, b1 of
+ * keys n0.., R[2], R[3] of keys n0+8...
+ */
+template <int D>
+static __device__ __forceinline__ void
+qk_mma(float (*s)[4], const half *sqw, const half *sk, int lane)
+{
+	const int LD = fa2_layout<D>::LD;
+	const half *qa = sqw + lane % 16 * LD + 8 * (lane / 16);
+	const half *kb = sk + (lane % 8 + 8 * (lane / 16)) * LD +
+	    8 * (lane / 8 % 2);
+
+#pragma unroll
+	for (int nt = 0; nt < FA2_BC / 8; nt++)
+		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll 2
+	for (int k = 0; k < D; k += 16) {
+		uint32_t a[4];
+
+		ldsm_x4(a, qa + k);
+#pragma unroll
+		for (int nt = 0; nt < FA2_BC / 8; nt += 2) {
+			uint32_t b[4];
+
+			ldsm_x4(b, kb + nt * 8 * LD + k);
+			mma16816(s[nt], a, b[0], b[1]);
+			mma16816(s[nt + 1], a, b[2], b[3]);
+		}
+	}
+}
+
+/* The last key LAST relative to the tile at KV0, at most 64 (all seen). */
+static __device__ __forceinline__ int
+tile_limit(int64_t last, int64_t kv0)
+{
+	return (last - kv0 < FA2_BC ? (int)(last - kv0) : FA2_BC);
+}
+
+/* exp2 of X0 − BASE, X1 − BASE rounded to f16 and packed (X0 low); the
+   rounded values are added to *SUM. */
+static __device__ __forceinline__ uint32_t
+exp_pack(float x0, float x1, float base, float *sum)
+{
+	union {
+		__half2	 h;
+		uint32_t u;
+	} v;
+
+	v.h = __floats2half2_rn(exp2f(x0 - base), exp2f(x1 - base));
+	float2 f = __half22float2(v.h);
+	*sum += f.x + f.y;
+	return (v.u);
+}
+
+/*
+ * Online softmax of the warp's tile in registers.  Lane l (group
+ * gid = l/4, tig = l%4) holds S[nt][0..1] = row gid, keys 8nt + 2tig, +1
+ * and S[nt][2..3] = row gid + 8, the same keys; the 4 lanes of a quad
+ * hold a row between them (max by two xor shuffles).  Scores go to the
+ * log2 domain (·SL2 = scale·log2 e), keys past LIM_A / LIM_B (row gid /
+ * gid+8, tile-relative; all visible when MASK is 0) become −∞; M, L are
+ * the rows' running max and this lane's part of their sums.  O is scaled
+ * by α = 2^(m_old − m_new), and P = 2^(s − m_new) rounded to f16 is
+ * written as the A fragments of P·V: the A fragment of keys 16kk .. +15
+ * is {row gid keys 16kk + 2tig, row gid+8 the same, row gid keys
+ * 16kk + 8 + 2tig, row gid+8 the same}, which are exactly S[2kk][0..1],
+ * S[2kk][2..3], S[2kk+1][0..1], S[2kk+1][2..3]: no data moves.  The first
+ * tile holds key 0, which every row sees, so m is finite from then on;
+ * the −∞ guards only keep 2^(−∞ + ∞) out.
+ */
+template <int D>
+static __device__ __forceinline__ void
+softmax_mma(float (*s)[4], uint32_t (*p)[4], float (*o)[4], float *m,
+    float *l, int mask, int lim_a, int lim_b, int tig, float sl2)
+{
+	float mx_a = m[0], mx_b = m[1], sum_a = 0.0f, sum_b = 0.0f;
+
+#pragma unroll
+	for (int nt = 0; nt < FA2_BC / 8; nt++) {
+#pragma unroll
+		for (int e = 0; e < 4; e++) {
+			int key = 8 * nt + 2 * tig + e % 2;
+
+			s[nt][e] *= sl2;
+			if (mask && key > (e < 2 ? lim_a : lim_b))
+				s[nt][e] = -INFINITY;
+		}
+		mx_a = fmaxf(mx_a, fmaxf(s[nt][0], s[nt][1]));
+		mx_b = fmaxf(mx_b, fmaxf(s[nt][2], s[nt][3]));
+	}
+	mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
+	mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
+	mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
+	mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
+
+	float base_a = mx_a == -INFINITY ? 0.0f : mx_a;
+	float base_b = mx_b == -INFINITY ? 0.0f : mx_b;
+	float al_a = exp2f(m[0] - base_a), al_b = exp2f(m[1] - base_b);
+
+	m[0] = mx_a;
+	m[1] = mx_b;
+#pragma unroll
+	for (int nt = 0; nt < D / 8; nt++) {
+		o[nt][0] *= al_a;
+		o[nt][1] *= al_a;
+		o[nt][2] *= al_b;
+		o[nt][3] *= al_b;
+	}
+#pragma unroll
+	for (int kk = 0; kk < FA2_BC / 16; kk++) {
+		p[kk][0] = exp_pack(s[2 * kk][0], s[2 * kk][1], base_a, &sum_a);
+		p[kk][1] = exp_pack(s[2 * kk][2], s[2 * kk][3], base_b, &sum_b);
+		p[kk][2] = exp_pack(s[2 * kk + 1][0], s[2 * kk + 1][1], base_a,
+		    &sum_a);
+		p[kk][3] = exp_pack(s[2 * kk + 1][2], s[2 * kk + 1][3], base_b,
+		    &sum_b);
+	}
+	l[0] = l[0] * al_a + sum_a;
+	l[1] = l[1] * al_b + sum_b;
+}
+
+/*
+ * O += P·V over the tile's 64 keys: O[nt] is the accumulator of columns
+ * 8nt .. 8nt+7.  B[k][n] = V[key k][column n] is row-major in shared
+ * memory, so it is read transposed: ldmatrix x4 .trans of keys
+ * 16kk .. +7 / +8 .. +15 × columns n0 / n0+8, lane l at key 16kk + l%16,
+ * column n0 + 8(l/16): R[0], R[1] are b0, b1 of columns n0.., R[2], R[3]
+ * of columns n0+8...
+ */
+template <int D>
+static __device__ __forceinline__ void
+pv_mma(float (*o)[4], uint32_t (*p)[4], const half *sv, int lane)
+{
+	const int LD = fa2_layout<D>::LD;
+	const half *vb = sv + lane % 16 * LD + 8 * (lane / 16);
+
+#pragma unroll
+	for (int kk = 0; kk < FA2_BC / 16; kk++) {
+#pragma unroll
+		for (int nt = 0; nt < D / 8; nt += 2) {
+			uint32_t b[4];
+
+			ldsm_x4_trans(b, vb + 16 * kk * LD + nt * 8);
+			mma16816(o[nt], p[kk], b[0], b[1]);
+			mma16816(o[nt + 1], p[kk], b[2], b[3]);
+		}
+	}
+}
+#endif /* __CUDA_ARCH__ >= 800 */
+
+/*
+ * The SM80+ kernel: rows r0 .. r0+BR-1 (r = t·g + i) of KV head
+ * blockIdx.x, warp w rows 16w .. 16w+15, all D columns of O.  Each tile:
+ * wait for K (and, first, Q), barrier, start V; S = Q·Kᵀ; softmax; wait
+ * for V, barrier, start the next K; O += P·V.  So V's copy runs under
+ * Q·Kᵀ and the softmax, the next K's under P·V, with one buffer each (the
+ * barriers order every warp's last read of a buffer before its refill).
+ * Built for SM80 and later only; elsewhere the launcher never picks it.
+ */
+template <int D>
+static __global__ void __launch_bounds__(FA2_THREADS,
+    fa2_layout<D>::MIN_BLOCKS)
+attn_prefill_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
+    int64_t gate_off, const uint16_t *__restrict__ kc,
+    const uint16_t *__restrict__ vc, int n_head, int n_head_kv, int n_tok,
+    const int32_t *__restrict__ params, float scale, float *__restrict__ out)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	typedef fa2_layout<D> L;
+	extern __shared__ __align__(128) unsigned char fa_sm[];
+	half	*sq = (half *)fa_sm + L::Q, *sk = (half *)fa_sm + L::K;
+	half	*sv = (half *)fa_sm + L::V;
+	int	 warp = threadIdx.x / RS_WARP, lane = threadIdx.x % RS_WARP;
+	int	 gid = lane / 4, tig = lane % 4;
+	int	 g = n_head / n_head_kv, j = blockIdx.x, n_rows = n_tok * g;
+	int	 r0 = (gridDim.y - 1 - blockIdx.y) * FA2_BR;	/* longest first */
+	int	 wr = r0 + 16 * warp;		/* the warp's first row */
+	int64_t	 p0 = params[RS_K_PARAM_POS0];
+	int64_t	 n_keys = p0 + (min(r0 + FA2_BR, n_rows) - 1) / g + 1;
+	int64_t	 row = (int64_t)n_head_kv * D;	/* cache row, halves */
+	/* last key seen by this lane's rows gid, gid+8 and the warp's first
+	   row (padding rows past N_ROWS take the last row's mask) */
+	int64_t	 last_a = p0 + min(wr + gid, n_rows - 1) / g;
+	int64_t	 last_b = p0 + min(wr + gid + 8, n_rows - 1) / g;
+	int64_t	 last_w = p0 + min(wr, n_rows - 1) / g;
+	const uint16_t *kj = kc + (int64_t)j * D, *vj = vc + (int64_t)j * D;
+	float	 sl2 = scale * 1.4426950408889634f;	/* log2 e */
+	float	 o[D / 8][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0, 0 };
+
+	load_tile_async<D>(sk, kj, row, 0, n_keys);
+	load_q_mma<D>(sq, q, ldq, qs, r0, n_rows, g, j);
+#pragma unroll
+	for (int nt = 0; nt < D / 8; nt++)
+		o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
+	for (int64_t kv0 = 0; kv0 < n_keys; kv0 += FA2_BC) {
+		float	 s[FA2_BC / 8][4];
+		uint32_t p[FA2_BC / 16][4];
+
+		cp_async_wait_all();
+		__syncthreads();	/* K (and Q) in; every warp done with V */
+		load_tile_async<D>(sv, vj, row, kv0, n_keys);
+		qk_mma<D>(s, sq + 16 * warp * L::LD, sk, lane);
+		softmax_mma<D>(s, p, o, m, l, kv0 + FA2_BC - 1 > last_w,
+		    tile_limit(last_a, kv0), tile_limit(last_b, kv0), tig, sl2);
+		cp_async_wait_all();
+		__syncthreads();	/* V in; every warp done with K */
+		if (kv0 + FA2_BC < n_keys)
+			load_tile_async<D>(sk, kj, row, kv0 + FA2_BC, n_keys);
+		pv_mma<D>(o, p, sv, lane);
+	}
+
+	/* o = O / l ⊙ sigmoid(gate); l is summed over the row's quad */
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+		l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+	}
+#pragma unroll
+	for (int h = 0; h < 2; h++) {
+		int	 r = wr + gid + 8 * h;
+		float	 inv = 1.0f / l[h];
+
+		if (r >= n_rows)
+			continue;
+		int64_t	 t = r / g, hd = (int64_t)j * g + r % g;
+		const float *gate = q + t * ldq + hd * qs + gate_off;
+		float	*dst = out + (t * n_head + hd) * D;
+#pragma unroll
+		for (int nt = 0; nt < D / 8; nt++) {
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				int c = 8 * nt + 2 * tig + e;
+				dst[c] = o[nt][2 * h + e] * inv *
+				    sigmoid_f(gate[c]);
+			}
+		}
+	}
+#else
+	/* the host pass (clang compiles this body for the host too) and
+	   archs before SM80: the launcher never picks this kernel there */
+	(void)q; (void)ldq; (void)qs; (void)gate_off; (void)kc; (void)vc;
+	(void)n_head; (void)n_head_kv; (void)n_tok; (void)params; (void)scale;
+	(void)out;
+#ifdef __CUDA_ARCH__
+	__trap();
+#endif
+#endif
+}
+
+#ifndef __CUDACC_RTC__
+/*
+ * Whether the mma.sync kernel runs here: the code the device would run
+ * for it was compiled for compute_80 or later (ptxVersion, as CUB's
+ * PtxVersion reads it: an sm_75 cubin on an SM80 device, or compute_70
+ * PTX JIT-compiled for an H200, report 75 and 70 and keep the wmma path),
+ * and the device grants its shared memory (not SM86/89 at D = 256).
+ * Host runtime calls: NVRTC's check (scripts/cuda129-nvrtc.sh) leaves
+ * this out.
+ */
+template <int D>
+static int
+has_mma_path(void)
+{
+	cudaFuncAttributes fa;
+
+	if (cudaFuncGetAttributes(&fa, attn_prefill_mma_kernel<D>) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();	/* not sticky: clear it */
+		return (0);
+	}
+	if (fa.ptxVersion < 80)
+		return (0);
+	if (cudaFuncSetAttribute(attn_prefill_mma_kernel<D>,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize,
+	    fa2_layout<D>::BYTES) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return (0);
+	}
+	return (1);
+}
+#endif
+
 template <int D, int DV>
 static enum rs_status
 launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
@@ -417,9 +906,24 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	int64_t		 n_rows = (int64_t)n_tok * (n_head / n_head_kv);
 	dim3		 grid((unsigned)n_head_kv,
 			     (unsigned)((n_rows + FA_BR - 1) / FA_BR));
+	int		 mma = 0;
 
-	/* a host runtime call: NVRTC's check of the kernels (scripts/
-	   cuda129-nvrtc.sh, device runtime only) compiles without it */
+	/* host runtime calls: NVRTC's check of the kernels (scripts/
+	   cuda129-nvrtc.sh, device runtime only) compiles without them, and
+	   both launches (so both kernels) */
+#ifndef __CUDACC_RTC__
+	mma = has_mma_path<D>();
+#endif
+	if (mma) {
+		dim3 grid2((unsigned)n_head_kv,
+		    (unsigned)((n_rows + FA2_BR - 1) / FA2_BR));
+
+		attn_prefill_mma_kernel<D><<<grid2, FA2_THREADS,
+		    fa2_layout<D>::BYTES, stream>>>(d_q, ldq, qs, gate_off,
+		    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_o);
+		RS_LAUNCH_CHECK(err, "attn prefill (mma.sync)");
+		return (RS_OK);
+	}
 #ifndef __CUDACC_RTC__
 	cudaError_t e = cudaFuncSetAttribute(attn_prefill_kernel<D, DV>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
