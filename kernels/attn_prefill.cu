@@ -941,6 +941,26 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	return (RS_OK);
 }
 
+extern "C" int
+rs_k_attn_prefill_mma(int d)
+{
+#ifdef __CUDACC_RTC__
+	(void)d;
+	return (0);
+#else
+	switch (d) {
+	case 64:
+		return (has_mma_path<64>());
+	case 128:
+		return (has_mma_path<128>());
+	case 256:
+		return (has_mma_path<256>());
+	default:
+		return (0);
+	}
+#endif
+}
+
 extern "C" enum rs_status
 rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
     const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,

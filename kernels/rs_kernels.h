@@ -190,6 +190,14 @@ enum rs_status	rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs,
 		    float *d_o, cudaStream_t stream, struct rs_err *err);
 
 /*
+ * 1 if rs_k_attn_prefill runs its mma.sync kernel for head dim D on the
+ * current device (code built for SM80+, shared memory granted), 0 if the
+ * wmma one: for tools that report which kernel they timed.
+ * attn_prefill.cu.
+ */
+int		rs_k_attn_prefill_mma(int d);
+
+/*
  * Causal depthwise conv + SiLU (§4.6 step 2) over N_TOK tokens for N_CH
  * channels: X, U are (n_tok, ldx) / (n_tok, n_ch); W (n_ch, K); STATE
  * (n_ch, K−1) raw inputs, updated.  When D_SNAP is not NULL, the state
