@@ -17,11 +17,12 @@
  * later, so an sm_75 cubin on an SM80 part and compute_70 PTX that an H200
  * JIT-compiles (make volta) keep the wmma kernel.
  *
- * Tiling (wmma).  A block owns one KV head j and BR = 64 query *rows*, where row
- * r = t·g + i is query head j·g + i (i < g = n_head / n_head_kv) of token t:
- * the g heads of a GQA group share every K/V tile the block loads, so a
- * 27B block holds 64 / 6 ≈ 10.7 tokens × 6 heads.  The block walks the keys
- * 0 .. p0 + (last token of its rows) in tiles of BC = 64, each step:
+ * Tiling (wmma).  A block owns one KV head j and BR = 64 query *rows*,
+ * where row r = t·g + i is query head j·g + i (i < g = n_head /
+ * n_head_kv) of token t: the g heads of a GQA group share every K/V tile
+ * the block loads, so a 27B block holds 64 / 6 ≈ 10.7 tokens × 6 heads.
+ * The block walks the keys 0 .. p0 + (last token of its rows) in tiles of
+ * BC = 64, each step:
  *   1. K tile (64 × d f16) global → shared, zero past the last key;
  *   2. S = Q·Kᵀ (64 × 64) with wmma m16n16k16, f16 operands, f32 sums;
  *   3. online softmax per row in f32: s·scale, causal mask per (row's
@@ -125,14 +126,17 @@
  * of shared-memory reads plus 64 KB of cp.async writes: 13 FLOP per
  * shared byte, ~1,650 FLOP/clk/SM at 128 B/clk, ~430 TFLOP/s at 132 SMs
  * and 1.98 GHz, below mma.sync's own ceiling (~2,500 FLOP/clk/SM on
- * Hopper, about 60% of wgmma's 4,096).  The old kernel's extra traffic
- * (S and P round trips, S/P/α barriers, four barriers a tile) is gone;
- * what is left (two barriers a tile with one block per SM, the softmax's
- * MUFU and shuffles, the diagonal and tail waves) should cost ~40%:
+ * Hopper, about 60% of wgmma's 4,096).  The wmma kernel's extra work
+ * (the S and P round trips through shared memory, four barriers a tile)
+ * is gone; what is left (two barriers a tile with one block per SM, the
+ * softmax's MUFU and shuffles, the diagonal and tail waves) should cost
+ * ~40%:
  * predicted ~260 TFLOP/s, 1.7× the wmma kernel, so ~24 µs of attention a
- * token at 32,768 instead of ~42.  L2: a block reads 64 KB of K + V per
- * tile for 8.4 MFLOP (128 FLOP/B, 2 TB/s at 260 TFLOP/s), half of what
- * 64-row blocks would need.  Chunks: a c-token chunk of the 27B is
+ * token at 32,768 instead of ~42 (with the ~143 µs a token the rest of
+ * the 27B takes, the prompt rate at 32,768 goes from ~0.80× to ~0.87× of
+ * that at 4,096).  L2: a block reads 64 KB of K + V per tile for 8.4
+ * MFLOP (128 FLOP/B, 2 TB/s at 260 TFLOP/s), half of what 64-row blocks
+ * would need.  Chunks: a c-token chunk of the 27B is
  * c·6/128·4 blocks, one per SM: 768 at c = 4,096 (5.8 waves), 384 at
  * backend.cu's 2,048 (2.9).
  *
@@ -596,7 +600,8 @@ load_tile_async(half *dst, const uint16_t *__restrict__ src, int64_t row,
 
 #pragma unroll
 	for (int it = 0; it < FA2_BC * CH / FA2_THREADS; it++) {
-		int e = threadIdx.x + it * FA2_THREADS, key = e / CH, c = e % CH;
+		int e = threadIdx.x + it * FA2_THREADS;
+		int key = e / CH, c = e % CH;
 		int64_t s = kv0 + key;
 		int in = s < n_keys;
 
@@ -788,7 +793,7 @@ attn_prefill_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	int	 warp = threadIdx.x / RS_WARP, lane = threadIdx.x % RS_WARP;
 	int	 gid = lane / 4, tig = lane % 4;
 	int	 g = n_head / n_head_kv, j = blockIdx.x, n_rows = n_tok * g;
-	int	 r0 = (gridDim.y - 1 - blockIdx.y) * FA2_BR;	/* longest first */
+	int	 r0 = (gridDim.y - 1 - blockIdx.y) * FA2_BR; /* longest 1st */
 	int	 wr = r0 + 16 * warp;		/* the warp's first row */
 	int64_t	 p0 = params[RS_K_PARAM_POS0];
 	int64_t	 n_keys = p0 + (min(r0 + FA2_BR, n_rows) - 1) / g + 1;
@@ -812,7 +817,7 @@ attn_prefill_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 		uint32_t p[FA2_BC / 16][4];
 
 		cp_async_wait_all();
-		__syncthreads();	/* K (and Q) in; every warp done with V */
+		__syncthreads();	/* K (and Q) in; all warps done with V */
 		load_tile_async<D>(sv, vj, row, kv0, n_keys);
 		qk_mma<D>(s, sq + 16 * warp * L::LD, sk, lane);
 		softmax_mma<D>(s, p, o, m, l, kv0 + FA2_BC - 1 > last_w,
