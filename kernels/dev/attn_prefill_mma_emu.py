@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-# attn_prefill_mma_emu.py - a CPU emulation of attn_prefill.cu's mma.sync
-# kernel (SM80+), for checking its fragment bookkeeping without a GPU:
+# attn_prefill_mma_emu.py - a CPU emulation of the mma.sync kernel
+# (attn_prefill_mma.cuh, SM80+), for checking its fragments without a GPU:
 #
 #   python3 kernels/dev/attn_prefill_mma_emu.py D,G,HKV,N_TOK,P0 ...
 #   e.g. python3 kernels/dev/attn_prefill_mma_emu.py 64,2,2,65,37 256,6,1,40,100
