@@ -9,11 +9,20 @@
  * for the N_TOK query tokens at positions p0 + t (p0 = params[0]) over the
  * keys 0 .. p0 + t already stored in the caches (n_ctx, n_head_kv·d).
  *
- * Tiling.  A block owns one KV head j and BR = 64 query *rows*, where row
- * r = t·g + i is query head j·g + i (i < g = n_head / n_head_kv) of token t:
- * the g heads of a GQA group share every K/V tile the block loads, so a
- * 27B block holds 64 / 6 ≈ 10.7 tokens × 6 heads.  The block walks the keys
- * 0 .. p0 + (last token of its rows) in tiles of BC = 64, each step:
+ * Two kernels compute it the same way with the same numerics: the wmma
+ * kernel (SM70 and later; Volta's, described first, unchanged) and an
+ * mma.sync kernel for code built for SM80 and later (the sm_90 cubin of
+ * the default build; attn_prefill_mma.cuh), described after it.  The launcher takes the second
+ * when the code the device runs for it was compiled for compute_80 or
+ * later, so an sm_75 cubin on an SM80 part and compute_70 PTX that an H200
+ * JIT-compiles (make volta) keep the wmma kernel.
+ *
+ * Tiling (wmma).  A block owns one KV head j and BR = 64 query *rows*,
+ * where row r = t·g + i is query head j·g + i (i < g = n_head /
+ * n_head_kv) of token t: the g heads of a GQA group share every K/V tile
+ * the block loads, so a 27B block holds 64 / 6 ≈ 10.7 tokens × 6 heads.
+ * The block walks the keys 0 .. p0 + (last token of its rows) in tiles of
+ * BC = 64, each step:
  *   1. K tile (64 × d f16) global → shared, zero past the last key;
  *   2. S = Q·Kᵀ (64 × 64) with wmma m16n16k16, f16 operands, f32 sums;
  *   3. online softmax per row in f32: s·scale, causal mask per (row's
@@ -72,9 +81,64 @@
  * Chunked prompts cost the same FLOPs; a chunk of c tokens fills
  * c·6/64·4 blocks (192 at c = 512: 73% of an H200's 264 slots, one wave;
  * 768 at backend.cu's 2,048: three waves), so long prompts want chunks of
- * 1,024 or more.  kernels/dev/attn_prefill.cu times both.  The next step
- * on SM80+ is mma.sync m16n8k16 with S, P and O in registers of known
- * layout (no S/P round trip, FlashAttention-2).
+ * 1,024 or more.  kernels/dev/attn_prefill.cu times both.  Measured on the
+ * H200: ~150 TFLOP/s, ~42 µs of attention a token at 32,768.
+ *
+ * SM80 and later (mma.sync, FlashAttention-2's scheme).  mma.sync
+ * m16n8k16 (f16 A, B; f32 C) has a documented fragment layout (PTX ISA,
+ * "Matrix fragments for mma.m16n8k16"): lane l, gid = l/4, tig = l%4,
+ * holds of a 16 × 8 accumulator C rows gid (c0, c1) and gid + 8 (c2, c3),
+ * columns 2tig, 2tig+1; of a 16 × 16 A rows gid / gid+8 × columns
+ * 2tig, +1 / 2tig+8, +9 in four f16x2 registers; of a 16 × 8 B column gid,
+ * rows 2tig, +1 / 2tig+8, +9 in two.  So S, P and O stay in registers
+ * with a known row for every element:
+ *   - a block owns BR = 128 rows (same r = t·g + i grouping, 21.3 tokens
+ *     × 6 heads on the 27B) and 8 warps; warp w owns rows 16w .. 16w+15
+ *     and all D columns: S of a 64-key tile is 8 accumulators (32
+ *     registers), O is D/8 (128 registers at D = 256);
+ *   - Q (f16, converted once) and one K and one V tile (64 keys) sit in
+ *     shared memory, rows D + 8 halves apart; A (Q) and B (K) fragments
+ *     come from ldmatrix x4, V's B fragments from ldmatrix x4 .trans
+ *     (V is key-major, B wants a column per lane);
+ *   - the softmax is per row in registers: a row's 64 scores are spread
+ *     over the 4 lanes of a quad, so its max takes two xor shuffles; the
+ *     sum l stays a per-lane part until the end;
+ *   - the C fragments of S's keys 16kk .. +7 and +8 .. +15 are, element
+ *     for element, the A fragment of P for keys 16kk .. +15, so
+ *     P = 2^(s − m) is rounded to f16 pairs in place (no shared memory);
+ *   - O is scaled by α per row (c0, c1 by row gid's, c2, c3 by gid+8's)
+ *     and finally by 1/l and the gate, written straight from registers;
+ *   - cp.async (16 B, zero-filled past the last key) overlaps the tile
+ *     copies with the math: V's copy runs under Q·Kᵀ and the softmax, the
+ *     next K's under P·V, with one buffer each and two barriers a tile.
+ * Scores are kept in the log2 domain (scale·log2 e folded into one
+ * multiply, exp2); the rounding points are the wmma kernel's.
+ *
+ * Registers and shared memory (ptxas, sm_90, no spills): 254 registers at
+ * D = 256 (one block of 8 warps per SM), 190 at 128, 128 at 64 (two
+ * blocks); shared memory (128 + 2·64) rows × (D + 8) halves: 135,168 B at
+ * D = 256, 69,632 at 128, 36,864 at 64 (SM80's limit is 163 KB, SM90's
+ * 227 KB; SM86/89's 99 KB refuse D = 256 and fall back to wmma).
+ *
+ * Napkin math (mma.sync, H200, D = 256): a 64-key tile is 2,048 mma per
+ * block (8 warps × (16 k-steps × 8 for S + 4 × 32 for P·V)), 8.4 MFLOP,
+ * and 1,152 ldmatrix x4 (512 B each: per warp 16 Q + 64 K + 64 V), 590 KB
+ * of shared-memory reads plus 64 KB of cp.async writes: 13 FLOP per
+ * shared byte, ~1,650 FLOP/clk/SM at 128 B/clk, ~430 TFLOP/s at 132 SMs
+ * and 1.98 GHz, below mma.sync's own ceiling (~2,500 FLOP/clk/SM on
+ * Hopper, about 60% of wgmma's 4,096).  The wmma kernel's extra work
+ * (the S and P round trips through shared memory, four barriers a tile)
+ * is gone; what is left (two barriers a tile with one block per SM, the
+ * softmax's MUFU and shuffles, the diagonal and tail waves) should cost
+ * ~40%:
+ * predicted ~260 TFLOP/s, 1.7× the wmma kernel, so ~24 µs of attention a
+ * token at 32,768 instead of ~42 (with the ~143 µs a token the rest of
+ * the 27B takes, the prompt rate at 32,768 goes from ~0.80× to ~0.87× of
+ * that at 4,096).  L2: a block reads 64 KB of K + V per tile for 8.4
+ * MFLOP (128 FLOP/B, 2 TB/s at 260 TFLOP/s), half of what 64-row blocks
+ * would need.  Chunks: a c-token chunk of the 27B is
+ * c·6/128·4 blocks, one per SM: 768 at c = 4,096 (5.8 waves), 384 at
+ * backend.cu's 2,048 (2.9).
  *
  * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn_prefill" (also
  * against rs_k_attn).
@@ -82,6 +146,7 @@
 #include <math.h>
 #include <mma.h>
 
+#include "attn_prefill_mma.cuh"
 #include "common.cuh"
 #include "rs_kernels.h"
 
@@ -417,9 +482,24 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	int64_t		 n_rows = (int64_t)n_tok * (n_head / n_head_kv);
 	dim3		 grid((unsigned)n_head_kv,
 			     (unsigned)((n_rows + FA_BR - 1) / FA_BR));
+	int		 mma = 0;
 
-	/* a host runtime call: NVRTC's check of the kernels (scripts/
-	   cuda129-nvrtc.sh, device runtime only) compiles without it */
+	/* host runtime calls: NVRTC's check of the kernels (scripts/
+	   cuda129-nvrtc.sh, device runtime only) compiles without them, and
+	   both launches (so both kernels) */
+#ifndef __CUDACC_RTC__
+	mma = has_mma_path<D>();
+#endif
+	if (mma) {
+		dim3 grid2((unsigned)n_head_kv,
+		    (unsigned)((n_rows + FA2_BR - 1) / FA2_BR));
+
+		attn_prefill_mma_kernel<D><<<grid2, FA2_THREADS,
+		    fa2_layout<D>::BYTES, stream>>>(d_q, ldq, qs, gate_off,
+		    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_o);
+		RS_LAUNCH_CHECK(err, "attn prefill (mma.sync)");
+		return (RS_OK);
+	}
 #ifndef __CUDACC_RTC__
 	cudaError_t e = cudaFuncSetAttribute(attn_prefill_kernel<D, DV>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
@@ -435,6 +515,26 @@ launch(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	    scale, d_o);
 	RS_LAUNCH_CHECK(err, "attn prefill");
 	return (RS_OK);
+}
+
+extern "C" int
+rs_k_attn_prefill_mma(int d)
+{
+#ifdef __CUDACC_RTC__
+	(void)d;
+	return (0);
+#else
+	switch (d) {
+	case 64:
+		return (has_mma_path<64>());
+	case 128:
+		return (has_mma_path<128>());
+	case 256:
+		return (has_mma_path<256>());
+	default:
+		return (0);
+	}
+#endif
 }
 
 extern "C" enum rs_status

@@ -173,12 +173,14 @@ enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
 /*
  * rs_k_attn for a prompt chunk (prefill): the same arguments, meanings and
  * output, no scratch.  Flash attention on f16 tensor cores (wmma, SM70 and
- * later): Q and P are rounded to f16 for the products, scores, softmax and
- * sums are f32 (relative error ~3e-4 against rs_k_attn).  The queries of
- * the heads that share a KV head are processed together, 64 (token, head)
- * rows per block.  D = DV in {64, 128, 256}; the caches 16-byte aligned;
- * head dim 256 needs 95 KB of shared memory per block (SM70, SM80+; not
- * sm_75).  Worth it from a few dozen tokens on (below that rs_k_attn's
+ * later; mma.sync with S, P and O in registers where the code was built
+ * for SM80 and later): Q and P are rounded to f16 for the products,
+ * scores, softmax and sums are f32 (relative error ~3e-4 against
+ * rs_k_attn).  The queries of the heads that share a KV head are
+ * processed together, 64 (token, head) rows per block (128 on SM80+).
+ * D = DV in {64, 128, 256}; the caches 16-byte aligned; head dim 256
+ * needs 95 KB of shared memory per block (132 KB on SM80+; SM70, SM80+;
+ * not sm_75).  Worth it from a few dozen tokens on (below that rs_k_attn's
  * splits fill the GPU better).  attn_prefill.cu.
  */
 enum rs_status	rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs,
@@ -186,6 +188,14 @@ enum rs_status	rs_k_attn_prefill(const float *d_q, int64_t ldq, int64_t qs,
 		    const uint16_t *d_vc, int n_head, int n_head_kv, int d,
 		    int dv, int n_tok, const int32_t *d_params, float scale,
 		    float *d_o, cudaStream_t stream, struct rs_err *err);
+
+/*
+ * 1 if rs_k_attn_prefill runs its mma.sync kernel for head dim D on the
+ * current device (code built for SM80+, shared memory granted), 0 if the
+ * wmma one: for tools that report which kernel they timed.
+ * attn_prefill.cu.
+ */
+int		rs_k_attn_prefill_mma(int d);
 
 /*
  * Causal depthwise conv + SiLU (§4.6 step 2) over N_TOK tokens for N_CH

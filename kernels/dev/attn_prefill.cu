@@ -10,7 +10,8 @@
  * (CUDA events, 3 repeats after a warm-up), in one call or in chunks whose
  * keys include every earlier chunk, as a prefill does.  One JSON line per
  * case: ms for the layer, TFLOP/s of the causal products (Q·Kᵀ and P·V,
- * 4·256 FLOP per (query head, key) pair), ms for the 16 layers.
+ * 4·256 FLOP per (query head, key) pair), ms for the 16 layers, and which
+ * kernel ran ("mma.sync" for code built for SM80+, else "wmma").
  */
 #include <math.h>
 #include <stdio.h>
@@ -104,6 +105,7 @@ main(void)
 	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)ctx * 4);
 	struct rs_err	 err;
 	double		 num = 0.0, den = 0.0;
+	const char	*kernel;
 
 	die("malloc", cudaMalloc(&dout, (size_t)4096 * NH * HD * 4));
 	die("malloc", cudaMalloc(&dout2, (size_t)vt * NH * HD * 4));
@@ -114,6 +116,7 @@ main(void)
 		pos[i] = i;
 	die("params", cudaMemcpy(dpos, pos, (size_t)ctx * 4,
 	    cudaMemcpyHostToDevice));
+	kernel = rs_k_attn_prefill_mma(HD) ? "mma.sync" : "wmma";
 	check("attn prefill", rs_k_attn_prefill(dq, LDQ, 2 * HD, HD, dk, dv,
 	    NH, NKV, HD, HD, vt, dpos + vp0, 1.0f / 16.0f, dout, 0, &err),
 	    &err);
@@ -127,8 +130,9 @@ main(void)
 		num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
 		den += (double)b[i] * b[i];
 	}
-	printf("{\"check\":\"vs rs_k_attn\",\"tokens\":%d,\"after\":%d,"
-	    "\"rel_err\":%.3g}\n", vt, vp0, sqrt(num / den));
+	printf("{\"check\":\"vs rs_k_attn\",\"kernel\":\"%s\",\"tokens\":%d,"
+	    "\"after\":%d,\"rel_err\":%.3g}\n", kernel, vt, vp0,
+	    sqrt(num / den));
 	if (!(sqrt(num / den) < 2e-3))
 		return (1);
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -147,9 +151,9 @@ main(void)
 		die("run", cudaEventSynchronize(e1));
 		cudaEventElapsedTime(&ms, e0, e1);
 		ms /= reps;
-		printf("{\"tokens\":%d,\"chunk\":%d,\"layer_ms\":%.2f,"
-		    "\"tflop_s\":%.1f,\"model_ms\":%.1f}\n", t, chunk, ms,
-		    flop / (ms * 1e-3) / 1e12, 16 * ms);
+		printf("{\"kernel\":\"%s\",\"tokens\":%d,\"chunk\":%d,"
+		    "\"layer_ms\":%.2f,\"tflop_s\":%.1f,\"model_ms\":%.1f}\n",
+		    kernel, t, chunk, ms, flop / (ms * 1e-3) / 1e12, 16 * ms);
 	}
 	return (0);
 }
