@@ -127,6 +127,10 @@ struct rs_gen_opts {
 	   the sampler draws once per token).  The state needs n_snap >=
 	   K + 1 to drop rejected drafts with one copy. */
 	int			 draft_ngram;
+	/* with a checkpoint cache (rs_gen_set_ckcache): also checkpoint
+	   every this many positions of a prefill (at multiples of it);
+	   0: only at assistant-turn starts and at the prompt's end */
+	int32_t			 checkpoint_every;
 };
 
 void		rs_gen_opts_init(struct rs_gen_opts *o);
@@ -148,6 +152,20 @@ void		rs_gen_free(struct rs_gen *g);
 
 /* Forget the cached prefix (the next prompt is prefilled from 0). */
 void		rs_gen_reset(struct rs_gen *g);
+
+struct rs_ckcache;
+
+/*
+ * Use checkpoint cache C (rs_ckcache.h; borrowed, NULL: none) for prefix
+ * reuse from now on, instead of the state's one checkpoint: each prefill
+ * saves the state at the start of every assistant turn of the prompt
+ * (each "<|im_start|>" followed by "assistant"), every
+ * o.checkpoint_every positions, and at the prompt's end; a prompt that
+ * the state's history cannot be cut back to exactly restores the longest
+ * of the state's checkpoints inside the common prefix.  Several
+ * generators (rs-serve's slots) may share C; they run one at a time.
+ */
+void		rs_gen_set_ckcache(struct rs_gen *g, struct rs_ckcache *c);
 
 /* Positions of the state: the context size. */
 int32_t		rs_gen_n_ctx(const struct rs_gen *g);
@@ -406,6 +424,16 @@ struct rs_gen_timings {
 					   output token */
 	int64_t	draft_n;		/* drafted tokens verified */
 	int64_t	draft_n_accepted;	/* of those, taken as output */
+	/* with a checkpoint cache (rs_gen_set_ckcache), else all 0 and
+	   left out of the JSON */
+	int	ckcache;		/* 1: a cache was in use */
+	int64_t	checkpoint_hits;	/* 1: the prefix came from one */
+	int64_t	checkpoint_misses;	/* 1: looked up, none applied */
+	int64_t	checkpoint_tokens;	/* positions it restored */
+	int64_t	checkpoint_saves;	/* checkpoints this run stored */
+	int64_t	checkpoint_mem_bytes;	/* the cache's device bytes after
+					   the run (host for the CPU) */
+	int64_t	checkpoint_host_mem_bytes;	/* spilled to host RAM */
 };
 
 struct rs_gen_call {

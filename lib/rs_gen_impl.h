@@ -24,6 +24,8 @@ struct rs_gen {
 	int			 chat_ok;
 	struct rs_err		 chat_err;	/* why not, when !chat_ok */
 	int32_t			 id_im_start;	/* -1 when absent */
+	int32_t			 id_assistant;	/* "assistant", or -1 */
+	struct rs_ckcache	*ckc;		/* borrowed, or NULL */
 	int32_t			 id_think_end;
 	int32_t			 id_call_end;
 	struct rs_logit_bias	*ban;		/* never sampled in chat mode */
@@ -68,6 +70,7 @@ struct rs_gen_job {
 	enum rs_gen_end		 end;		/* how decoding ended */
 	int			 cancelled;
 	int64_t			 cached;	/* prompt tokens reused */
+	int64_t			 ck_hit, ck_miss, ck_tokens, ck_saves;
 	int64_t			 reasoning;	/* reasoning tokens */
 	int64_t			 drafted;	/* drafts verified */
 	int64_t			 accepted;	/* drafts taken */

@@ -4,8 +4,10 @@
  *   prefix reuse   L = common prefix of the prompt and the state's history
  *                  (at most P − 1), kept exactly (reuse())
  *   prefill        prompt[L..P) in chunks (a PROGRESS event after each),
- *                  the checkpoint taken at the last message's start, the
- *                  last chunk's last row of logits kept
+ *                  the checkpoint taken at the last message's start (or,
+ *                  with a checkpoint cache, checkpoints at every
+ *                  assistant-turn start, every checkpoint_every positions
+ *                  and at P), the last chunk's last row of logits kept
  *   decode         per token: sample (or take a forced token), then
  *                    end-of-generation / stop id?  -> end (no text)
  *                    logprobs asked?  -> LOGPROB event from the row that
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rs_ckcache.h"
 #include "rs_draft.h"
 #include "rs_gen_impl.h"
 
@@ -187,11 +190,41 @@ rs_gen_common_prefix(const struct rs_gen *g, const struct rs_gen_req *r)
 	return (common_prefix(g, r->prompt, (int32_t)r->n_prompt));
 }
 
+/*
+ * reuse() with a checkpoint cache: the state's history past L is about to
+ * be overwritten, so its checkpoints there go first; then L exactly when
+ * the state reaches it by itself (a snapshot, nothing to undo, L = 0),
+ * else the longest checkpoint inside L (a hit), else 0 (a miss).
+ */
 static int32_t
-reuse(struct rs_gen *g, const int32_t *p, int32_t n)
+reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {
-	int32_t	l = common_prefix(g, p, n), c;
+	struct rs_gen	*g = u->g;
+	int32_t		 l = common_prefix(g, p, n), c;
 
+	rs_ckcache_prune(g->ckc, g->st, l);
+	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
+		return (l);
+	rs_ckcache_restore(g->ckc, g->st, p, l, &c);
+	if (c >= 0) {
+		u->ck_hit = 1;
+		u->ck_tokens = c;
+		return (c);
+	}
+	u->ck_miss = 1;
+	rs_state_reset(g->st);
+	return (0);
+}
+
+static int32_t
+reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
+{
+	struct rs_gen	*g = u->g;
+	int32_t		 l, c;
+
+	if (g->ckc != NULL)
+		return (reuse_cached(u, p, n));
+	l = common_prefix(g, p, n);
 	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
 	c = rs_state_checkpoint_pos(g->st);
@@ -199,6 +232,54 @@ reuse(struct rs_gen *g, const int32_t *p, int32_t n)
 		return (c);
 	rs_state_reset(g->st);
 	return (0);
+}
+
+/*
+ * With a checkpoint cache: 1 when the state before prompt token Q is
+ * checkpointed.  An assistant turn starts at an "<|im_start|>" followed by
+ * "assistant" (any "<|im_start|>" when the vocabulary has no such token):
+ * the next request re-renders that turn without its reasoning, so its
+ * prompt leaves this one there (serving.md §2.8).  A checkpoint every
+ * checkpoint_every positions bounds what a prompt diverging anywhere else
+ * recomputes.
+ */
+static int
+is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
+{
+	int32_t	e = g->o.checkpoint_every;
+
+	if (q <= 0 || q >= n)
+		return (0);
+	if (e > 0 && q % e == 0)
+		return (1);
+	return (p[q] == g->id_im_start && g->id_im_start >= 0 &&
+	    (g->id_assistant < 0 || (q + 1 < n && p[q + 1] ==
+	    g->id_assistant)));
+}
+
+/* The first checkpoint position in (FROM, TO), or TO. */
+static int32_t
+next_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n,
+    int32_t from, int32_t to)
+{
+	for (int32_t q = from + 1; q < to; q++)
+		if (is_checkpoint(g, p, n, q))
+			return (q);
+	return (to);
+}
+
+/* Checkpoint the state into the cache, if there is one (a failure only
+   costs a later reuse). */
+static void
+save(struct rs_gen_job *u)
+{
+	struct rs_ckcache_stats	before, after;
+
+	rs_ckcache_stats(u->g->ckc, &before);
+	if (rs_ckcache_save(u->g->ckc, u->g->st, NULL) != RS_OK)
+		return;
+	rs_ckcache_stats(u->g->ckc, &after);
+	u->ck_saves += (int64_t)(after.saves - before.saves);
 }
 
 enum rs_status
@@ -210,17 +291,21 @@ rs_gen_prefill(struct rs_gen_job *u)
 	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
 	enum rs_status		 st;
 
-	l = reuse(g, p, n);
+	l = reuse(u, p, n);
 	u->cached = l;
-	cp = checkpoint_pos(g, p, n);
+	cp = g->ckc != NULL ? -1 : checkpoint_pos(g, p, n);
 	ev.n_total = n - l;
 	for (from = l; from < n; from = to) {
 		to = from + g->o.prefill_chunk < n ? from +
 		    g->o.prefill_chunk : n;
 		if (cp > from && cp < to)
 			to = cp;
+		if (g->ckc != NULL)
+			to = next_checkpoint(g, p, n, from, to);
 		if (from == cp && cp > 0)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
+		if (g->ckc != NULL && is_checkpoint(g, p, n, from))
+			save(u);
 		st = rs_engine_forward(g->e, g->st, p + from, to - from,
 		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
 		    RS_LOGITS_NONE, NULL, &u->err);
@@ -230,6 +315,10 @@ rs_gen_prefill(struct rs_gen_job *u)
 		if (rs_gen_emit(u, &ev) != 0)
 			return (RS_OK);
 	}
+	/* the prompt's end: an exact resend (a retry, the same prompt on
+	   another turn) restarts here */
+	if (g->ckc != NULL)
+		save(u);
 	return (RS_OK);
 }
 
