@@ -333,6 +333,17 @@ enum rs_status	rs_gen_prepare(const struct rs_gen *g, struct rs_gen_req *r,
 int32_t		rs_gen_common_prefix(const struct rs_gen *g,
 		    const struct rs_gen_req *r);
 
+/*
+ * 1 when the common prefix of R's prompt and G's history (as above)
+ * holds the start of an assistant turn ("<|im_start|>assistant"): R
+ * continues, or edits, the conversation in G's state, rather than sharing
+ * only a system prompt and tools with it.  rs-serve keeps such a request
+ * on G's slot, whose checkpoints (rs_ckcache.h) only that slot can use.
+ * Same thread rule as rs_gen_common_prefix().
+ */
+int		rs_gen_same_conversation(const struct rs_gen *g,
+		    const struct rs_gen_req *r);
+
 /* ---- running ---- */
 
 enum rs_gen_finish {

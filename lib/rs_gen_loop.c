@@ -216,6 +216,20 @@ reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 	return (0);
 }
 
+int
+rs_gen_same_conversation(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	int32_t	l = common_prefix(g, r->prompt, (int32_t)r->n_prompt);
+
+	if (g->id_im_start < 0 || g->id_assistant < 0)
+		return (0);
+	for (int32_t q = 0; q + 1 < l; q++)
+		if (r->prompt[q] == g->id_im_start &&
+		    r->prompt[q + 1] == g->id_assistant)
+			return (1);
+	return (0);
+}
+
 static int32_t
 reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {

@@ -49,6 +49,7 @@
 #include <kore/http.h>
 
 #include "cli.h"
+#include "rs_ckcache.h"
 #include "rs_fit.h"
 #include "serve.h"
 
@@ -83,6 +84,7 @@ static struct {
 	struct rs_engine	*engine;
 	struct rs_state		*state[SERVE_MAX_SLOTS];
 	struct rs_gen		*g[SERVE_MAX_SLOTS];
+	struct rs_ckcache	*ckc;		/* shared by the slots, or NULL */
 	uint64_t		 used[SERVE_MAX_SLOTS];
 	uint64_t		 n_jobs;
 	struct rs_buf		 scratch;
@@ -257,15 +259,20 @@ body(struct rs_json *j, int status)
 
 /*
  * The slot for JOB: the one whose state holds the longest prefix of its
- * prompt, if that is at least half the prompt (the next turn of a
- * conversation); else the one used least recently (a side request or a
- * new conversation: every chat prompt shares the template's first tokens
- * with every slot, which must not make it evict a live conversation).
+ * prompt, if that prefix holds an assistant turn (the next turn of that
+ * conversation, or an edit of it: its checkpoints are that slot's) or is
+ * at least half the prompt; else the one used least recently (a side
+ * request or a new conversation: every chat prompt shares the template's
+ * first tokens, and an agent's shares its system prompt and tools, with
+ * every slot, which must not make it evict a live conversation).  An
+ * agent's next turn can share less than half: the template drops the
+ * reasoning of the turns since the last user message, so the prompt
+ * leaves the history at the first of them.
  */
 static int
 pick_slot(const struct serve_job *job)
 {
-	int	best = 0, lru = 0;
+	int	best = 0, lru = 0, same = 0;
 	int32_t	best_l = -1;
 
 	for (int i = 0; i < serve_cfg.slots; i++) {
@@ -277,7 +284,9 @@ pick_slot(const struct serve_job *job)
 		if (eng.used[i] < eng.used[lru])
 			lru = i;
 	}
-	if (2 * (int64_t)best_l < (int64_t)job->greq.n_prompt)
+	if (best_l > 0)
+		same = rs_gen_same_conversation(eng.g[best], &job->greq);
+	if (!same && 2 * (int64_t)best_l < (int64_t)job->greq.n_prompt)
 		best = lru;
 	eng.used[best] = ++eng.n_jobs;
 	return (best);
@@ -321,6 +330,12 @@ run_job(struct serve_job *job)
 			status = body(rs_oai_response(&job->fmt, &res), 200);
 	}
 	rs_gen_result_cleanup(&res);
+	if (eng.ckc != NULL) {
+		struct rs_ckcache_stats	cs;
+
+		rs_ckcache_stats(eng.ckc, &cs);
+		rs_metrics_checkpoints(serve_metrics, &cs);
+	}
 	job->t_end = serve_now_ms();
 	pthread_mutex_lock(&eng.lock);
 	job->status = status;
@@ -397,6 +412,19 @@ build(void)
 			    serve_cfg.slots, err.msg);
 			return (-1);
 		}
+	if (serve_cfg.cache_mem > 0 || serve_cfg.cache_host_mem > 0) {
+		struct rs_ckcache_opts	co;
+		struct rs_ckcache_stats	cs;
+
+		co.dev_bytes = (uint64_t)serve_cfg.cache_mem << 20;
+		co.host_bytes = (uint64_t)serve_cfg.cache_host_mem << 20;
+		if (rs_ckcache_new(&eng.ckc, &co, &err) != RS_OK)
+			goto fail;
+		for (int i = 0; i < serve_cfg.slots; i++)
+			rs_gen_set_ckcache(eng.g[i], eng.ckc);
+		rs_ckcache_stats(eng.ckc, &cs);
+		rs_metrics_checkpoints(serve_metrics, &cs);
+	}
 	return (0);
 fail:
 	(void)snprintf(eng.why, sizeof(eng.why), "engine: %s", err.msg);
@@ -836,6 +864,7 @@ serve_engine_stop(void)
 		rs_gen_free(eng.g[i]);
 		rs_state_free(eng.state[i]);
 	}
+	rs_ckcache_free(eng.ckc);
 	rs_engine_free(eng.engine);
 	rs_buf_cleanup(&eng.scratch);
 }
