@@ -92,6 +92,27 @@ find_id(const struct rs_tok *tok, const char *text)
 	return (rs_tok_find(tok, text, strlen(text)));
 }
 
+/*
+ * The ids of "assistant" (one token in Qwen's vocabulary, several in a
+ * byte-level or small one): after "<|im_start|>" they mark an assistant
+ * turn, where checkpoints go (rs_gen_set_ckcache).  None when they do not
+ * fit g->asst or the encoder fails.
+ */
+static void
+assistant_ids(struct rs_gen *g)
+{
+	struct rs_tok_ids ids;
+
+	rs_tok_ids_init(&ids);
+	if (rs_tok_encode(g->tok, "assistant", 9, RS_TOK_SPECIAL_NONE, &ids,
+	    NULL) == RS_OK && ids.n > 0 && ids.n <= sizeof(g->asst) /
+	    sizeof(g->asst[0])) {
+		memcpy(g->asst, ids.v, ids.n * sizeof(int32_t));
+		g->n_asst = (int)ids.n;
+	}
+	rs_tok_ids_cleanup(&ids);
+}
+
 enum rs_status
 rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
     const struct rs_tok *tok, const struct rs_gen_opts *o, struct rs_err *err)
@@ -153,7 +174,7 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->n_vocab = (int32_t)m->hp.n_vocab;
 	find_template(g, m);
 	g->id_im_start = find_id(tok, "<|im_start|>");
-	g->id_assistant = find_id(tok, "assistant");
+	assistant_ids(g);
 	g->id_think_end = find_id(tok, "</think>");
 	g->id_call_end = find_id(tok, "</tool_call>");
 	g->piece_cap = rs_detok_max(tok);

@@ -24,7 +24,10 @@ struct rs_gen {
 	int			 chat_ok;
 	struct rs_err		 chat_err;	/* why not, when !chat_ok */
 	int32_t			 id_im_start;	/* -1 when absent */
-	int32_t			 id_assistant;	/* "assistant", or -1 */
+	int32_t			 asst[8];	/* "assistant" as the tokenizer
+						   encodes it after
+						   "<|im_start|>" */
+	int			 n_asst;	/* 0: unknown */
 	struct rs_ckcache	*ckc;		/* borrowed, or NULL */
 	int32_t			 id_think_end;
 	int32_t			 id_call_end;
@@ -77,6 +80,13 @@ struct rs_gen_job {
 	double			 t0, t_prefill, t_first;	/* ms */
 	struct rs_err		 err;
 };
+
+/*
+ * 1 when an assistant turn starts at P[Q] (of N tokens): "<|im_start|>"
+ * and then the ids of "assistant".  When those are unknown: ANY.
+ */
+int		rs_gen_turn_at(const struct rs_gen *g, const int32_t *p,
+		    int32_t n, int32_t q, int any);
 
 /* Milliseconds on a monotonic clock. */
 double		rs_gen_now_ms(void);

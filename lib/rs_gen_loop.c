@@ -221,11 +221,8 @@ rs_gen_same_conversation(const struct rs_gen *g, const struct rs_gen_req *r)
 {
 	int32_t	l = common_prefix(g, r->prompt, (int32_t)r->n_prompt);
 
-	if (g->id_im_start < 0 || g->id_assistant < 0)
-		return (0);
-	for (int32_t q = 0; q + 1 < l; q++)
-		if (r->prompt[q] == g->id_im_start &&
-		    r->prompt[q + 1] == g->id_assistant)
+	for (int32_t q = 0; q < l; q++)
+		if (rs_gen_turn_at(g, r->prompt, l, q, 0))
 			return (1);
 	return (0);
 }
@@ -248,10 +245,24 @@ reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
 	return (0);
 }
 
+int
+rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
+    int32_t q, int any)
+{
+	if (g->id_im_start < 0 || p[q] != g->id_im_start)
+		return (0);
+	if (g->n_asst == 0)
+		return (any);
+	if (q + 1 + g->n_asst > n)
+		return (0);
+	return (memcmp(p + q + 1, g->asst, (size_t)g->n_asst *
+	    sizeof(int32_t)) == 0);
+}
+
 /*
  * With a checkpoint cache: 1 when the state before prompt token Q is
  * checkpointed.  An assistant turn starts at an "<|im_start|>" followed by
- * "assistant" (any "<|im_start|>" when the vocabulary has no such token):
+ * "assistant" (rs_gen_turn_at):
  * the next request re-renders that turn without its reasoning, so its
  * prompt leaves this one there (serving.md §2.8).  A checkpoint every
  * checkpoint_every positions bounds what a prompt diverging anywhere else
@@ -266,9 +277,7 @@ is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
 		return (0);
 	if (e > 0 && q % e == 0)
 		return (1);
-	return (p[q] == g->id_im_start && g->id_im_start >= 0 &&
-	    (g->id_assistant < 0 || (q + 1 < n && p[q + 1] ==
-	    g->id_assistant)));
+	return (rs_gen_turn_at(g, p, n, q, 1));
 }
 
 /* The first checkpoint position in (FROM, TO), or TO. */
