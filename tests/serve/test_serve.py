@@ -1136,6 +1136,7 @@ def test_copilot_config():
     inp = (ctx - out) * 7 // 8
     assert m["maxOutputTokens"] == out
     assert m["maxInputTokens"] == (inp // 1000 * 1000 if inp >= 1000 else inp)
+    assert m["contextWindow"] == ctx
 
 
 def test_tls(tmp_path_factory):
