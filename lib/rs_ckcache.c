@@ -233,14 +233,13 @@ rs_ckcache_prune(struct rs_ckcache *c, const struct rs_state *st, int32_t l)
 			drop(c, i);
 }
 
-void
-rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
-    const int32_t *p, int32_t l, int32_t *pos)
+/* The longest checkpoint of ST at a position <= L that P starts with. */
+static ssize_t
+best_for(const struct rs_ckcache *c, const struct rs_state *st,
+    const int32_t *p, int32_t l)
 {
-	size_t		 cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
-	size_t		 sb = (size_t)(st->n_gdn * st->ssm_len) * sizeof(float);
-	ssize_t		 best = -1;
-	struct entry	*e;
+	const struct entry *e;
+	ssize_t	best = -1;
 
 	for (size_t i = 0; i < c->n; i++) {
 		e = &c->e[i];
@@ -253,6 +252,27 @@ rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
 			continue;
 		best = (ssize_t)i;
 	}
+	return (best);
+}
+
+int32_t
+rs_ckcache_peek(const struct rs_ckcache *c, const struct rs_state *st,
+    const int32_t *p, int32_t l)
+{
+	ssize_t	i = best_for(c, st, p, l);
+
+	return (i >= 0 ? c->e[i].pos : -1);
+}
+
+void
+rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
+    const int32_t *p, int32_t l, int32_t *pos)
+{
+	size_t		 cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
+	size_t		 sb = (size_t)(st->n_gdn * st->ssm_len) * sizeof(float);
+	ssize_t		 best = best_for(c, st, p, l);
+	struct entry	*e;
+
 	if (best < 0) {
 		c->s.misses++;
 		*pos = -1;

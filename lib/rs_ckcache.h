@@ -109,6 +109,13 @@ void		rs_ckcache_prune(struct rs_ckcache *c, const struct rs_state *st,
 void		rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
 		    const int32_t *p, int32_t l, int32_t *pos);
 
+/*
+ * The position rs_ckcache_restore() would restore, or −1; changes nothing
+ * (no touch, no count): for choosing a state to run a prompt on.
+ */
+int32_t		rs_ckcache_peek(const struct rs_ckcache *c,
+		    const struct rs_state *st, const int32_t *p, int32_t l);
+
 /* Drop every checkpoint of ST (before freeing or resetting it). */
 void		rs_ckcache_forget(struct rs_ckcache *c, const struct rs_state *st);
 

@@ -344,6 +344,17 @@ int32_t		rs_gen_common_prefix(const struct rs_gen *g,
 int		rs_gen_same_conversation(const struct rs_gen *g,
 		    const struct rs_gen_req *r);
 
+/*
+ * Where a run of R on G would start prefilling: the common prefix L when
+ * G's state reaches it exactly (nothing to undo, a snapshot, L = 0), else
+ * with a checkpoint cache the longest of G's checkpoints inside L (or 0),
+ * else L (the state's own checkpoint is not looked at: it only recomputes
+ * the last turn).  For choosing a slot; same thread rule as
+ * rs_gen_common_prefix().
+ */
+int32_t		rs_gen_reusable(const struct rs_gen *g,
+		    const struct rs_gen_req *r);
+
 /* ---- running ---- */
 
 enum rs_gen_finish {

@@ -216,6 +216,18 @@ reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 	return (0);
 }
 
+int32_t
+rs_gen_reusable(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	int32_t	l = common_prefix(g, r->prompt, (int32_t)r->n_prompt), c;
+
+	if (g->ckc == NULL || l == 0 || l == rs_state_pos(g->st) ||
+	    (rs_state_n_snap(g->st) > 0 && l >= rs_state_snap_floor(g->st)))
+		return (l);
+	c = rs_ckcache_peek(g->ckc, g->st, r->prompt, l);
+	return (c > 0 ? c : 0);
+}
+
 int
 rs_gen_same_conversation(const struct rs_gen *g, const struct rs_gen_req *r)
 {

@@ -258,35 +258,38 @@ body(struct rs_json *j, int status)
 }
 
 /*
- * The slot for JOB: the one whose state holds the longest prefix of its
- * prompt, if that prefix holds an assistant turn (the next turn of that
- * conversation, or an edit of it: its checkpoints are that slot's) or is
- * at least half the prompt; else the one used least recently (a side
- * request or a new conversation: every chat prompt shares the template's
- * first tokens, and an agent's shares its system prompt and tools, with
- * every slot, which must not make it evict a live conversation).  An
- * agent's next turn can share less than half: the template drops the
- * reasoning of the turns since the last user message, so the prompt
- * leaves the history at the first of them.
+ * The slot for JOB.  A slot whose history shares an assistant turn with
+ * the prompt holds its conversation (the next turn, or an edit of an
+ * earlier one), and only that slot can use its checkpoints (rs_ckcache.h):
+ * the one of those that can start furthest in (rs_gen_reusable()).  Else
+ * the slot that can start furthest in, if that is at least half the
+ * prompt.  Else the one used least recently: a side request or a new
+ * conversation shares the template's first tokens, and an agent's its
+ * system prompt and tools, with every slot, which must not make it evict
+ * a live conversation.  An agent's next turn can share less than half:
+ * a template that drops the reasoning of the turns since the last user
+ * message makes the prompt leave the history at the first of them.
  */
 static int
 pick_slot(const struct serve_job *job)
 {
-	int	best = 0, lru = 0, same = 0;
-	int32_t	best_l = -1;
+	int	best = -1, lru = 0, best_same = 0;
+	int32_t	best_r = -1;
 
 	for (int i = 0; i < serve_cfg.slots; i++) {
-		int32_t l = rs_gen_common_prefix(eng.g[i], &job->greq);
-		if (l > best_l) {
+		int32_t r = rs_gen_reusable(eng.g[i], &job->greq);
+		int same = r > 0 &&
+		    rs_gen_same_conversation(eng.g[i], &job->greq);
+		if (best < 0 || same > best_same || (same == best_same &&
+		    r > best_r)) {
 			best = i;
-			best_l = l;
+			best_r = r;
+			best_same = same;
 		}
 		if (eng.used[i] < eng.used[lru])
 			lru = i;
 	}
-	if (best_l > 0)
-		same = rs_gen_same_conversation(eng.g[best], &job->greq);
-	if (!same && 2 * (int64_t)best_l < (int64_t)job->greq.n_prompt)
+	if (!best_same && 2 * (int64_t)best_r < (int64_t)job->greq.n_prompt)
 		best = lru;
 	eng.used[best] = ++eng.n_jobs;
 	return (best);
