@@ -19,6 +19,8 @@
 
 struct entry {
 	uint64_t	 serial;	/* the state's (rs_state_impl.h) */
+	const struct rs_state *owner;	/* the state it was taken in, whose
+					   KV rows 0 .. pos − 1 hold KEY */
 	const struct rs_state_mem *mem;	/* where DEV was allocated */
 	int32_t		 pos;
 	int32_t		*key;		/* (pos) tokens */
@@ -192,6 +194,7 @@ rs_ckcache_save(struct rs_ckcache *c, struct rs_state *st,
 	}
 	memset(&e, 0, sizeof(e));
 	e.serial = st->serial;
+	e.owner = st;
 	e.mem = st->mem;
 	e.pos = st->pos;
 	e.bytes = bytes;
@@ -233,44 +236,89 @@ rs_ckcache_prune(struct rs_ckcache *c, const struct rs_state *st, int32_t l)
 			drop(c, i);
 }
 
-/* The longest checkpoint of ST at a position <= L that P starts with. */
+/*
+ * 1 when entry E can be restored into ST for a prompt P that may be
+ * restored up to MAX: E's key starts P, and E was taken in ST (its KV rows
+ * are ST's own), or with CROSS in another state of the same model and
+ * memory whose history still starts with the key (its KV rows can be
+ * copied).  Pruning keeps every entry's key its owner's history; the
+ * memcmps check it anyway, they cost little next to a restore.
+ */
+static int
+usable(const struct entry *e, const struct rs_state *st, const int32_t *p,
+    int32_t max, int cross)
+{
+	const struct rs_state *o = e->owner;
+
+	if (e->pos > max || memcmp(e->key, p, (size_t)e->pos *
+	    sizeof(int32_t)) != 0)
+		return (0);
+	if (e->serial == st->serial)
+		return (e->pos <= st->pos);
+	return (cross && o->model == st->model && o->mem == st->mem &&
+	    e->pos <= o->pos && e->pos <= st->n_ctx && memcmp(e->key,
+	    o->tokens, (size_t)e->pos * sizeof(int32_t)) == 0);
+}
+
+/* The longest usable checkpoint, ST's own first among equals; or -1. */
 static ssize_t
 best_for(const struct rs_ckcache *c, const struct rs_state *st,
-    const int32_t *p, int32_t l)
+    const int32_t *p, int32_t l, int32_t max, int cross)
 {
 	const struct entry *e;
 	ssize_t	best = -1;
 
 	for (size_t i = 0; i < c->n; i++) {
 		e = &c->e[i];
-		if (e->serial != st->serial || e->pos > l || e->pos > st->pos ||
-		    (best >= 0 && e->pos <= c->e[best].pos))
+		if (!usable(e, st, p, e->serial == st->serial ? l : max, cross))
 			continue;
-		/* the key is ST's history by construction (prune); check it
-		   against the prompt anyway, it costs a memcmp */
-		if (memcmp(e->key, p, (size_t)e->pos * sizeof(int32_t)) != 0)
-			continue;
-		best = (ssize_t)i;
+		if (best < 0 || e->pos > c->e[best].pos || (e->pos ==
+		    c->e[best].pos && e->serial == st->serial))
+			best = (ssize_t)i;
 	}
 	return (best);
 }
 
 int32_t
 rs_ckcache_peek(const struct rs_ckcache *c, const struct rs_state *st,
-    const int32_t *p, int32_t l)
+    const int32_t *p, int32_t l, int32_t max)
 {
-	ssize_t	i = best_for(c, st, p, l);
+	ssize_t	i = best_for(c, st, p, l, max, max > l);
 
 	return (i >= 0 ? c->e[i].pos : -1);
 }
 
+/*
+ * Copy KV rows 0 .. POS − 1 of every attention layer, and the token
+ * history, from SRC into DST (the same model and memory).  27B: 64 KiB a
+ * position, a device-to-device copy (30,000 positions: 1.9 GiB, ~1.5 ms
+ * at H200 bandwidth).
+ */
+static void
+copy_kv(struct rs_state *dst, const struct rs_state *src, int32_t pos)
+{
+	const size_t ke = src->mem->kv_elem;
+
+	for (int32_t l = 0; l < src->n_attn; l++) {
+		src->mem->copy((char *)dst->k + (size_t)(l * dst->n_ctx *
+		    dst->kv_row) * ke, (const char *)src->k + (size_t)(l *
+		    src->n_ctx * src->kv_row) * ke, (size_t)((int64_t)pos *
+		    src->kv_row) * ke);
+		src->mem->copy((char *)dst->v + (size_t)(l * dst->n_ctx *
+		    dst->kv_row_v) * ke, (const char *)src->v + (size_t)(l *
+		    src->n_ctx * src->kv_row_v) * ke, (size_t)((int64_t)pos *
+		    src->kv_row_v) * ke);
+	}
+	memcpy(dst->tokens, src->tokens, (size_t)pos * sizeof(int32_t));
+}
+
 void
 rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
-    const int32_t *p, int32_t l, int32_t *pos)
+    const int32_t *p, int32_t l, int32_t max, int32_t *pos)
 {
 	size_t		 cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
 	size_t		 sb = (size_t)(st->n_gdn * st->ssm_len) * sizeof(float);
-	ssize_t		 best = best_for(c, st, p, l);
+	ssize_t		 best = best_for(c, st, p, l, max, 1);
 	struct entry	*e;
 
 	if (best < 0) {
@@ -279,6 +327,12 @@ rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
 		return;
 	}
 	e = &c->e[best];
+	if (e->serial != st->serial) {
+		copy_kv(st, e->owner, e->pos);
+		if (st->mtp_pos > l)		/* its rows past L are stale */
+			st->mtp_pos = l;
+		c->s.cross++;
+	}
 	if (e->dev != NULL) {
 		st->mem->copy(st->conv, e->dev, cb);
 		st->mem->copy(st->ssm, (char *)e->dev + cb, sb);

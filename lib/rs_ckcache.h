@@ -16,17 +16,21 @@
  * What a checkpoint holds: the position P, the tokens 0 .. P − 1 (the key,
  * host memory), the conv and recurrent state of every GDN block (gdn_bytes,
  * rs_state_gdn_bytes(): 27B 149.6 MiB, tiny 590 KiB), and the state it was
- * taken in.  It does not hold KV rows: those are 64 KiB per position on
- * the 27B (16 attention layers × 4 KV heads × 256 × K and V × f16), 1.9 GiB
- * for a 30,000-token prefix, against 150 MiB for the GDN state.  So a
- * checkpoint restores only into the state it was taken in, and only while
- * that state's KV rows 0 .. P − 1 still hold its tokens: the generator
- * calls rs_ckcache_prune() before each prefill, which drops the entries of
- * that state that the prefill would overwrite.  Restoring into another
- * state would mean copying P KV rows from the owner (possible while the
- * owner is untouched, a device copy of up to 2 GiB); it is not done
- * because rs-serve already runs a request on the slot that holds the
- * longest prefix of its prompt, so the owner is the slot picked.
+ * taken in (its owner).  It does not hold KV rows: those are 64 KiB per
+ * position on the 27B (16 attention layers × 4 KV heads × 256 × K and V ×
+ * f16), 1.9 GiB for a 30,000-token prefix, against 150 MiB for the GDN
+ * state, and the owner holds them already.  So a checkpoint is valid only
+ * while its owner's KV rows 0 .. P − 1 still hold its tokens: the
+ * generator calls rs_ckcache_prune() before each prefill, which drops the
+ * owner's entries that the prefill would overwrite.  Restored into its
+ * owner, a checkpoint costs one GDN copy.  Restored into another state (a
+ * new conversation in rs-serve's least recently used slot that shares a
+ * system prompt, tools and files with a conversation in another slot), it
+ * also copies the owner's KV rows 0 .. P − 1: a device copy (30,000
+ * positions of the 27B: 1.9 GiB, ~1.5 ms on an H200), cheap next to a
+ * prefill, and no memory held for it.  The alternative, running such a
+ * request in the owner's slot, would overwrite the owner's conversation
+ * and its checkpoints.
  *
  * Memory.  Checkpoints live in the states' memory (rs_state_mem: the GPU's
  * for the CUDA backend) up to dev_bytes; the least recently used one is
@@ -39,7 +43,8 @@
  *
  * Lifecycle and threads.  rs_ckcache_new() / rs_ckcache_free(); every
  * state used with a cache must be of the same engine and outlive the
- * entries taken in it (rs_ckcache_forget() drops them).  Not thread-safe:
+ * entries taken in it (rs_ckcache_forget() drops them): a restore reads
+ * the owner's KV rows.  Not thread-safe:
  * rs-serve's one engine thread calls it.
  */
 #ifndef RS_CKCACHE_H
@@ -62,6 +67,8 @@ struct rs_ckcache_stats {
 	uint64_t	hits;		/* lookups that restored a checkpoint */
 	uint64_t	misses;		/* lookups that found none */
 	uint64_t	tokens_reused;	/* positions restored, summed */
+	uint64_t	cross;		/* hits restored into another state
+					   than their owner (KV rows copied) */
 	uint64_t	saves;		/* checkpoints stored */
 	uint64_t	spills;		/* moved from the device to host RAM */
 	uint64_t	evictions;	/* dropped for room (not by pruning) */
@@ -99,22 +106,28 @@ void		rs_ckcache_prune(struct rs_ckcache *c, const struct rs_state *st,
 		    int32_t l);
 
 /*
- * Restore into ST the longest checkpoint of ST at a position Q <= L (L:
- * the common prefix of prompt P and ST's history, as for prune): ST's GDN
- * state becomes the checkpoint's, its position Q (the MTP cache, the
- * snapshots and ST's own checkpoint past Q are dropped, as in
- * rs_state_truncate()).  *POS = Q, or −1 when there is none (ST is then
- * unchanged).  Counts a hit or a miss.  Never fails.
+ * Restore into ST the longest checkpoint that prompt P starts with: one of
+ * ST's at a position Q <= L (L: the common prefix of P and ST's history,
+ * as for prune), or another state's at Q <= MAX (the positions of P that
+ * may be restored, P's length − 1) while that state still holds it; ST's
+ * own wins a tie.  ST's GDN state becomes the checkpoint's and its
+ * position Q (the MTP cache, the snapshots and ST's own checkpoint past Q
+ * are dropped, as in rs_state_truncate()); from another state, its KV rows
+ * and tokens 0 .. Q − 1 are copied first.  *POS = Q, or −1 when there is
+ * none (ST is then unchanged).  Counts a hit or a miss.  Never fails.
  */
 void		rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
-		    const int32_t *p, int32_t l, int32_t *pos);
+		    const int32_t *p, int32_t l, int32_t max, int32_t *pos);
 
 /*
- * The position rs_ckcache_restore() would restore, or −1; changes nothing
- * (no touch, no count): for choosing a state to run a prompt on.
+ * The position rs_ckcache_restore() with the same arguments would restore,
+ * or −1; other states' checkpoints count only when MAX > L.  Changes
+ * nothing (no touch, no count): for choosing between a restore and what
+ * the state reaches by itself, and a state to run a prompt on.
  */
 int32_t		rs_ckcache_peek(const struct rs_ckcache *c,
-		    const struct rs_state *st, const int32_t *p, int32_t l);
+		    const struct rs_state *st, const int32_t *p, int32_t l,
+		    int32_t max);
 
 /* Drop every checkpoint of ST (before freeing or resetting it). */
 void		rs_ckcache_forget(struct rs_ckcache *c, const struct rs_state *st);

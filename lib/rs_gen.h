@@ -334,22 +334,25 @@ int32_t		rs_gen_common_prefix(const struct rs_gen *g,
 		    const struct rs_gen_req *r);
 
 /*
- * 1 when the common prefix of R's prompt and G's history (as above)
- * holds the start of an assistant turn ("<|im_start|>assistant"): R
- * continues, or edits, the conversation in G's state, rather than sharing
- * only a system prompt and tools with it.  rs-serve keeps such a request
- * on G's slot, whose checkpoints (rs_ckcache.h) only that slot can use.
- * Same thread rule as rs_gen_common_prefix().
+ * How much R belongs on G: 2 when R's prompt starts with G's whole history
+ * (it continues what G ran: a text completion fed back, a resend), 1 when
+ * the common prefix (as above) holds the start of an assistant turn
+ * ("<|im_start|>assistant": R continues, or edits, the conversation in
+ * G's state), 0 when it shares less (a system prompt, tools and files:
+ * another conversation).  rs-serve runs a request of affinity 0 on its
+ * least recently used slot, which then takes what it shares from another
+ * slot's checkpoints (rs_ckcache.h).  Same thread rule as
+ * rs_gen_common_prefix().
  */
-int		rs_gen_same_conversation(const struct rs_gen *g,
+int		rs_gen_affinity(const struct rs_gen *g,
 		    const struct rs_gen_req *r);
 
 /*
  * Where a run of R on G would start prefilling: the common prefix L when
  * G's state reaches it exactly (nothing to undo, a snapshot, L = 0), else
- * with a checkpoint cache the longest of G's checkpoints inside L (or 0),
- * else L (the state's own checkpoint is not looked at: it only recomputes
- * the last turn).  For choosing a slot; same thread rule as
+ * with a checkpoint cache the longest of G's own checkpoints inside L (or
+ * 0), else L (the state's own checkpoint is not looked at: it only
+ * recomputes the last turn).  For choosing a slot; same thread rule as
  * rs_gen_common_prefix().
  */
 int32_t		rs_gen_reusable(const struct rs_gen *g,

@@ -24,7 +24,7 @@ struct rs_gen {
 	int			 chat_ok;
 	struct rs_err		 chat_err;	/* why not, when !chat_ok */
 	int32_t			 id_im_start;	/* -1 when absent */
-	int32_t			 asst[8];	/* "assistant" as the tokenizer
+	int32_t			 asst[16];	/* "assistant" as the tokenizer
 						   encodes it after
 						   "<|im_start|>" */
 	int			 n_asst;	/* 0: unknown */

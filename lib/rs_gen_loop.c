@@ -193,8 +193,10 @@ rs_gen_common_prefix(const struct rs_gen *g, const struct rs_gen_req *r)
 /*
  * reuse() with a checkpoint cache: the state's history past L is about to
  * be overwritten, so its checkpoints there go first; then L exactly when
- * the state reaches it by itself (a snapshot, nothing to undo, L = 0),
- * else the longest checkpoint inside L (a hit), else 0 (a miss).
+ * the state reaches it by itself (a snapshot, nothing to undo, L = 0) and
+ * no checkpoint of another state goes further (a new conversation in a
+ * slot of its own that shares a system prompt with another slot), else
+ * the longest checkpoint (a hit), else 0 (a miss).
  */
 static int32_t
 reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
@@ -203,9 +205,10 @@ reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 	int32_t		 l = common_prefix(g, p, n), c;
 
 	rs_ckcache_prune(g->ckc, g->st, l);
-	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
+	if (rs_ckcache_peek(g->ckc, g->st, p, l, n - 1) <= l &&
+	    rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
-	rs_ckcache_restore(g->ckc, g->st, p, l, &c);
+	rs_ckcache_restore(g->ckc, g->st, p, l, n - 1, &c);
 	if (c >= 0) {
 		u->ck_hit = 1;
 		u->ck_tokens = c;
@@ -224,14 +227,17 @@ rs_gen_reusable(const struct rs_gen *g, const struct rs_gen_req *r)
 	if (g->ckc == NULL || l == 0 || l == rs_state_pos(g->st) ||
 	    (rs_state_n_snap(g->st) > 0 && l >= rs_state_snap_floor(g->st)))
 		return (l);
-	c = rs_ckcache_peek(g->ckc, g->st, r->prompt, l);
+	c = rs_ckcache_peek(g->ckc, g->st, r->prompt, l, l);
 	return (c > 0 ? c : 0);
 }
 
 int
-rs_gen_same_conversation(const struct rs_gen *g, const struct rs_gen_req *r)
+rs_gen_affinity(const struct rs_gen *g, const struct rs_gen_req *r)
 {
 	int32_t	l = common_prefix(g, r->prompt, (int32_t)r->n_prompt);
+
+	if (l > 0 && l == rs_state_pos(g->st))
+		return (2);
 
 	for (int32_t q = 0; q < l; q++)
 		if (rs_gen_turn_at(g, r->prompt, l, q, 0))

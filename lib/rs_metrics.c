@@ -210,6 +210,9 @@ checkpoints(struct rs_metrics *m, struct rs_buf *out)
 	scalar(out, "rs_checkpoint_tokens_reused_total", "counter",
 	    "Prompt positions restored from state checkpoints.",
 	    (double)s->tokens_reused);
+	scalar(out, "rs_checkpoint_cross_total", "counter",
+	    "Checkpoint hits restored into another slot than the one they "
+	    "were taken in (its KV rows copied).", (double)s->cross);
 	scalar(out, "rs_checkpoint_saves_total", "counter",
 	    "State checkpoints stored.", (double)s->saves);
 	scalar(out, "rs_checkpoint_spills_total", "counter",

@@ -28,6 +28,8 @@
  *                                        from a checkpoint
  *   rs_checkpoint_misses_total           counter: prompts that found none
  *   rs_checkpoint_tokens_reused_total    counter: positions restored
+ *   rs_checkpoint_cross_total            counter: hits restored into another
+ *                                        state than their own (KV copied)
  *   rs_checkpoint_saves_total            counter: checkpoints stored
  *   rs_checkpoint_spills_total           counter: moved to host RAM
  *   rs_checkpoint_evictions_total        counter: dropped for room

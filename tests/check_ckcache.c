@@ -101,7 +101,7 @@ START_TEST(memory)
 
 	/* restore 24 (the state is at 32: the common prefix is 32) */
 	ck_assert_int_eq(history(lm.st, hist), 32);
-	rs_ckcache_restore(c, lm.st, hist, 30, &q);
+	rs_ckcache_restore(c, lm.st, hist, 30, 30, &q);
 	ck_assert_int_eq(q, 24);
 	ck_assert_int_eq(rs_state_pos(lm.st), 24);
 	advance(&lm, lm.st, 16, NULL);		/* the same tokens again: 40 */
@@ -120,13 +120,13 @@ START_TEST(memory)
 
 	/* 32 is on the host now: a restore from there */
 	ck_assert_int_eq(history(lm.st, hist), 40);
-	rs_ckcache_restore(c, lm.st, hist, 39, &q);
+	rs_ckcache_restore(c, lm.st, hist, 39, 39, &q);
 	ck_assert_int_eq(q, 32);
 
 	/* prune drops what lies past the common prefix; forget the rest */
 	rs_ckcache_prune(c, lm.st, 31);
 	ck_assert_int_eq(rs_ckcache_list(c, lm.st, pos, 8), 1);
-	rs_ckcache_restore(c, lm.st, hist, 20, &q);
+	rs_ckcache_restore(c, lm.st, hist, 20, 20, &q);
 	ck_assert_int_eq(q, -1);
 	rs_ckcache_stats(c, &s);
 	ck_assert_uint_eq(s.misses, 1);
@@ -200,7 +200,7 @@ START_TEST(exact)
 		ck_assert_int_eq(rs_ckcache_save(c, lm.st, &err), RS_OK);
 		advance(&lm, lm.st, 9, a);
 		history(lm.st, hist);
-		rs_ckcache_restore(c, lm.st, hist, 20, &q);
+		rs_ckcache_restore(c, lm.st, hist, 20, 20, &q);
 		ck_assert_int_eq(q, 13);
 		advance(&lm, lm.st, 9, b);
 		ck_assert_mem_eq(a, b, (size_t)v * sizeof(float));

@@ -258,38 +258,41 @@ body(struct rs_json *j, int status)
 }
 
 /*
- * The slot for JOB.  A slot whose history shares an assistant turn with
- * the prompt holds its conversation (the next turn, or an edit of an
- * earlier one), and only that slot can use its checkpoints (rs_ckcache.h):
- * the one of those that can start furthest in (rs_gen_reusable()).  Else
- * the slot that can start furthest in, if that is at least half the
- * prompt.  Else the one used least recently: a side request or a new
- * conversation shares the template's first tokens, and an agent's its
- * system prompt and tools, with every slot, which must not make it evict
- * a live conversation.  An agent's next turn can share less than half:
- * a template that drops the reasoning of the turns since the last user
- * message makes the prompt leave the history at the first of them.
+ * The slot for JOB.  A slot whose history the prompt continues, or shares
+ * an assistant turn with (the next turn of its conversation, or an edit of
+ * an earlier one), holds its conversation (rs_gen_affinity()): the one of
+ * those that can start furthest in (rs_gen_reusable()).  Else the one used
+ * least recently: a side request or a new conversation shares the
+ * template's first tokens, and an agent's its system prompt, tools and
+ * files, with every slot, and running it there would overwrite a live
+ * conversation and its checkpoints; with the checkpoint cache it still
+ * starts from the latest checkpoint of any slot that it shares (rs_gen.h).
+ * Without the cache, a slot that holds at least half the prompt is taken
+ * all the same (its prefix is only reusable in place).  An agent's next
+ * turn can share less than half: a template that drops the reasoning of
+ * the turns since the last user message makes the prompt leave the
+ * history at the first of them.
  */
 static int
 pick_slot(const struct serve_job *job)
 {
-	int	best = -1, lru = 0, best_same = 0;
+	int	best = -1, lru = 0, best_a = 0;
 	int32_t	best_r = -1;
 
 	for (int i = 0; i < serve_cfg.slots; i++) {
 		int32_t r = rs_gen_reusable(eng.g[i], &job->greq);
-		int same = r > 0 &&
-		    rs_gen_same_conversation(eng.g[i], &job->greq);
-		if (best < 0 || same > best_same || (same == best_same &&
-		    r > best_r)) {
+		int a = rs_gen_affinity(eng.g[i], &job->greq);
+		if (best < 0 || (a > 0) > (best_a > 0) || ((a > 0) ==
+		    (best_a > 0) && r > best_r)) {
 			best = i;
 			best_r = r;
-			best_same = same;
+			best_a = a;
 		}
 		if (eng.used[i] < eng.used[lru])
 			lru = i;
 	}
-	if (!best_same && 2 * (int64_t)best_r < (int64_t)job->greq.n_prompt)
+	if (best_a == 0 && (eng.ckc != NULL ||
+	    2 * (int64_t)best_r < (int64_t)job->greq.n_prompt))
 		best = lru;
 	eng.used[best] = ++eng.n_jobs;
 	return (best);
