@@ -11,7 +11,9 @@
  *             generator without one, for a prompt that leaves the
  *             history inside a checkpoint interval, exactly at a
  *             checkpoint, and for a chat whose middle message is edited;
- *             the timings count the hit and the positions restored
+ *             the timings count the hit and the positions restored;
+ *             and for a checkpoint restored into another generator's
+ *             state (its KV rows copied)
  */
 #include <check.h>
 #include <stdlib.h>
@@ -308,8 +310,8 @@ same_as_fresh(struct gen *x, const char *body, struct rs_gen_result *res)
 /*
  * A 70-token prompt checkpoints at 16, 32, 48, 64 and 70.  Then prompts
  * that leave it at 37 (inside 32..48: 32 is restored, 5 recomputed), at
- * 48 exactly (restored, nothing recomputed), and at 21 after the state
- * moved on (the checkpoints past 37 were pruned, 16 is used).
+ * 48 exactly (restored, nothing recomputed), and at 21 (16 is restored),
+ * each followed by the 70-token prompt again.
  */
 START_TEST(greedy_intervals)
 {
@@ -400,6 +402,70 @@ START_TEST(greedy_edit)
 }
 END_TEST
 
+/*
+ * Two generators (two slots) share a cache.  A 70-token prompt runs on the
+ * first; a prompt that shares its first 40 tokens runs on the second,
+ * fresh: the first's checkpoint at 32 is restored with its KV rows copied,
+ * and the answer is a fresh generator's.  Once the first runs something
+ * else, its checkpoints are gone and the second finds none there.
+ */
+START_TEST(greedy_cross)
+{
+	struct gen		x, y;
+	struct rs_gen_result	a, b;
+	struct rs_ckcache_stats	s;
+	struct rs_err		err = { 0 };
+	struct rs_gen_opts	o;
+	int32_t			p[70], q[70];
+	char			*body;
+
+	for (int32_t i = 0; i < 70; i++) {
+		p[i] = 200 + i * 13 % 700;
+		q[i] = i < 40 ? p[i] : 950 + i;
+	}
+	gen_open(&x, 1);
+	memset(&y, 0, sizeof(y));
+	y.lm = x.lm;
+	y.lm.st = t_state(&x.lm, 0, 1);
+	rs_gen_opts_init(&o);
+	o.checkpoint_every = 16;
+	ck_assert_int_eq(rs_gen_new(&y.g, x.lm.e, y.lm.st, x.tok, &o, &err),
+	    RS_OK);
+	rs_gen_set_ckcache(y.g, x.c);
+	body = tokens_body(p, 70);
+	gen_run(&x, body, &a);
+	free(body);
+	rs_gen_result_cleanup(&a);
+	body = tokens_body(q, 70);
+	same_as_fresh(&y, body, &b);
+	ck_assert_int_eq(b.timings.checkpoint_hits, 1);
+	ck_assert_int_eq(b.timings.checkpoint_tokens, 32);
+	rs_ckcache_stats(x.c, &s);
+	ck_assert_uint_eq(s.cross, 1);
+	free(body);
+	rs_gen_result_cleanup(&b);
+
+	/* X runs other tokens: its checkpoints past 0 go */
+	for (int32_t i = 0; i < 70; i++)
+		q[i] = 300 + i;
+	body = tokens_body(q, 70);
+	gen_run(&x, body, &a);
+	rs_gen_result_cleanup(&a);
+	free(body);
+	rs_gen_reset(y.g);
+	body = tokens_body(p, 70);
+	gen_run(&y, body, &b);
+	ck_assert_int_eq(b.timings.checkpoint_hits, 0);
+	ck_assert_int_eq(b.usage.cached_tokens, 0);
+	free(body);
+	rs_gen_result_cleanup(&b);
+	rs_gen_free(y.g);
+	rs_ckcache_forget(x.c, y.lm.st);
+	rs_state_free(y.lm.st);
+	gen_close(&x);
+}
+END_TEST
+
 Suite *
 ckcache_suite(void)
 {
@@ -415,6 +481,7 @@ ckcache_suite(void)
 	tc = tcase_create("greedy");
 	tcase_add_test(tc, greedy_intervals);
 	tcase_add_test(tc, greedy_edit);
+	tcase_add_test(tc, greedy_cross);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return (s);
