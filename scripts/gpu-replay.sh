@@ -17,8 +17,10 @@
 # Environment: SYNTH (the 17 GB file, made when absent; default
 # /tmp/rs-s27b.gguf), PORT (default 8099), CTX (default 65536), CONTEXT
 # (default 30000), TURNS (default 12), OUT (default /tmp), RUNS ("cache
-# nocache" by default; "cache" alone fits one 10-minute device command
-# with the file already made).  Exit 1 when a replay fails.
+# nocache" by default; "drop" is the cache with preserve_thinking false,
+# where the template drops earlier turns' reasoning; one run fits a
+# 10-minute device command once the file exists).  Exit 1 when a replay
+# fails.
 set -u
 bin=build/bin
 synth=${SYNTH:-/tmp/rs-s27b.gguf}
@@ -60,9 +62,11 @@ stop() {
 }
 
 for run in $runs; do
+	extra=()
 	case $run in
 	cache) opts=() ;;
 	nocache) opts=(--cache-mem 0 --cache-host-mem 0) ;;
+	drop) opts=(); extra=(--drop-reasoning) ;;
 	*) echo "gpu-replay: unknown run '$run'" >&2; exit 2 ;;
 	esac
 	echo "== $run: rs-serve --slots 3 --ctx $ctx ${opts[*]}"
@@ -73,7 +77,7 @@ for run in $runs; do
 	fi
 	python3 scripts/copilot-replay.py --url "http://127.0.0.1:$port" \
 	    --context-tokens "$context" --turns "$turns" --cold \
-	    --jsonl "$out/replay-$run.jsonl" --timeout 300 || rc=1
+	    --jsonl "$out/replay-$run.jsonl" --timeout 300 "${extra[@]}" || rc=1
 	curl -s "127.0.0.1:$port/metrics" | grep '^rs_checkpoint' || true
 	stop
 	grep -v ' 200 ' "$out/replay-serve.err" | tail -5
