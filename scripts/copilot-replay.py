@@ -357,13 +357,14 @@ def run(a):
                 A.append({"role": "user", "content": "Continue."})
             choice = tc
         if i == edit_at:
-            # the user edits their second message: the prompt leaves the
-            # cached history there
-            for m in A:
-                if m["role"] == "user" and m["content"] == user_msgs[1 % len(user_msgs)]:
-                    m["content"] = "Now run only the parser tests, verbosely."
-                    kind = "edit_middle"
-                    break
+            # the user edits an earlier message (their second, or their
+            # first in a short session): the prompt leaves the cached
+            # history there
+            earlier = [m for m in A[:-1] if m["role"] == "user"]
+            if earlier:
+                m = earlier[1] if len(earlier) > 2 else earlier[0]
+                m["content"] = "Edited: " + m["content"]
+                kind = "edit_middle"
         reply = rp.stream(body_for(a, A, tool_choice=choice), "A", kind)
         A = clean(A)
         if reply is None:
