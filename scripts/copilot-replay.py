@@ -221,6 +221,7 @@ class Replay:
             "prompt_tokens": usage.get("prompt_tokens"),
             "cached_tokens": (usage.get("prompt_tokens_details") or {}).get("cached_tokens"),
             "checkpoint_hit": tm.get("checkpoint_hits"),
+            "checkpoint_misses": tm.get("checkpoint_misses"),
             "checkpoint_tokens": tm.get("checkpoint_tokens"),
             "ttft_s": round(ttft, 4) if ttft is not None else None,
             "prefill_ms": round(tm.get("prompt_ms", 0.0), 1),

@@ -402,7 +402,10 @@ build(void)
 		goto fail;
 	memset(&so, 0, sizeof(so));
 	so.n_ctx = (int32_t)serve_model.info.n_ctx;
-	so.checkpoint = 1;	/* prefix reuse across turns (§2.8) */
+	/* prefix reuse across turns (§2.8): the checkpoint cache, or else
+	   each state's own checkpoint at its prompt's last message */
+	so.checkpoint = serve_cfg.cache_mem == 0 &&
+	    serve_cfg.cache_host_mem == 0;
 	/* a snapshot per verified token to drop rejected drafts */
 	so.n_snap = serve_cfg.gen.draft_ngram > 0 ?
 	    serve_cfg.gen.draft_ngram + 1 : 0;
