@@ -174,6 +174,57 @@ START_TEST(budgets)
 END_TEST
 
 /*
+ * Inputs that must not restore anything wrong: a save at position 0
+ * stores nothing; a common prefix L that overstates what the prompt
+ * shares (a caller's bug) is caught by the key check; another state takes
+ * a checkpoint (with the KV rows) only while its owner still holds the
+ * prefix, not once the owner was reset.
+ */
+START_TEST(bad_input)
+{
+	struct t_lm		 lm;
+	struct rs_state		*other;
+	struct rs_ckcache	*c;
+	struct rs_ckcache_stats	 s;
+	struct rs_ckcache_opts	 o;
+	struct rs_err		 err = { 0 };
+	int32_t			 hist[64], q;
+
+	t_lm_open(&lm, F16, 2, 0, 0, 0);
+	o.dev_bytes = 8 * rs_state_gdn_bytes(lm.st);
+	o.host_bytes = 0;
+	ck_assert_int_eq(rs_ckcache_new(&c, &o, &err), RS_OK);
+	ck_assert_int_eq(rs_ckcache_save(c, lm.st, &err), RS_OK);
+	rs_ckcache_stats(c, &s);
+	ck_assert_uint_eq(s.saves, 0);
+	advance(&lm, lm.st, 8, NULL);
+	ck_assert_int_eq(rs_ckcache_save(c, lm.st, &err), RS_OK);
+	advance(&lm, lm.st, 8, NULL);
+	ck_assert_int_eq(rs_ckcache_save(c, lm.st, &err), RS_OK);
+	history(lm.st, hist);
+	hist[5] = 7;			/* the prompt differs at 5 */
+	rs_ckcache_restore(c, lm.st, hist, 15, 15, &q);
+	ck_assert_int_eq(q, -1);
+	ck_assert_int_eq(rs_state_pos(lm.st), 16);
+
+	/* another state may take them while the owner holds its history,
+	   not once the owner was reset */
+	other = t_state(&lm, 0, 0);
+	history(lm.st, hist);
+	rs_ckcache_restore(c, other, hist, 0, 15, &q);
+	ck_assert_int_eq(q, 8);
+	rs_state_reset(other);
+	rs_state_reset(lm.st);
+	rs_ckcache_restore(c, other, hist, 0, 15, &q);
+	ck_assert_int_eq(q, -1);
+	rs_ckcache_forget(c, other);
+	rs_state_free(other);
+	rs_ckcache_free(c);
+	t_lm_close(&lm);
+}
+END_TEST
+
+/*
  * A restore is exact: the logits after running the same tokens from a
  * restored checkpoint equal the original run's, bit for bit, from the
  * device part and from host RAM.
@@ -475,6 +526,7 @@ ckcache_suite(void)
 	tc = tcase_create("memory");
 	tcase_add_test(tc, memory);
 	tcase_add_test(tc, budgets);
+	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, exact);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
