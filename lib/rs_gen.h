@@ -38,7 +38,13 @@
  * part of the answer that matches, not the conversation before it.
  * cached_tokens counts the prompt tokens not recomputed.  Make the state
  * with opts.checkpoint set (opts.n_snap snapshots help too); without, only
- * an exact continuation of the history is reused.
+ * an exact continuation of the history is reused.  With a checkpoint cache
+ * (rs_gen_set_ckcache(), rs_ckcache.h) the one checkpoint gives way to
+ * many, kept by token prefix and shared with other generators: at every
+ * assistant turn's start, every o.checkpoint_every positions and at the
+ * prompt's end, so that an agent's turn whose template dropped earlier
+ * reasoning, an edited message or another conversation sharing the system
+ * prompt restarts from the latest one inside what it shares.
  *
  * Context (§4.9): a prompt of P >= n_ctx − 1 tokens is refused
  * (exceed_context_size_error); max_tokens beyond the room left is clamped

@@ -279,12 +279,12 @@ rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
 
 /*
  * With a checkpoint cache: 1 when the state before prompt token Q is
- * checkpointed.  An assistant turn starts at an "<|im_start|>" followed by
- * "assistant" (rs_gen_turn_at):
- * the next request re-renders that turn without its reasoning, so its
- * prompt leaves this one there (serving.md §2.8).  A checkpoint every
- * checkpoint_every positions bounds what a prompt diverging anywhere else
- * recomputes.
+ * checkpointed.  At the start of an assistant turn (rs_gen_turn_at()): a
+ * template that drops earlier reasoning re-renders that turn without it
+ * in the next request, an edit of a later message leaves the prompt after
+ * it, and the last one (the opener) is where the answer's echo starts
+ * (serving.md §2.8).  Every checkpoint_every positions: bounds what a
+ * prompt that leaves the history anywhere else recomputes.
  */
 static int
 is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
