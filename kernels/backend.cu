@@ -115,6 +115,19 @@ dev_zero(void *p, size_t bytes)
 	(void)cudaMemset(p, 0, bytes);
 }
 
+/* Checkpoints spilled to host RAM (rs_ckcache.h); pageable, synchronous. */
+static void
+dev_to_host(void *host, const void *src, size_t bytes)
+{
+	(void)cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+static void
+dev_from_host(void *dst, const void *host, size_t bytes)
+{
+	(void)cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice);
+}
+
 /*
  * Not const: clang's CUDA front end would take a namespace-scope const
  * struct that rs_cuda_backend points at for an implicit __constant__
@@ -122,7 +135,8 @@ dev_zero(void *p, size_t bytes)
  * addresses in it (building for sm_70 with clang, scripts/cuda129.sh).
  */
 static struct rs_state_mem cuda_mem = {
-	"cuda", dev_alloc, dev_free, dev_copy, dev_zero, sizeof(uint16_t)
+	"cuda", dev_alloc, dev_free, dev_copy, dev_zero, sizeof(uint16_t),
+	dev_to_host, dev_from_host
 };
 
 extern "C" int

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rs_ckcache.h"
 #include "rs_gen_impl.h"
 
 /* ---- the generator ---- */
@@ -91,6 +92,27 @@ find_id(const struct rs_tok *tok, const char *text)
 	return (rs_tok_find(tok, text, strlen(text)));
 }
 
+/*
+ * The ids of "assistant" (one token in Qwen's vocabulary, several in a
+ * byte-level or small one): after "<|im_start|>" they mark an assistant
+ * turn, where checkpoints go (rs_gen_set_ckcache).  None when they do not
+ * fit g->asst or the encoder fails.
+ */
+static void
+assistant_ids(struct rs_gen *g)
+{
+	struct rs_tok_ids ids;
+
+	rs_tok_ids_init(&ids);
+	if (rs_tok_encode(g->tok, "assistant", 9, RS_TOK_SPECIAL_NONE, &ids,
+	    NULL) == RS_OK && ids.n > 0 && ids.n <= sizeof(g->asst) /
+	    sizeof(g->asst[0])) {
+		memcpy(g->asst, ids.v, ids.n * sizeof(int32_t));
+		g->n_asst = (int)ids.n;
+	}
+	rs_tok_ids_cleanup(&ids);
+}
+
 enum rs_status
 rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
     const struct rs_tok *tok, const struct rs_gen_opts *o, struct rs_err *err)
@@ -152,6 +174,7 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->n_vocab = (int32_t)m->hp.n_vocab;
 	find_template(g, m);
 	g->id_im_start = find_id(tok, "<|im_start|>");
+	assistant_ids(g);
 	g->id_think_end = find_id(tok, "</think>");
 	g->id_call_end = find_id(tok, "</tool_call>");
 	g->piece_cap = rs_detok_max(tok);
@@ -186,7 +209,15 @@ rs_gen_free(struct rs_gen *g)
 void
 rs_gen_reset(struct rs_gen *g)
 {
+	if (g->ckc != NULL)
+		rs_ckcache_forget(g->ckc, g->st);
 	rs_state_reset(g->st);
+}
+
+void
+rs_gen_set_ckcache(struct rs_gen *g, struct rs_ckcache *c)
+{
+	g->ckc = c;
 }
 
 int32_t
@@ -329,6 +360,18 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	t->ttft_ms = res->n_tokens > 0 ? u->t_first - u->t0 : 0.0;
 	t->draft_n = u->drafted;
 	t->draft_n_accepted = u->accepted;
+	if (u->g->ckc != NULL) {
+		struct rs_ckcache_stats cs;
+
+		rs_ckcache_stats(u->g->ckc, &cs);
+		t->ckcache = 1;
+		t->checkpoint_hits = u->ck_hit;
+		t->checkpoint_misses = u->ck_miss;
+		t->checkpoint_tokens = u->ck_tokens;
+		t->checkpoint_saves = u->ck_saves;
+		t->checkpoint_mem_bytes = (int64_t)cs.dev_bytes;
+		t->checkpoint_host_mem_bytes = (int64_t)cs.host_bytes;
+	}
 	if (t->prompt_n > 0 && t->prompt_ms > 0) {
 		t->prompt_per_token_ms = t->prompt_ms / (double)t->prompt_n;
 		t->prompt_per_second = 1e3 * (double)t->prompt_n / t->prompt_ms;
@@ -458,7 +501,7 @@ rs_gen_run(struct rs_gen *g, struct rs_gen_req *r, rs_gen_cb cb, void *arg,
 		rs_gen_fail(ge, st, NULL, "%s%s", running ?
 		    "generation failed: " : "", u.err.msg);
 		if (running) {
-			rs_state_reset(g->st);
+			rs_gen_reset(g);
 			if (ge != NULL) {
 				ge->type = "server_error";
 				ge->code = 500;

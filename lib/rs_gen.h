@@ -38,7 +38,13 @@
  * part of the answer that matches, not the conversation before it.
  * cached_tokens counts the prompt tokens not recomputed.  Make the state
  * with opts.checkpoint set (opts.n_snap snapshots help too); without, only
- * an exact continuation of the history is reused.
+ * an exact continuation of the history is reused.  With a checkpoint cache
+ * (rs_gen_set_ckcache(), rs_ckcache.h) the one checkpoint gives way to
+ * many, kept by token prefix and shared with other generators: at every
+ * assistant turn's start, every o.checkpoint_every positions and at the
+ * prompt's end, so that an agent's turn whose template dropped earlier
+ * reasoning, an edited message or another conversation sharing the system
+ * prompt restarts from the latest one inside what it shares.
  *
  * Context (§4.9): a prompt of P >= n_ctx − 1 tokens is refused
  * (exceed_context_size_error); max_tokens beyond the room left is clamped
@@ -127,6 +133,10 @@ struct rs_gen_opts {
 	   the sampler draws once per token).  The state needs n_snap >=
 	   K + 1 to drop rejected drafts with one copy. */
 	int			 draft_ngram;
+	/* with a checkpoint cache (rs_gen_set_ckcache): also checkpoint
+	   every this many positions of a prefill (at multiples of it);
+	   0: only at assistant-turn starts and at the prompt's end */
+	int32_t			 checkpoint_every;
 };
 
 void		rs_gen_opts_init(struct rs_gen_opts *o);
@@ -148,6 +158,20 @@ void		rs_gen_free(struct rs_gen *g);
 
 /* Forget the cached prefix (the next prompt is prefilled from 0). */
 void		rs_gen_reset(struct rs_gen *g);
+
+struct rs_ckcache;
+
+/*
+ * Use checkpoint cache C (rs_ckcache.h; borrowed, NULL: none) for prefix
+ * reuse from now on, instead of the state's one checkpoint: each prefill
+ * saves the state at the start of every assistant turn of the prompt
+ * (each "<|im_start|>" followed by "assistant"), every
+ * o.checkpoint_every positions, and at the prompt's end; a prompt that
+ * the state's history cannot be cut back to exactly restores the longest
+ * of the state's checkpoints inside the common prefix.  Several
+ * generators (rs-serve's slots) may share C; they run one at a time.
+ */
+void		rs_gen_set_ckcache(struct rs_gen *g, struct rs_ckcache *c);
 
 /* Positions of the state: the context size. */
 int32_t		rs_gen_n_ctx(const struct rs_gen *g);
@@ -315,6 +339,31 @@ enum rs_status	rs_gen_prepare(const struct rs_gen *g, struct rs_gen_req *r,
 int32_t		rs_gen_common_prefix(const struct rs_gen *g,
 		    const struct rs_gen_req *r);
 
+/*
+ * How much R belongs on G: 2 when R's prompt starts with G's whole history
+ * (it continues what G ran: a text completion fed back, a resend), 1 when
+ * the common prefix (as above) holds the start of an assistant turn
+ * ("<|im_start|>assistant": R continues, or edits, the conversation in
+ * G's state), 0 when it shares less (a system prompt, tools and files:
+ * another conversation).  rs-serve runs a request of affinity 0 on its
+ * least recently used slot, which then takes what it shares from another
+ * slot's checkpoints (rs_ckcache.h).  Same thread rule as
+ * rs_gen_common_prefix().
+ */
+int		rs_gen_affinity(const struct rs_gen *g,
+		    const struct rs_gen_req *r);
+
+/*
+ * Where a run of R on G would start prefilling: the common prefix L when
+ * G's state reaches it exactly (nothing to undo, a snapshot, L = 0), else
+ * with a checkpoint cache the longest of G's own checkpoints inside L (or
+ * 0), else L (the state's own checkpoint is not looked at: it only
+ * recomputes the last turn).  For choosing a slot; same thread rule as
+ * rs_gen_common_prefix().
+ */
+int32_t		rs_gen_reusable(const struct rs_gen *g,
+		    const struct rs_gen_req *r);
+
 /* ---- running ---- */
 
 enum rs_gen_finish {
@@ -406,6 +455,16 @@ struct rs_gen_timings {
 					   output token */
 	int64_t	draft_n;		/* drafted tokens verified */
 	int64_t	draft_n_accepted;	/* of those, taken as output */
+	/* with a checkpoint cache (rs_gen_set_ckcache), else all 0 and
+	   left out of the JSON */
+	int	ckcache;		/* 1: a cache was in use */
+	int64_t	checkpoint_hits;	/* 1: the prefix came from one */
+	int64_t	checkpoint_misses;	/* 1: looked up, none applied */
+	int64_t	checkpoint_tokens;	/* positions it restored */
+	int64_t	checkpoint_saves;	/* checkpoints this run stored */
+	int64_t	checkpoint_mem_bytes;	/* the cache's device bytes after
+					   the run (host for the CPU) */
+	int64_t	checkpoint_host_mem_bytes;	/* spilled to host RAM */
 };
 
 struct rs_gen_call {

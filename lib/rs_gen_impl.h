@@ -24,6 +24,11 @@ struct rs_gen {
 	int			 chat_ok;
 	struct rs_err		 chat_err;	/* why not, when !chat_ok */
 	int32_t			 id_im_start;	/* -1 when absent */
+	int32_t			 asst[16];	/* "assistant" as the tokenizer
+						   encodes it after
+						   "<|im_start|>" */
+	int			 n_asst;	/* 0: unknown */
+	struct rs_ckcache	*ckc;		/* borrowed, or NULL */
 	int32_t			 id_think_end;
 	int32_t			 id_call_end;
 	struct rs_logit_bias	*ban;		/* never sampled in chat mode */
@@ -68,12 +73,20 @@ struct rs_gen_job {
 	enum rs_gen_end		 end;		/* how decoding ended */
 	int			 cancelled;
 	int64_t			 cached;	/* prompt tokens reused */
+	int64_t			 ck_hit, ck_miss, ck_tokens, ck_saves;
 	int64_t			 reasoning;	/* reasoning tokens */
 	int64_t			 drafted;	/* drafts verified */
 	int64_t			 accepted;	/* drafts taken */
 	double			 t0, t_prefill, t_first;	/* ms */
 	struct rs_err		 err;
 };
+
+/*
+ * 1 when an assistant turn starts at P[Q] (of N tokens): "<|im_start|>"
+ * and then the ids of "assistant".  When those are unknown: ANY.
+ */
+int		rs_gen_turn_at(const struct rs_gen *g, const int32_t *p,
+		    int32_t n, int32_t q, int any);
 
 /* Milliseconds on a monotonic clock. */
 double		rs_gen_now_ms(void);

@@ -54,6 +54,16 @@ rs_gen_timings_json(const struct rs_gen_timings *t)
 	put(&o, "ttft_ms", rs_json_real(t->ttft_ms));
 	put(&o, "draft_n", rs_json_int(t->draft_n));
 	put(&o, "draft_n_accepted", rs_json_int(t->draft_n_accepted));
+	if (t->ckcache) {
+		put(&o, "checkpoint_hits", rs_json_int(t->checkpoint_hits));
+		put(&o, "checkpoint_misses", rs_json_int(t->checkpoint_misses));
+		put(&o, "checkpoint_tokens", rs_json_int(t->checkpoint_tokens));
+		put(&o, "checkpoint_saves", rs_json_int(t->checkpoint_saves));
+		put(&o, "checkpoint_mem_bytes",
+		    rs_json_int(t->checkpoint_mem_bytes));
+		put(&o, "checkpoint_host_mem_bytes",
+		    rs_json_int(t->checkpoint_host_mem_bytes));
+	}
 	return (o);
 }
 

@@ -4,8 +4,10 @@
  *   prefix reuse   L = common prefix of the prompt and the state's history
  *                  (at most P − 1), kept exactly (reuse())
  *   prefill        prompt[L..P) in chunks (a PROGRESS event after each),
- *                  the checkpoint taken at the last message's start, the
- *                  last chunk's last row of logits kept
+ *                  the checkpoint taken at the last message's start (or,
+ *                  with a checkpoint cache, checkpoints at every
+ *                  assistant-turn start, every checkpoint_every positions
+ *                  and at P), the last chunk's last row of logits kept
  *   decode         per token: sample (or take a forced token), then
  *                    end-of-generation / stop id?  -> end (no text)
  *                    logprobs asked?  -> LOGPROB event from the row that
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rs_ckcache.h"
 #include "rs_draft.h"
 #include "rs_gen_impl.h"
 
@@ -187,11 +190,70 @@ rs_gen_common_prefix(const struct rs_gen *g, const struct rs_gen_req *r)
 	return (common_prefix(g, r->prompt, (int32_t)r->n_prompt));
 }
 
+/*
+ * reuse() with a checkpoint cache: the state's history past L is about to
+ * be overwritten, so its checkpoints there go first; then L exactly when
+ * the state reaches it by itself (a snapshot, nothing to undo, L = 0) and
+ * no checkpoint of another state goes further (a new conversation in a
+ * slot of its own that shares a system prompt with another slot), else
+ * the longest checkpoint (a hit), else 0 (a miss).
+ */
 static int32_t
-reuse(struct rs_gen *g, const int32_t *p, int32_t n)
+reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {
-	int32_t	l = common_prefix(g, p, n), c;
+	struct rs_gen	*g = u->g;
+	int32_t		 l = common_prefix(g, p, n), c;
 
+	rs_ckcache_prune(g->ckc, g->st, l);
+	if (rs_ckcache_peek(g->ckc, g->st, p, l, n - 1) <= l &&
+	    rs_state_truncate(g->st, l, NULL) == RS_OK)
+		return (l);
+	rs_ckcache_restore(g->ckc, g->st, p, l, n - 1, &c);
+	if (c >= 0) {
+		u->ck_hit = 1;
+		u->ck_tokens = c;
+		return (c);
+	}
+	u->ck_miss = 1;
+	rs_state_reset(g->st);
+	return (0);
+}
+
+int32_t
+rs_gen_reusable(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	int32_t	l = common_prefix(g, r->prompt, (int32_t)r->n_prompt), c;
+
+	if (g->ckc == NULL || l == 0 || l == rs_state_pos(g->st) ||
+	    (rs_state_n_snap(g->st) > 0 && l >= rs_state_snap_floor(g->st)))
+		return (l);
+	c = rs_ckcache_peek(g->ckc, g->st, r->prompt, l, l);
+	return (c > 0 ? c : 0);
+}
+
+int
+rs_gen_affinity(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	int32_t	l = common_prefix(g, r->prompt, (int32_t)r->n_prompt);
+
+	if (l > 0 && l == rs_state_pos(g->st))
+		return (2);
+
+	for (int32_t q = 0; q < l; q++)
+		if (rs_gen_turn_at(g, r->prompt, l, q, 0))
+			return (1);
+	return (0);
+}
+
+static int32_t
+reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
+{
+	struct rs_gen	*g = u->g;
+	int32_t		 l, c;
+
+	if (g->ckc != NULL)
+		return (reuse_cached(u, p, n));
+	l = common_prefix(g, p, n);
 	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
 	c = rs_state_checkpoint_pos(g->st);
@@ -199,6 +261,66 @@ reuse(struct rs_gen *g, const int32_t *p, int32_t n)
 		return (c);
 	rs_state_reset(g->st);
 	return (0);
+}
+
+int
+rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
+    int32_t q, int any)
+{
+	if (g->id_im_start < 0 || p[q] != g->id_im_start)
+		return (0);
+	if (g->n_asst == 0)
+		return (any);
+	if (q + 1 + g->n_asst > n)
+		return (0);
+	return (memcmp(p + q + 1, g->asst, (size_t)g->n_asst *
+	    sizeof(int32_t)) == 0);
+}
+
+/*
+ * With a checkpoint cache: 1 when the state before prompt token Q is
+ * checkpointed.  At the start of an assistant turn (rs_gen_turn_at()): a
+ * template that drops earlier reasoning re-renders that turn without it
+ * in the next request, an edit of a later message leaves the prompt after
+ * it, and the last one (the opener) is where the answer's echo starts
+ * (serving.md §2.8).  Every checkpoint_every positions: bounds what a
+ * prompt that leaves the history anywhere else recomputes.
+ */
+static int
+is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
+{
+	int32_t	e = g->o.checkpoint_every;
+
+	if (q <= 0 || q >= n)
+		return (0);
+	if (e > 0 && q % e == 0)
+		return (1);
+	return (rs_gen_turn_at(g, p, n, q, 1));
+}
+
+/* The first checkpoint position in (FROM, TO), or TO. */
+static int32_t
+next_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n,
+    int32_t from, int32_t to)
+{
+	for (int32_t q = from + 1; q < to; q++)
+		if (is_checkpoint(g, p, n, q))
+			return (q);
+	return (to);
+}
+
+/* Checkpoint the state into the cache, if there is one (a failure only
+   costs a later reuse). */
+static void
+save(struct rs_gen_job *u)
+{
+	struct rs_ckcache_stats	before, after;
+
+	rs_ckcache_stats(u->g->ckc, &before);
+	if (rs_ckcache_save(u->g->ckc, u->g->st, NULL) != RS_OK)
+		return;
+	rs_ckcache_stats(u->g->ckc, &after);
+	u->ck_saves += (int64_t)(after.saves - before.saves);
 }
 
 enum rs_status
@@ -210,17 +332,21 @@ rs_gen_prefill(struct rs_gen_job *u)
 	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
 	enum rs_status		 st;
 
-	l = reuse(g, p, n);
+	l = reuse(u, p, n);
 	u->cached = l;
-	cp = checkpoint_pos(g, p, n);
+	cp = g->ckc != NULL ? -1 : checkpoint_pos(g, p, n);
 	ev.n_total = n - l;
 	for (from = l; from < n; from = to) {
 		to = from + g->o.prefill_chunk < n ? from +
 		    g->o.prefill_chunk : n;
 		if (cp > from && cp < to)
 			to = cp;
+		if (g->ckc != NULL)
+			to = next_checkpoint(g, p, n, from, to);
 		if (from == cp && cp > 0)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
+		if (g->ckc != NULL && is_checkpoint(g, p, n, from))
+			save(u);
 		st = rs_engine_forward(g->e, g->st, p + from, to - from,
 		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
 		    RS_LOGITS_NONE, NULL, &u->err);
@@ -230,6 +356,10 @@ rs_gen_prefill(struct rs_gen_job *u)
 		if (rs_gen_emit(u, &ev) != 0)
 			return (RS_OK);
 	}
+	/* the prompt's end: an exact resend (a retry, the same prompt on
+	   another turn) restarts here */
+	if (g->ckc != NULL)
+		save(u);
 	return (RS_OK);
 }
 

@@ -46,6 +46,8 @@ struct rs_metrics {
 	uint64_t	ttft_bucket[N_TTFT];	/* non-cumulative counts */
 	uint64_t	ttft_count;
 	double		ttft_sum;
+	int		have_ck;
+	struct rs_ckcache_stats ck;
 };
 
 enum rs_status
@@ -184,6 +186,52 @@ scalar(struct rs_buf *out, const char *name, const char *type,
 	rs_buf_addf(out, "%s %.17g\n", name, v);
 }
 
+void
+rs_metrics_checkpoints(struct rs_metrics *m, const struct rs_ckcache_stats *s)
+{
+	pthread_mutex_lock(&m->lock);
+	m->have_ck = 1;
+	m->ck = *s;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The checkpoint cache's series (rs_metrics.h); caller locks. */
+static void
+checkpoints(struct rs_metrics *m, struct rs_buf *out)
+{
+	const struct rs_ckcache_stats *s = &m->ck;
+
+	scalar(out, "rs_checkpoint_hits_total", "counter",
+	    "Prompts whose prefix was restored from a state checkpoint.",
+	    (double)s->hits);
+	scalar(out, "rs_checkpoint_misses_total", "counter",
+	    "Prompts that looked for a state checkpoint and found none.",
+	    (double)s->misses);
+	scalar(out, "rs_checkpoint_tokens_reused_total", "counter",
+	    "Prompt positions restored from state checkpoints.",
+	    (double)s->tokens_reused);
+	scalar(out, "rs_checkpoint_cross_total", "counter",
+	    "Checkpoint hits restored into another slot than the one they "
+	    "were taken in (its KV rows copied).", (double)s->cross);
+	scalar(out, "rs_checkpoint_saves_total", "counter",
+	    "State checkpoints stored.", (double)s->saves);
+	scalar(out, "rs_checkpoint_spills_total", "counter",
+	    "State checkpoints moved from device memory to host RAM.",
+	    (double)s->spills);
+	scalar(out, "rs_checkpoint_evictions_total", "counter",
+	    "State checkpoints dropped to make room.", (double)s->evictions);
+	head(out, "rs_checkpoint_memory_bytes", "gauge",
+	    "Bytes of state checkpoints held, by where they are.");
+	rs_buf_addf(out, "rs_checkpoint_memory_bytes{where=\"device\"} "
+	    "%llu\n", (unsigned long long)s->dev_bytes);
+	rs_buf_addf(out, "rs_checkpoint_memory_bytes{where=\"host\"} "
+	    "%llu\n", (unsigned long long)s->host_bytes);
+	head(out, "rs_checkpoints", "gauge",
+	    "State checkpoints held, by where they are.");
+	rs_buf_addf(out, "rs_checkpoints{where=\"device\"} %u\n", s->n_dev);
+	rs_buf_addf(out, "rs_checkpoints{where=\"host\"} %u\n", s->n_host);
+}
+
 int
 rs_metrics_format(struct rs_metrics *m, struct rs_buf *out)
 {
@@ -239,6 +287,8 @@ rs_metrics_format(struct rs_metrics *m, struct rs_buf *out)
 	    m->ttft_sum);
 	rs_buf_addf(out, "rs_time_to_first_token_seconds_count %llu\n",
 	    (unsigned long long)m->ttft_count);
+	if (m->have_ck)
+		checkpoints(m, out);
 	pthread_mutex_unlock(&m->lock);
 	return (out->oom ? -1 : 0);
 }

@@ -21,6 +21,22 @@
  *                                        rs-serve: not the role chunk, not
  *                                        markup)
  *
+ * With a checkpoint cache (rs_ckcache.h; rs-serve --cache-mem), from its
+ * counters after the last generation:
+ *
+ *   rs_checkpoint_hits_total             counter: prompts whose prefix came
+ *                                        from a checkpoint
+ *   rs_checkpoint_misses_total           counter: prompts that found none
+ *   rs_checkpoint_tokens_reused_total    counter: positions restored
+ *   rs_checkpoint_cross_total            counter: hits restored into another
+ *                                        state than their own (KV copied)
+ *   rs_checkpoint_saves_total            counter: checkpoints stored
+ *   rs_checkpoint_spills_total           counter: moved to host RAM
+ *   rs_checkpoint_evictions_total        counter: dropped for room
+ *   rs_checkpoint_memory_bytes{where}    gauge: held, where="device" (the
+ *                                        states' memory) or "host"
+ *   rs_checkpoints{where}                gauge: checkpoints held
+ *
  * A rate over time is rate(rs_completion_tokens_total) /
  * rate(rs_decode_seconds_total); the gauges are for a glance.
  *
@@ -38,6 +54,7 @@
 #include <stdint.h>
 
 #include "rs_buf.h"
+#include "rs_ckcache.h"
 #include "rs_err.h"
 
 #define RS_METRICS_MAX_SERIES	64
@@ -68,6 +85,10 @@ void		rs_metrics_ttft(struct rs_metrics *m, double seconds);
 /* Current queue depth and running count. */
 void		rs_metrics_queue(struct rs_metrics *m, int waiting,
 		    int running);
+
+/* The checkpoint cache's counters now (from then on they are exported). */
+void		rs_metrics_checkpoints(struct rs_metrics *m,
+		    const struct rs_ckcache_stats *s);
 
 /*
  * Append the exposition text to OUT.  Returns -1 when OUT ran out of

@@ -827,6 +827,9 @@ rs_oai_copilot(const struct rs_oai_model *m, const char *name,
 	put(e, "streaming", rs_json_bool(1), &bad);
 	put(e, "maxInputTokens", rs_json_int(max_in), &bad);
 	put(e, "maxOutputTokens", rs_json_int(max_out), &bad);
+	/* the whole window, so that Copilot's clamping of the two budgets
+	   (serving.md §5.2) works from the server's real n_ctx */
+	put(e, "contextWindow", rs_json_int(m->n_ctx), &bad);
 	if (m->thinking) {
 		put(e, "supportsReasoningEffort", m->effort ?
 		    str_array(efforts, sizeof(efforts) / sizeof(efforts[0]),

@@ -42,6 +42,8 @@ const struct rs_state_mem rs_state_host_mem = {
 	.copy = host_copy,
 	.zero = host_zero,
 	.kv_elem = sizeof(float),
+	.to_host = host_copy,
+	.from_host = host_copy,
 };
 
 /* N elements of ELEM bytes from ST's memory; NULL for none. */

@@ -12,7 +12,10 @@
  * checkpoint) live: host memory for the CPU backend, a GPU's for the CUDA
  * backend.  alloc returns zeroed memory or NULL; copy and zero complete
  * before they return (for a device: ordered after all earlier work on the
- * backend's stream, which is a blocking stream).  KV values take KV_ELEM
+ * backend's stream, which is a blocking stream).  to_host and from_host
+ * move bytes between this memory and plain host memory (malloc'd): the
+ * checkpoint cache (rs_ckcache.h) spills states to host RAM through them;
+ * NULL in a backend that has none, and then nothing spills.  KV values take KV_ELEM
  * bytes: 4 (f32) on the host, 2 (f16) on the device, where st->k and
  * friends then point to binary16 values despite their float type.
  */
@@ -23,6 +26,8 @@ struct rs_state_mem {
 	void		 (*copy)(void *dst, const void *src, size_t bytes);
 	void		 (*zero)(void *p, size_t bytes);
 	size_t		 kv_elem;
+	void		 (*to_host)(void *host, const void *src, size_t bytes);
+	void		 (*from_host)(void *dst, const void *host, size_t bytes);
 };
 
 extern const struct rs_state_mem rs_state_host_mem;

@@ -70,6 +70,41 @@ START_TEST(counters)
 }
 END_TEST
 
+/* The checkpoint cache's series appear once it reported, with its values. */
+START_TEST(checkpoints)
+{
+	struct rs_metrics	*m;
+	struct rs_buf		 b;
+	struct rs_ckcache_stats	 s = { .hits = 7, .misses = 2,
+				    .tokens_reused = 12345, .cross = 1,
+				    .saves = 20, .spills = 3, .evictions = 1,
+				    .dev_bytes = 4096, .host_bytes = 1024,
+				    .n_dev = 4, .n_host = 1 };
+
+	ck_assert_int_eq(rs_metrics_new(&m, NULL), RS_OK);
+	rs_buf_init(&b);
+	ck_assert_int_eq(rs_metrics_format(m, &b), 0);
+	ck_assert_ptr_null(strstr(b.data, "rs_checkpoint"));
+	rs_metrics_checkpoints(m, &s);
+	rs_buf_reset(&b);
+	ck_assert_int_eq(rs_metrics_format(m, &b), 0);
+	ck_assert_double_eq(value_of(b.data, "rs_checkpoint_hits_total"), 7);
+	ck_assert_double_eq(value_of(b.data, "rs_checkpoint_misses_total"), 2);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_checkpoint_tokens_reused_total"), 12345);
+	ck_assert_double_eq(value_of(b.data, "rs_checkpoint_cross_total"), 1);
+	ck_assert_double_eq(value_of(b.data, "rs_checkpoint_spills_total"), 3);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_checkpoint_memory_bytes{where=\"device\"}"), 4096);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_checkpoint_memory_bytes{where=\"host\"}"), 1024);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_checkpoints{where=\"host\"}"), 1);
+	rs_buf_cleanup(&b);
+	rs_metrics_free(m);
+}
+END_TEST
+
 START_TEST(ttft_histogram)
 {
 	struct rs_metrics	*m;
@@ -151,6 +186,7 @@ metrics_suite(void)
 	tc = tcase_create("counters");
 	tcase_add_test(tc, counters);
 	tcase_add_test(tc, ttft_histogram);
+	tcase_add_test(tc, checkpoints);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
 	tcase_add_test(tc, bounded_labels);

@@ -759,6 +759,9 @@ START_TEST(copilot)
 	ck_assert_int_eq(rs_json_as_int(rs_json_get(e, "maxOutputTokens"),
 	    &x), 0);
 	ck_assert_int_eq(x, 32768);
+	ck_assert_int_eq(rs_json_as_int(rs_json_get(e, "contextWindow"),
+	    &x), 0);
+	ck_assert_int_eq(x, 131072);
 	eff = rs_json_get(e, "supportsReasoningEffort");
 	ck_assert_uint_eq(rs_json_arr_len(eff), 4);
 	rs_json_as_str(rs_json_arr_at(eff, 3), &v, &n);

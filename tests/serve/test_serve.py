@@ -13,6 +13,7 @@ import re
 import socket
 import statistics
 import subprocess
+import sys
 import threading
 import time
 
@@ -1136,6 +1137,7 @@ def test_copilot_config():
     inp = (ctx - out) * 7 // 8
     assert m["maxOutputTokens"] == out
     assert m["maxInputTokens"] == (inp // 1000 * 1000 if inp >= 1000 else inp)
+    assert m["contextWindow"] == ctx
 
 
 def test_tls(tmp_path_factory):
@@ -1179,3 +1181,87 @@ def test_bad_usage():
         assert p.returncode == 2 and word in p.stderr, (args, p.stderr)
     p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and "--copilot-config" in p.stdout
+
+
+def replay(tmp_path_factory, model_args, name, *extra):
+    """scripts/copilot-replay.py against a server with three slots: its
+    per-request rows, the server and the replayer's stderr."""
+    srv = start(tmp_path_factory, "--slots", "3", *model_args, name=name)
+    out = str(tmp_path_factory.mktemp(name) / "rows.jsonl")
+    try:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "copilot-replay.py"),
+                            "--url", srv.url, "--turns", "9", "--tools", "3",
+                            "--context-tokens", "150", "--max-tokens", "8",
+                            "--last-user-tokens", "40", "--cold", "--timeout", "120",
+                            "--jsonl", out, *extra],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr + p.stdout
+        st, _, metrics = http(srv.url + "/metrics")
+        assert st == 200
+    finally:
+        srv.stop_clean()
+    with open(out) as f:
+        rows = [json.loads(line) for line in f]
+    return rows, metrics.decode()
+
+
+def check_replay(rows, metrics, strict):
+    """Every turn of both conversations after their first restarts from a
+    checkpoint: STRICT (reasoning kept) all of the previous turn's prompt
+    but its opener, else at least the first turn's prompt but its opener
+    (the reasoning of the turns since the last user message is dropped:
+    the prompt leaves the history at the first of them); the edited turn
+    only what precedes its edit.  The title, the tool_choice none turn
+    (no tools in its prompt) and the cold request reuse at most a shared
+    system prompt.  /metrics counts the hits."""
+    prev, first = {}, {}
+    for r in rows:
+        what = f"turn {r['turn']} ({r['conv']} {r['kind']}): {r}"
+        if r["kind"] in ("side", "cold_full", "none"):
+            assert r["cached_tokens"] < r["prompt_tokens"] // 2, what
+            continue
+        if r["conv"] not in prev:
+            prev[r["conv"]] = first[r["conv"]] = r
+            continue
+        # a checkpoint, or the state itself when the prompt continues its
+        # whole history (the echoed answer re-tokenized to the same ids)
+        assert r["checkpoint_hit"] == 1 or r["checkpoint_misses"] == 0, what
+        if r["checkpoint_hit"]:
+            assert r["cached_tokens"] == r["checkpoint_tokens"] > 0, what
+        if r["kind"] == "edit_middle":
+            assert r["cached_tokens"] < prev[r["conv"]]["prompt_tokens"] - 20, what
+        elif strict:
+            assert r["cached_tokens"] >= prev[r["conv"]]["prompt_tokens"] - 8, what
+        else:
+            # the opener "<|im_start|>assistant\n<think>\n" is recomputed:
+            # 19 tokens in the synthetic byte-level vocabulary
+            assert r["cached_tokens"] >= first[r["conv"]]["prompt_tokens"] - 24, what
+        prev[r["conv"]] = r
+    assert len([r for r in rows if r["conv"] == "B"]) >= 3
+    assert any(r["kind"] == "edit_middle" for r in rows)
+    hits = [ln for ln in metrics.splitlines() if ln.startswith("rs_checkpoint_hits_total ")]
+    assert hits and float(hits[0].split()[1]) >= 8, metrics
+    assert 'rs_checkpoint_memory_bytes{where="device"}' in metrics
+
+
+def test_copilot_replay_tiny(tmp_path_factory):
+    """The Copilot-shaped session on the tiny fixture (Qwen3.5 template,
+    which drops the reasoning of turns before the last user message: the
+    checkpoint at each assistant turn's start is what makes turns hit)."""
+    check_replay(*replay(tmp_path_factory, (), "replay35"), strict=False)
+
+
+def test_copilot_replay_qwen38(tmp_path_factory):
+    """The same session on a synthetic model with the Qwen3.8 template
+    (rs-bench --synth tiny): its reasoning is kept (preserve_thinking
+    default), so a turn leaves the history inside the echoed answer after
+    the previous prompt's end; with preserve_thinking false it drops it, as
+    Qwen3.5's does.  Both keep hitting."""
+    path = str(tmp_path_factory.mktemp("synth") / "synth-tiny.gguf")
+    p = subprocess.run([os.path.join(BIN, "rs-bench"), "--synth", "tiny", "-o", path],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    check_replay(*replay(tmp_path_factory, ("-m", path, "-c", "8192"), "replay38"),
+                 strict=True)
+    check_replay(*replay(tmp_path_factory, ("-m", path, "-c", "8192"), "replay38d",
+                         "--drop-reasoning"), strict=False)

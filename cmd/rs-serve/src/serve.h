@@ -59,6 +59,10 @@ struct serve_cfg {
 					   running */
 	int		 slots;		/* sequence states (prefix caches),
 					   1..SERVE_MAX_SLOTS */
+	int64_t		 cache_mem;	/* checkpoint cache in the backend's
+					   memory, MiB (rs_ckcache.h) */
+	int64_t		 cache_host_mem;	/* its spill to host RAM, MiB;
+					   both 0: no cache */
 	int64_t		 body_max;	/* bytes */
 	enum rs_tok_norm tok_norm;	/* --nfc, --no-nfc */
 	char		*tls_cert;

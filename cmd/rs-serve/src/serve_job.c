@@ -49,6 +49,7 @@
 #include <kore/http.h>
 
 #include "cli.h"
+#include "rs_ckcache.h"
 #include "rs_fit.h"
 #include "serve.h"
 
@@ -83,6 +84,7 @@ static struct {
 	struct rs_engine	*engine;
 	struct rs_state		*state[SERVE_MAX_SLOTS];
 	struct rs_gen		*g[SERVE_MAX_SLOTS];
+	struct rs_ckcache	*ckc;		/* shared by the slots, or NULL */
 	uint64_t		 used[SERVE_MAX_SLOTS];
 	uint64_t		 n_jobs;
 	struct rs_buf		 scratch;
@@ -256,28 +258,41 @@ body(struct rs_json *j, int status)
 }
 
 /*
- * The slot for JOB: the one whose state holds the longest prefix of its
- * prompt, if that is at least half the prompt (the next turn of a
- * conversation); else the one used least recently (a side request or a
- * new conversation: every chat prompt shares the template's first tokens
- * with every slot, which must not make it evict a live conversation).
+ * The slot for JOB.  A slot whose history the prompt continues, or shares
+ * an assistant turn with (the next turn of its conversation, or an edit of
+ * an earlier one), holds its conversation (rs_gen_affinity()): the one of
+ * those that can start furthest in (rs_gen_reusable()).  Else the one used
+ * least recently: a side request or a new conversation shares the
+ * template's first tokens, and an agent's its system prompt, tools and
+ * files, with every slot, and running it there would overwrite a live
+ * conversation and its checkpoints; with the checkpoint cache it still
+ * starts from the latest checkpoint of any slot that it shares (rs_gen.h).
+ * Without the cache, a slot that holds at least half the prompt is taken
+ * all the same (its prefix is only reusable in place).  An agent's next
+ * turn can share less than half: a template that drops the reasoning of
+ * the turns since the last user message makes the prompt leave the
+ * history at the first of them.
  */
 static int
 pick_slot(const struct serve_job *job)
 {
-	int	best = 0, lru = 0;
-	int32_t	best_l = -1;
+	int	best = -1, lru = 0, best_a = 0;
+	int32_t	best_r = -1;
 
 	for (int i = 0; i < serve_cfg.slots; i++) {
-		int32_t l = rs_gen_common_prefix(eng.g[i], &job->greq);
-		if (l > best_l) {
+		int32_t r = rs_gen_reusable(eng.g[i], &job->greq);
+		int a = rs_gen_affinity(eng.g[i], &job->greq);
+		if (best < 0 || (a > 0) > (best_a > 0) || ((a > 0) ==
+		    (best_a > 0) && r > best_r)) {
 			best = i;
-			best_l = l;
+			best_r = r;
+			best_a = a;
 		}
 		if (eng.used[i] < eng.used[lru])
 			lru = i;
 	}
-	if (2 * (int64_t)best_l < (int64_t)job->greq.n_prompt)
+	if (best_a == 0 && (eng.ckc != NULL ||
+	    2 * (int64_t)best_r < (int64_t)job->greq.n_prompt))
 		best = lru;
 	eng.used[best] = ++eng.n_jobs;
 	return (best);
@@ -321,6 +336,12 @@ run_job(struct serve_job *job)
 			status = body(rs_oai_response(&job->fmt, &res), 200);
 	}
 	rs_gen_result_cleanup(&res);
+	if (eng.ckc != NULL) {
+		struct rs_ckcache_stats	cs;
+
+		rs_ckcache_stats(eng.ckc, &cs);
+		rs_metrics_checkpoints(serve_metrics, &cs);
+	}
 	job->t_end = serve_now_ms();
 	pthread_mutex_lock(&eng.lock);
 	job->status = status;
@@ -381,7 +402,10 @@ build(void)
 		goto fail;
 	memset(&so, 0, sizeof(so));
 	so.n_ctx = (int32_t)serve_model.info.n_ctx;
-	so.checkpoint = 1;	/* prefix reuse across turns (§2.8) */
+	/* prefix reuse across turns (§2.8): the checkpoint cache, or else
+	   each state's own checkpoint at its prompt's last message */
+	so.checkpoint = serve_cfg.cache_mem == 0 &&
+	    serve_cfg.cache_host_mem == 0;
 	/* a snapshot per verified token to drop rejected drafts */
 	so.n_snap = serve_cfg.gen.draft_ngram > 0 ?
 	    serve_cfg.gen.draft_ngram + 1 : 0;
@@ -397,6 +421,19 @@ build(void)
 			    serve_cfg.slots, err.msg);
 			return (-1);
 		}
+	if (serve_cfg.cache_mem > 0 || serve_cfg.cache_host_mem > 0) {
+		struct rs_ckcache_opts	co;
+		struct rs_ckcache_stats	cs;
+
+		co.dev_bytes = (uint64_t)serve_cfg.cache_mem << 20;
+		co.host_bytes = (uint64_t)serve_cfg.cache_host_mem << 20;
+		if (rs_ckcache_new(&eng.ckc, &co, &err) != RS_OK)
+			goto fail;
+		for (int i = 0; i < serve_cfg.slots; i++)
+			rs_gen_set_ckcache(eng.g[i], eng.ckc);
+		rs_ckcache_stats(eng.ckc, &cs);
+		rs_metrics_checkpoints(serve_metrics, &cs);
+	}
 	return (0);
 fail:
 	(void)snprintf(eng.why, sizeof(eng.why), "engine: %s", err.msg);
@@ -836,6 +873,7 @@ serve_engine_stop(void)
 		rs_gen_free(eng.g[i]);
 		rs_state_free(eng.state[i]);
 	}
+	rs_ckcache_free(eng.ckc);
 	rs_engine_free(eng.engine);
 	rs_buf_cleanup(&eng.scratch);
 }

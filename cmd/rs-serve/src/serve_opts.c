@@ -49,6 +49,18 @@ usage_full(void)
 	    "      --slots N             keep N conversations' caches "
 	    "(1..16, default 1; each\n"
 	    "                            takes a sequence state's memory)\n"
+	    "      --cache-mem MIB       state checkpoints kept in the "
+	    "backend's memory (GPU\n"
+	    "                            for cuda), shared by the slots "
+	    "(default 4096)\n"
+	    "      --cache-host-mem MIB  checkpoints spilled to host RAM "
+	    "beyond that (default\n"
+	    "                            8192); both 0: no checkpoint "
+	    "cache\n"
+	    "      --checkpoint-every N  also checkpoint every N prompt "
+	    "tokens (default 2048;\n"
+	    "                            0: only at assistant turns and "
+	    "prompt ends)\n"
 	    "      --queue N             requests that may wait for the "
 	    "engine (default 16);\n"
 	    "                            more are refused with 503 and "
@@ -140,13 +152,17 @@ enum {
 	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
-	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING
+	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
+	OPT_CACHE_HOST_MEM, OPT_CK_EVERY
 };
 
 static const struct option longopts[] = {
 	{ "alias", required_argument, NULL, OPT_ALIAS },
 	{ "api-key", required_argument, NULL, OPT_API_KEY },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
+	{ "cache-host-mem", required_argument, NULL, OPT_CACHE_HOST_MEM },
+	{ "cache-mem", required_argument, NULL, OPT_CACHE_MEM },
+	{ "checkpoint-every", required_argument, NULL, OPT_CK_EVERY },
 	{ "chroot", required_argument, NULL, OPT_CHROOT },
 	{ "client-specials", no_argument, NULL, OPT_CLIENT_SPECIALS },
 	{ "copilot-config", required_argument, NULL, OPT_COPILOT },
@@ -190,9 +206,12 @@ defaults(struct serve_cfg *c)
 	c->backend = RS_BACKEND_AUTO;
 	c->queue_max = 16;
 	c->slots = 1;
+	c->cache_mem = 4096;
+	c->cache_host_mem = 8192;
 	c->body_max = 64 << 20;
 	c->tok_norm = RS_TOK_NORM_DEFAULT;
 	rs_gen_opts_init(&c->gen);
+	c->gen.checkpoint_every = 2048;
 	if ((key = getenv("RS_API_KEY")) != NULL && *key != '\0')
 		c->api_key = dup_or_die(key);
 	/* tests/serve only: see serve_test_violation() */
@@ -240,6 +259,17 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		break;
 	case OPT_SLOTS:
 		c->slots = (int)number("--slots", arg, 1, SERVE_MAX_SLOTS);
+		break;
+	case OPT_CACHE_MEM:
+		c->cache_mem = number("--cache-mem", arg, 0, INT64_C(1) << 24);
+		break;
+	case OPT_CACHE_HOST_MEM:
+		c->cache_host_mem = number("--cache-host-mem", arg, 0,
+		    INT64_C(1) << 24);
+		break;
+	case OPT_CK_EVERY:
+		c->gen.checkpoint_every = (int32_t)number("--checkpoint-every",
+		    arg, 0, 1 << 24);
 		break;
 	case OPT_MAX_BODY:
 		c->body_max = number("--max-body", arg, 1024, INT64_C(1) << 32);
