@@ -17,6 +17,7 @@
 #include "rs_engine.h"
 #include "rs_json.h"
 #include "rs_model.h"
+#include "rs_out.h"
 #include "rs_state.h"
 #include "rs_synth.h"
 
@@ -90,6 +91,7 @@ synth(const struct opts *o)
 	if (o->vocab > 0)
 		cfg.n_vocab = (uint32_t)o->vocab;
 	cfg.seed = (uint64_t)o->seed;
+	rs_out_trap_signals();	/* ^C leaves no multi-GB temporary file */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (rs_synth_write(&cfg, o->out, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->out, err.msg);

@@ -768,10 +768,13 @@ open_outputs(struct run *r)
 {
 	int64_t vocab = r->model->hp.n_vocab;
 
+	struct rs_err err = { 0 };
+
+	rs_out_trap_signals();
 	if (r->o->logits_path != NULL) {
-		if (rs_cli_npy_open(&r->logits, r->o->logits_path, vocab) != 0)
-			rs_cli_fatal("%s: %s", r->o->logits_path,
-			    strerror(errno));
+		if (rs_cli_npy_open(&r->logits, r->o->logits_path, vocab,
+		    &err) != 0)
+			rs_cli_fatal("%s: %s", r->o->logits_path, err.msg);
 		r->want_logits = 1;
 	}
 	if (r->o->mtp_path != NULL) {
@@ -780,9 +783,10 @@ open_outputs(struct run *r)
 			rs_cli_fatal("%s: --mtp-logits: the model has no MTP "
 			    "block", r->o->model);
 		}
-		if (rs_cli_npy_open(&r->mtp, r->o->mtp_path, vocab) != 0) {
+		if (rs_cli_npy_open(&r->mtp, r->o->mtp_path, vocab,
+		    &err) != 0) {
 			abort_outputs(r);
-			rs_cli_fatal("%s: %s", r->o->mtp_path, strerror(errno));
+			rs_cli_fatal("%s: %s", r->o->mtp_path, err.msg);
 		}
 		r->want_mtp = 1;
 	}
@@ -791,17 +795,18 @@ open_outputs(struct run *r)
 static void
 close_outputs(struct run *r)
 {
-	char	msg[512];
+	struct rs_err	err = { 0 };
+	char		msg[512];
 
-	if (r->want_logits && rs_cli_npy_finish(&r->logits) != 0) {
+	if (r->want_logits && rs_cli_npy_finish(&r->logits, &err) != 0) {
 		snprintf(msg, sizeof(msg), "%s: %s", r->o->logits_path,
-		    strerror(errno));
+		    err.msg);
 		r->want_logits = 0;
 		fail(r, msg);
 	}
-	if (r->want_mtp && rs_cli_npy_finish(&r->mtp) != 0) {
+	if (r->want_mtp && rs_cli_npy_finish(&r->mtp, &err) != 0) {
 		snprintf(msg, sizeof(msg), "%s: %s", r->o->mtp_path,
-		    strerror(errno));
+		    err.msg);
 		r->want_mtp = 0;
 		fail(r, msg);
 	}
