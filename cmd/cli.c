@@ -6,10 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
 #include "rs_version.h"
 
 static const char *progname = "rs";
+static int	 quiet;
+static int	 progress_shown;	/* a progress line is on screen */
+static struct timespec progress_last;
+
+static void	 progress_clear(void);
 
 void
 rs_cli_init(const char *argv0)
@@ -28,12 +36,24 @@ rs_cli_name(void)
 	return (progname);
 }
 
+/*
+ * Messages carry file names, GGUF keys and values, request text: strings
+ * from outside, escaped whole so that none can drive the terminal.
+ */
 static void
 vwarn(const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char	msg[2048], esc[4 * sizeof(msg)];
+	int	n;
+
+	progress_clear();
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	rs_cli_esc(msg, (size_t)n, esc, sizeof(esc));
+	fprintf(stderr, "%s: %s\n", progname, esc);
 }
 
 void
@@ -165,4 +185,133 @@ rs_cli_finish(int code)
 		return (RS_EXIT_ERROR);
 	}
 	return (code);
+}
+
+/* ---- escaping ---- */
+
+/* Length of the valid UTF-8 sequence at S (N bytes left) and its code
+ * point, or 0 when it is not valid. */
+static size_t
+utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t	 len;
+	uint32_t c, min;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return (0);	/* continuation, overlong lead or past U+10FFFF */
+	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
+	if (len > n)
+		return (0);
+	c = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return (0);
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return (0);
+	*cp = c;
+	return (len);
+}
+
+size_t
+rs_cli_esc(const char *s, size_t n, char *buf, size_t cap)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t	 o = 0, i = 0, len;
+	uint32_t cp;
+	char	 tmp[8];
+
+	if (cap == 0)
+		return (0);
+	while (i < n) {
+		const char *piece = tmp;
+		size_t	    k;
+
+		if (p[i] >= 0x20 && p[i] < 0x7f) {
+			tmp[0] = (char)p[i];
+			k = 1;
+			len = 1;
+		} else if (p[i] == '\n' || p[i] == '\t' || p[i] == '\r') {
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\%c",
+			    p[i] == '\n' ? 'n' : p[i] == '\t' ? 't' : 'r');
+			len = 1;
+		} else if (p[i] < 0x80) {		/* C0, DEL */
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", p[i]);
+			len = 1;
+		} else if ((len = utf8_seq(p + i, n - i, &cp)) == 0) {
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", p[i]);
+			len = 1;
+		} else if (cp <= 0x9f) {		/* C1 */
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x",
+			    (unsigned)cp);
+		} else {
+			piece = s + i;
+			k = len;
+		}
+		if (o + k >= cap)
+			break;
+		memcpy(buf + o, piece, k);
+		o += k;
+		i += len;
+	}
+	buf[o] = '\0';
+	return (o);
+}
+
+const char *
+rs_cli_esc_str(const char *s)
+{
+	static char	bufs[4][1024];
+	static int	next;
+	char		*b = bufs[next++ % 4];
+
+	rs_cli_esc(s, strlen(s), b, sizeof(bufs[0]));
+	return (b);
+}
+
+/* ---- progress ---- */
+
+void
+rs_cli_set_quiet(int q)
+{
+	quiet = q;
+}
+
+static void
+progress_clear(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = 0;
+}
+
+void
+rs_cli_progress(const char *what, uint64_t done, uint64_t total)
+{
+	struct timespec	now;
+	double		dt;
+
+	if (quiet || !isatty(STDERR_FILENO))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	dt = (double)(now.tv_sec - progress_last.tv_sec) +
+	    (double)(now.tv_nsec - progress_last.tv_nsec) * 1e-9;
+	/* 4 updates a second at most, and always the first and the last */
+	if (progress_shown && dt < 0.25 && done < total)
+		return;
+	progress_last = now;
+	fprintf(stderr, "\r\033[K%s: %s: %3.0f%%", progname,
+	    rs_cli_esc_str(what), total > 0 ? 100.0 * (double)done /
+	    (double)total : 100.0);
+	fflush(stderr);
+	progress_shown = 1;
+}
+
+void
+rs_cli_progress_end(void)
+{
+	progress_clear();
+	fflush(stderr);
 }

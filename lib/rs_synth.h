@@ -38,7 +38,7 @@ struct rs_synth_cfg {
 enum rs_status	rs_synth_preset(const char *name, struct rs_synth_cfg *cfg,
 		    struct rs_err *err);
 
-/* Write the model to PATH (atomically: PATH.tmp, then rename). */
+/* Write the model to PATH (through rs_out: atomically, see rs_out.h). */
 enum rs_status	rs_synth_write(const struct rs_synth_cfg *cfg,
 		    const char *path, struct rs_err *err);
 

@@ -31,6 +31,14 @@ const char	*t_tmpdir(void);
 void		 t_write_file(const char *path, const void *data, size_t n);
 
 /*
+ * A copy of fixture REL in a fresh temporary directory with one value of
+ * tensor TENSOR made NaN: element 0 of an F32 or F16 tensor, or the f16
+ * scale d of block 0 of a quantized tensor whose block starts with it
+ * (q8_0, q4_k, ...).  Returns the copy's path (rotating static buffer).
+ */
+const char	*t_nan_copy(const char *rel, const char *tensor);
+
+/*
  * A NumPy .npy array as float32 (f4 or f2 on disk), C order.  Fails the test
  * on a malformed file.  Caller frees data.
  */
