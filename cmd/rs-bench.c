@@ -96,8 +96,8 @@ synth(const struct opts *o)
 	if (rs_synth_write(&cfg, o->out, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->out, err.msg);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	fprintf(stderr, "%s: wrote %s (%s) in %.1f s\n", rs_cli_name(), o->out,
-	    o->preset, (double)(t1.tv_sec - t0.tv_sec) +
+	rs_cli_warn("wrote %s (%s) in %.1f s", o->out, o->preset,
+	    (double)(t1.tv_sec - t0.tv_sec) +
 	    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	return (RS_EXIT_OK);
 }
@@ -130,7 +130,7 @@ plan(const struct opts *o)
 	for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++)
 		weights += rs_gguf_tensor(m->gguf, i)->nbytes;
 	uint64_t scratch = rs_engine_cuda_scratch(m, (int)o->max_batch);
-	printf("%s: %d positions, %d snapshots\n", o->model,
+	printf("%s: %d positions, %d snapshots\n", rs_cli_esc_str(o->model),
 	    so.n_ctx > 0 ? so.n_ctx : (int)m->hp.n_ctx_train, so.n_snap);
 	rs_state_plan(m, &so, 2, &p);
 	plan_line("cuda", &p, weights);
@@ -232,8 +232,8 @@ bench(const struct opts *o)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
-	fprintf(stderr, "%s: %s on %s, %d threads, max batch %d\n",
-	    rs_cli_name(), o->model, rs_backend_name(rs_engine_backend(e)),
+	rs_cli_warn("%s on %s, %d threads, max batch %d",
+	    o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), rs_engine_max_batch(e));
 	if (rs_bench_run(e, &bo, print_row, (void *)o, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);

@@ -1244,3 +1244,19 @@ def test_nan_model(tmp_path_factory):
         assert http(srv.url + "/health")[0] == 200
     finally:
         srv.stop()
+
+
+def test_log_escapes(tmp_path_factory):
+    """A request path with ESC and BEL reaches the access log escaped, not
+    as terminal control sequences (issue #15)."""
+    srv = start(tmp_path_factory, name="esc")
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+            s.sendall(b"GET /\x1b]0;pwned\x07 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert s.recv(100).startswith(b"HTTP/1.1 404")
+        assert http(srv.url + "/health")[0] == 200
+        log = srv.read_log()
+        assert "\x1b" not in log and "\x07" not in log
+        assert "GET /\\x1b]0;pwned\\x07 404" in log
+    finally:
+        srv.stop_clean()
