@@ -115,7 +115,16 @@ help(void)
 	    "\n"
 	    "Without --tokens or --tokens-file, reads JSON lines from stdin:\n"
 	    "  {\"id\": ..., \"tokens\": [ids...], \"prefix\": N}  "
-	    "(\"ids\" also accepted)");
+	    "(\"ids\" also accepted)\n"
+	    "\n"
+	    "Exit status: 0 every record ran (and every --check-rollback "
+	    "passed);\n"
+	    "1 the input was read to the end but a record was invalid or a "
+	    "rollback\n"
+	    "check failed; 2 could not run: usage, model, backend, bad "
+	    "--tokens input,\n"
+	    "non-finite logits, a bad record while writing .npy files, or a "
+	    "write error.");
 }
 
 enum {

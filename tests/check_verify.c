@@ -82,6 +82,10 @@ START_TEST(usage)
 	ck_assert(strstr(out, "--check-rollback") != NULL);
 	ck_assert(strstr(out, "--mtp-logits") != NULL);
 	ck_assert(strstr(out, "-t, --threads") != NULL);
+	/* the exit codes, as in every command's help (issue #15) */
+	ck_assert_msg(strstr(out, "Exit status: 0 ") != NULL &&
+	    strstr(out, "\n1 ") != NULL && strstr(out, "; 2 ") != NULL,
+	    "%s", out);
 	free(out);
 	snprintf(c, sizeof(c), "%s --version", t_bin("rs-verify"));
 	ck_assert_int_eq(t_run(c, &out), 0);

@@ -1153,6 +1153,15 @@ def test_tls(tmp_path_factory):
                         "--port", "1", *args], capture_output=True, text=True, timeout=30)
     if "TLS is not available" in p.stderr:
         assert p.returncode == 2 and "OpenSSL 3" in p.stderr
+        # not offered where it cannot work: neither --help nor the man
+        # page's synopsis and options, nor the completions (issue #15)
+        h = subprocess.run([os.path.join(BIN, "rs-serve"), "--help"],
+                           capture_output=True, text=True, timeout=30)
+        assert h.returncode == 0 and "--tls" not in h.stdout
+        man = open(os.path.join(ROOT, "man", "rs-serve.1")).read()
+        assert "tls" not in man[:man.index(".Sh EXIT STATUS")]
+        for comp in ("bash/rs-serve", "zsh/_rs-serve"):
+            assert "tls" not in open(os.path.join(ROOT, "completions", comp)).read()
         return
     srv = start(tmp_path_factory, *args, name="tls")
     try:
