@@ -70,6 +70,12 @@ usage_full(void)
 
 /* ---- --synth ---- */
 
+static void
+synth_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	rs_cli_progress(ctx, done, total);
+}
+
 static int
 synth(const struct opts *o)
 {
@@ -95,14 +101,18 @@ synth(const struct opts *o)
 	if (o->vocab > 0)
 		cfg.n_vocab = (uint32_t)o->vocab;
 	cfg.seed = (uint64_t)o->seed;
+	cfg.progress = synth_progress;
+	cfg.progress_ctx = (void *)o->out;
 	rs_out_trap_signals();	/* ^C leaves no multi-GB temporary file */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (rs_synth_write(&cfg, o->out, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->out, err.msg);
+	rs_cli_progress_end();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	rs_cli_warn("wrote %s (%s) in %.1f s", o->out, o->preset,
-	    (double)(t1.tv_sec - t0.tv_sec) +
-	    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	if (!o->quiet)
+		rs_cli_warn("wrote %s (%s) in %.1f s", o->out, o->preset,
+		    (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	return (RS_EXIT_OK);
 }
 

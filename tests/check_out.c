@@ -242,6 +242,40 @@ START_TEST(synth_planted)
 }
 END_TEST
 
+/*
+ * rs-bench --synth 27b (17 GB) interrupted by SIGINT as soon as its
+ * temporary file exists: the file goes, the status says SIGINT.
+ */
+START_TEST(synth_interrupted)
+{
+	const char	*dir = t_tmpdir();
+	char		 out[512];
+	pid_t		 pid;
+	int		 status, seen = 0;
+
+	snprintf(out, sizeof(out), "%s/big.gguf", dir);
+	if ((pid = fork()) == 0) {
+		/* a shell's background job would ignore SIGINT: not here */
+		signal(SIGINT, SIG_DFL);
+		execl(t_bin("rs-bench"), "rs-bench", "--synth", "27b", "-q",
+		    "-o", out, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_gt(pid, 0);
+	for (int i = 0; i < 2000 && !seen; i++) {
+		seen = count_prefix(dir, "big.gguf.tmp") > 0;
+		if (!seen)
+			usleep(5000);
+	}
+	kill(pid, seen ? SIGINT : SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(seen, "no temporary file appeared");
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT,
+	    "rs-bench status %#x", status);
+	ck_assert_int_eq(count_prefix(dir, "big.gguf"), 0);
+}
+END_TEST
+
 Suite *
 out_suite(void)
 {
@@ -260,6 +294,7 @@ out_suite(void)
 	tcase_set_timeout(cmd, 60);
 	tcase_add_test(cmd, verify_fifo);
 	tcase_add_test(cmd, synth_planted);
+	tcase_add_test(cmd, synth_interrupted);
 	suite_add_tcase(s, cmd);
 	return (s);
 }
