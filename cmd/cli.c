@@ -302,9 +302,13 @@ rs_cli_progress(const char *what, uint64_t done, uint64_t total)
 	if (progress_shown && dt < 0.25 && done < total)
 		return;
 	progress_last = now;
-	fprintf(stderr, "\r\033[K%s: %s: %3.0f%%", progname,
-	    rs_cli_esc_str(what), total > 0 ? 100.0 * (double)done /
-	    (double)total : 100.0);
+	if (total == 0)
+		fprintf(stderr, "\r\033[K%s: %s ...", progname,
+		    rs_cli_esc_str(what));
+	else
+		fprintf(stderr, "\r\033[K%s: %s: %3.0f%%", progname,
+		    rs_cli_esc_str(what), 100.0 * (double)done /
+		    (double)total);
 	fflush(stderr);
 	progress_shown = 1;
 }

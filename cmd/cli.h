@@ -99,10 +99,13 @@ const char	*rs_cli_esc_str(const char *s);
 /*
  * Progress of long work (model load, --synth, --check, long prefills) as
  * one line "rs-x: WHAT: 42%" rewritten in place on stderr, at most 4 times
- * a second; only when stderr is a terminal and the command is not quiet
- * (rs_cli_set_quiet, from -q).  rs_cli_progress_end() clears the line;
- * messages clear it too.
+ * a second, or "rs-x: WHAT ..." when TOTAL is 0 (work of unknown length,
+ * such as loading a model); only when stderr is a terminal and the command
+ * is not quiet (rs_cli_set_quiet, from -q).  rs_cli_progress_end() clears
+ * the line; messages clear it too.
  */
+#define RS_CLI_LONG_PROMPT	1024	/* tokens: prefill progress from here */
+
 void		 rs_cli_set_quiet(int q);
 void		 rs_cli_progress(const char *what, uint64_t done,
 		    uint64_t total);

@@ -266,11 +266,13 @@ bench(const struct opts *o)
 		bo.prefills[0] = (int)o->prefill;
 	}
 	bo.seed = (uint64_t)o->seed;
+	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	fit(o, m, &bo);
 	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	rs_cli_progress_end();
 	rs_cli_warn("%s on %s, %d threads, max batch %d",
 	    o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), rs_engine_max_batch(e));

@@ -109,7 +109,8 @@ help(void)
 	    "  -b, --batch-size N      tokens per forward chunk (default 64 on the "
 	    "CPU,\n"
 	    "                          256 on the GPU)\n"
-	    "  -q, --quiet             no timings or warnings on stderr\n"
+	    "  -q, --quiet             no timings, warnings or progress on "
+	    "stderr\n"
 	    "  -h, --help              this help\n"
 	    "      --version           version and build configuration\n"
 	    "\n"
@@ -484,6 +485,10 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 		int32_t	 c = rec->n - i < b ? rec->n - i : b;
 		double	 t0 = now_ms();
 
+		if (rec->n >= RS_CLI_LONG_PROMPT)
+			rs_cli_progress("prefill", (uint64_t)i,
+			    (uint64_t)rec->n);
+
 		if ((s = rs_engine_forward(r->engine, r->state, rec->tokens + i,
 		    c, r->lbuf, RS_LOGITS_ALL, r->want_mtp ?
 		    sc->hid + (i + 1) * embd : NULL, err)) != RS_OK)
@@ -501,6 +506,8 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 			return (rs_errf(err, RS_ERR_IO, "%s: %s",
 			    r->o->logits_path, strerror(errno)));
 	}
+	if (rec->n >= RS_CLI_LONG_PROMPT)
+		rs_cli_progress_end();
 	return (RS_OK);
 }
 
@@ -833,8 +840,10 @@ main(int argc, char **argv)
 
 	rs_cli_init(argv[0]);
 	parse_opts(argc, argv, &o);
+	rs_cli_set_quiet(o.quiet);
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
+	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&r.model, o.model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
 	eo.backend = o.backend;
@@ -844,6 +853,7 @@ main(int argc, char **argv)
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r.engine, &so, &r.state, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
+	rs_cli_progress_end();
 	r.lbuf = malloc((size_t)rows(&r) *
 	    r.model->hp.n_vocab * sizeof(float));
 	if (r.lbuf == NULL)

@@ -207,6 +207,19 @@ t_run(const char *cmd, char **out)
 	return (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+int
+t_run_tty(const char *cmd, char **out)
+{
+	char	 script[1100], c[1300];
+
+	/* a file, so that CMD needs no second level of quoting */
+	snprintf(script, sizeof(script), "%s/cmd.sh", t_tmpdir());
+	t_write_file(script, cmd, strlen(cmd));
+	snprintf(c, sizeof(c), "script -qec 'sh %s' /dev/null </dev/null",
+	    script);
+	return (t_run(c, out));
+}
+
 const char *
 t_nan_copy(const char *rel, const char *tensor)
 {

@@ -60,4 +60,11 @@ double		 t_rel_err(const float *a, const float *ref, int64_t n);
  */
 int		 t_run(const char *cmd, char **out);
 
+/*
+ * t_run with CMD's standard input, output and error on a pseudo-terminal
+ * (script(1)): what a user at a terminal sees, carriage returns and escape
+ * sequences included, all in *OUT.
+ */
+int		 t_run_tty(const char *cmd, char **out);
+
 #endif /* T_UTIL_H */
