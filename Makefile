@@ -3,8 +3,9 @@
 #   make              librs.a and every command into build/bin (CPU backend;
 #                     the CUDA backend too when nvcc is found, unless CUDA=0)
 #   make test         build and run every Check suite, lint the man pages and
-#                     run their examples, run rs-serve's tests; every stage
-#                     runs, and the summary names those that failed
+#                     run their examples, run rs-serve's and the installer's
+#                     tests; every stage runs, and the summary names those
+#                     that failed
 #   make asan         the same tests under AddressSanitizer + UBSan
 #   make fuzz         libFuzzer targets, run FUZZ_SECONDS each on a seed corpus
 #   make install PREFIX=/usr/local
@@ -75,7 +76,8 @@ LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
-.PHONY: all lib cmds test test-unit test-man test-serve test-cuda volta asan fuzz \
+.PHONY: all lib cmds test test-unit test-man test-serve test-install test-cuda \
+	volta asan fuzz \
 	install clean config
 all: config lib cmds
 
@@ -162,7 +164,7 @@ $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 
 # Every stage runs even when an earlier one fails; the last line says
 # which failed (scripts/test-stages.sh).
-TEST_STAGES := test-unit test-man test-serve
+TEST_STAGES := test-unit test-man test-serve test-install
 
 test: all $(BUILD)/tests/check_all
 	@MAKE="$(MAKE) --no-print-directory" sh scripts/test-stages.sh \
@@ -200,6 +202,11 @@ test-man: cmds
 test-serve: cmds
 	RS_BIN=$(BUILD)/bin PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q \
 	    -p no:cacheprovider tests/serve
+
+# scripts/install-redshift.sh and uninstall-redshift.sh in a fake root with
+# PATH shims (tests/install/run.sh): nothing is downloaded, built or started.
+test-install:
+	bash tests/install/run.sh
 
 asan:
 	$(MAKE) BUILD=build-asan CUDA=0 OPT=-O1 \

@@ -4,14 +4,16 @@
 #   build:  C compiler, make, pkg-config, jansson, PCRE2, utf8proc, Kore
 #           (its sources in /usr/share/kore, built into rs-serve, need the
 #           OpenSSL headers)
-#   test:   Check, mandoc, clang (libFuzzer and sanitizers); for rs-serve's
-#           tests (tests/serve) curl, openssl and, from PyPI, the OpenAI
+#   test:   Check, mandoc, clang (libFuzzer and sanitizers), shellcheck
+#           (tests/install; its exposure-score check also uses systemd's
+#           systemd-analyze where present); for rs-serve's tests
+#           (tests/serve) curl, openssl and, from PyPI, the OpenAI
 #           Python SDK and pytest (tests/serve/requirements.txt)
 # Run as root (or with sudo).  Idempotent.
 set -eu
 pkgs="build-essential pkg-config libjansson-dev libpcre2-dev libutf8proc-dev
 kore libssl-dev check libsubunit-dev mandoc clang libclang-rt-dev
-bash-completion curl openssl"
+bash-completion curl openssl shellcheck"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
