@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rs_utf8.h"
 #include "rs_version.h"
 
 static const char *progname = "rs";
@@ -189,66 +190,34 @@ rs_cli_finish(int code)
 
 /* ---- escaping ---- */
 
-/* Length of the valid UTF-8 sequence at S (N bytes left) and its code
- * point, or 0 when it is not valid. */
-static size_t
-utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	size_t	 len;
-	uint32_t c, min;
-
-	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return (0);	/* continuation, overlong lead or past U+10FFFF */
-	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-	min = len == 2 ? 0x80 : len == 3 ? 0x800 : 0x10000;
-	if (len > n)
-		return (0);
-	c = s[0] & (0x7f >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return (0);
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return (0);
-	*cp = c;
-	return (len);
-}
-
 size_t
 rs_cli_esc(const char *s, size_t n, char *buf, size_t cap)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t	 o = 0, i = 0, len;
-	uint32_t cp;
+	size_t	 o = 0, i = 0;
+	uint32_t cp = 0;
 	char	 tmp[8];
 
 	if (cap == 0)
 		return (0);
 	while (i < n) {
-		const char *piece = tmp;
-		size_t	    k;
+		/* ASCII: 1; else the UTF-8 length, or < 1 when not UTF-8 */
+		int	    seq = p[i] < 0x80 ? 1 : rs_utf8_seq(p + i, n - i, &cp);
+		size_t	    len = seq > 1 ? (size_t)seq : 1, k = len;
+		const char *piece = s + i;
 
-		if (p[i] >= 0x20 && p[i] < 0x7f) {
-			tmp[0] = (char)p[i];
-			k = 1;
-			len = 1;
-		} else if (p[i] == '\n' || p[i] == '\t' || p[i] == '\r') {
+		if (seq == 1 && (p[i] == '\n' || p[i] == '\t' || p[i] == '\r')) {
 			k = (size_t)snprintf(tmp, sizeof(tmp), "\\%c",
 			    p[i] == '\n' ? 'n' : p[i] == '\t' ? 't' : 'r');
-			len = 1;
-		} else if (p[i] < 0x80) {		/* C0, DEL */
+			piece = tmp;
+		} else if (seq < 2 && (p[i] < 0x20 || p[i] >= 0x7f)) {
+			/* C0, DEL, a byte that is not (whole) UTF-8 */
 			k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", p[i]);
-			len = 1;
-		} else if ((len = utf8_seq(p + i, n - i, &cp)) == 0) {
-			k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", p[i]);
-			len = 1;
-		} else if (cp <= 0x9f) {		/* C1 */
+			piece = tmp;
+		} else if (seq > 1 && cp <= 0x9f) {	/* C1 */
 			k = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x",
 			    (unsigned)cp);
-		} else {
-			piece = s + i;
-			k = len;
+			piece = tmp;
 		}
 		if (o + k >= cap)
 			break;
