@@ -2,7 +2,10 @@
 #
 #   make              librs.a and every command into build/bin (CPU backend;
 #                     the CUDA backend too when nvcc is found, unless CUDA=0)
-#   make test         build and run every Check suite, lint the man pages
+#   make test         build and run every Check suite, lint the man pages and
+#                     run their examples, run rs-serve's and the installer's
+#                     tests; every stage runs, and the summary names those
+#                     that failed
 #   make asan         the same tests under AddressSanitizer + UBSan
 #   make fuzz         libFuzzer targets, run FUZZ_SECONDS each on a seed corpus
 #   make install PREFIX=/usr/local
@@ -159,8 +162,13 @@ $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
-test: all $(BUILD)/tests/check_all test-man test-serve test-install
-	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
+# Every stage runs even when an earlier one fails; the last line says
+# which failed (scripts/test-stages.sh).
+TEST_STAGES := test-unit test-man test-serve test-install
+
+test: all $(BUILD)/tests/check_all
+	@MAKE="$(MAKE) --no-print-directory" sh scripts/test-stages.sh \
+	    $(TEST_STAGES)
 
 # GPU tests: kernels against their CPU oracles and the engine end to end.
 # Needs CUDA=1 and a GPU; run on the device machine.

@@ -6,10 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
+#include "rs_utf8.h"
 #include "rs_version.h"
 
 static const char *progname = "rs";
+static int	 quiet;
+static int	 progress_shown;	/* a progress line is on screen */
+static struct timespec progress_last;
+
+static void	 progress_clear(void);
 
 void
 rs_cli_init(const char *argv0)
@@ -28,12 +37,24 @@ rs_cli_name(void)
 	return (progname);
 }
 
+/*
+ * Messages carry file names, GGUF keys and values, request text: strings
+ * from outside, escaped whole so that none can drive the terminal.
+ */
 static void
 vwarn(const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char	msg[2048], esc[4 * sizeof(msg)];
+	int	n;
+
+	progress_clear();
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	rs_cli_esc(msg, (size_t)n, esc, sizeof(esc));
+	fprintf(stderr, "%s: %s\n", progname, esc);
 }
 
 void
@@ -165,4 +186,105 @@ rs_cli_finish(int code)
 		return (RS_EXIT_ERROR);
 	}
 	return (code);
+}
+
+/* ---- escaping ---- */
+
+size_t
+rs_cli_esc(const char *s, size_t n, char *buf, size_t cap)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t	 o = 0, i = 0;
+	uint32_t cp = 0;
+	char	 tmp[8];
+
+	if (cap == 0)
+		return (0);
+	while (i < n) {
+		/* ASCII: 1; else the UTF-8 length, or < 1 when not UTF-8 */
+		int	    seq = p[i] < 0x80 ? 1 : rs_utf8_seq(p + i, n - i, &cp);
+		size_t	    len = seq > 1 ? (size_t)seq : 1, k = len;
+		const char *piece = s + i;
+
+		if (seq == 1 && (p[i] == '\n' || p[i] == '\t' || p[i] == '\r')) {
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\%c",
+			    p[i] == '\n' ? 'n' : p[i] == '\t' ? 't' : 'r');
+			piece = tmp;
+		} else if (seq < 2 && (p[i] < 0x20 || p[i] >= 0x7f)) {
+			/* C0, DEL, a byte that is not (whole) UTF-8 */
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\x%02x", p[i]);
+			piece = tmp;
+		} else if (seq > 1 && cp <= 0x9f) {	/* C1 */
+			k = (size_t)snprintf(tmp, sizeof(tmp), "\\u%04x",
+			    (unsigned)cp);
+			piece = tmp;
+		}
+		if (o + k >= cap)
+			break;
+		memcpy(buf + o, piece, k);
+		o += k;
+		i += len;
+	}
+	buf[o] = '\0';
+	return (o);
+}
+
+const char *
+rs_cli_esc_str(const char *s)
+{
+	static char	bufs[4][1024];
+	static int	next;
+	char		*b = bufs[next++ % 4];
+
+	rs_cli_esc(s, strlen(s), b, sizeof(bufs[0]));
+	return (b);
+}
+
+/* ---- progress ---- */
+
+void
+rs_cli_set_quiet(int q)
+{
+	quiet = q;
+}
+
+static void
+progress_clear(void)
+{
+	if (progress_shown)
+		fputs("\r\033[K", stderr);
+	progress_shown = 0;
+}
+
+void
+rs_cli_progress(const char *what, uint64_t done, uint64_t total)
+{
+	struct timespec	now;
+	double		dt;
+
+	if (quiet || !isatty(STDERR_FILENO))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	dt = (double)(now.tv_sec - progress_last.tv_sec) +
+	    (double)(now.tv_nsec - progress_last.tv_nsec) * 1e-9;
+	/* 4 updates a second at most, and always the first and the last */
+	if (progress_shown && dt < 0.25 && done < total)
+		return;
+	progress_last = now;
+	if (total == 0)
+		fprintf(stderr, "\r\033[K%s: %s ...", progname,
+		    rs_cli_esc_str(what));
+	else
+		fprintf(stderr, "\r\033[K%s: %s: %3.0f%%", progname,
+		    rs_cli_esc_str(what), 100.0 * (double)done /
+		    (double)total);
+	fflush(stderr);
+	progress_shown = 1;
+}
+
+void
+rs_cli_progress_end(void)
+{
+	progress_clear();
+	fflush(stderr);
 }

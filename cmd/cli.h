@@ -82,6 +82,36 @@ void		 rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn,
 		    void *ctx);
 
 /*
+ * Escape the N bytes at S into BUF (CAP bytes, NUL-terminated, cut at a
+ * whole piece when full) for a terminal: C0 controls and DEL as \xNN (\n,
+ * \t, \r as such), C1 controls (U+0080..U+009F) as \uNNNN, bytes that are
+ * not UTF-8 as \xNN; printable UTF-8 is kept.  Every human-readable output
+ * of a string from outside (file names, GGUF keys and values, messages)
+ * goes through it; rs_cli_warn/fatal/usage_error apply it to the whole
+ * message.  Returns the length written.
+ */
+size_t		 rs_cli_esc(const char *s, size_t n, char *buf, size_t cap);
+
+/* rs_cli_esc of a C string into a static buffer (4 rotating, 1 KiB each:
+ * longer strings are cut). */
+const char	*rs_cli_esc_str(const char *s);
+
+/*
+ * Progress of long work (model load, --synth, --check, long prefills) as
+ * one line "rs-x: WHAT: 42%" rewritten in place on stderr, at most 4 times
+ * a second, or "rs-x: WHAT ..." when TOTAL is 0 (work of unknown length,
+ * such as loading a model); only when stderr is a terminal and the command
+ * is not quiet (rs_cli_set_quiet, from -q).  rs_cli_progress_end() clears
+ * the line; messages clear it too.
+ */
+#define RS_CLI_LONG_PROMPT	1024	/* tokens: prefill progress from here */
+
+void		 rs_cli_set_quiet(int q);
+void		 rs_cli_progress(const char *what, uint64_t done,
+		    uint64_t total);
+void		 rs_cli_progress_end(void);
+
+/*
  * Flush and close stdout; report a write error (e.g. a full disk) and
  * return RS_EXIT_ERROR, otherwise CODE.
  */

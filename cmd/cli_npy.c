@@ -10,36 +10,23 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli_npy.h"
 
 #define HEADER_BYTES	128	/* magic + version + length + dictionary */
 
 int
-rs_cli_npy_open(struct rs_cli_npy *w, const char *path, int64_t cols)
+rs_cli_npy_open(struct rs_cli_npy *w, const char *path, int64_t cols,
+    struct rs_err *err)
 {
 	static const char zeros[HEADER_BYTES];
-	size_t	len = strlen(path) + 32;
 
 	memset(w, 0, sizeof(*w));
 	w->cols = cols;
-	if ((w->path = strdup(path)) == NULL ||
-	    (w->tmp = malloc(len)) == NULL) {
-		free(w->path);
+	if (rs_out_open(&w->out, path, RS_OUT_SEEKABLE, err) != RS_OK)
 		return (-1);
-	}
-	snprintf(w->tmp, len, "%s.tmp.%ld", path, (long)getpid());
-	if ((w->fp = fopen(w->tmp, "wb")) == NULL) {
-		int e = errno;
-
-		free(w->tmp);
-		free(w->path);
-		w->tmp = w->path = NULL;
-		errno = e;
-		return (-1);
-	}
-	if (fwrite(zeros, 1, HEADER_BYTES, w->fp) != HEADER_BYTES) {
+	if (fwrite(zeros, 1, HEADER_BYTES, w->out.fp) != HEADER_BYTES) {
+		rs_errf(err, RS_ERR_IO, "write: %s", strerror(errno));
 		rs_cli_npy_abort(w);
 		return (-1);
 	}
@@ -51,7 +38,7 @@ rs_cli_npy_rows(struct rs_cli_npy *w, const float *data, int64_t n)
 {
 	size_t count = (size_t)(n * w->cols);
 
-	if (fwrite(data, sizeof(float), count, w->fp) != count)
+	if (fwrite(data, sizeof(float), count, w->out.fp) != count)
 		return (-1);
 	w->rows += n;
 	return (0);
@@ -76,45 +63,25 @@ write_header(struct rs_cli_npy *w)
 	}
 	hdr[10 + len] = ' ';		/* snprintf's NUL */
 	hdr[HEADER_BYTES - 1] = '\n';
-	if (fseek(w->fp, 0, SEEK_SET) != 0 ||
-	    fwrite(hdr, 1, sizeof(hdr), w->fp) != sizeof(hdr))
+	if (fseek(w->out.fp, 0, SEEK_SET) != 0 ||
+	    fwrite(hdr, 1, sizeof(hdr), w->out.fp) != sizeof(hdr))
 		return (-1);
 	return (0);
 }
 
 int
-rs_cli_npy_finish(struct rs_cli_npy *w)
+rs_cli_npy_finish(struct rs_cli_npy *w, struct rs_err *err)
 {
-	int	rc;
-
-	rc = write_header(w);
-	if (fclose(w->fp) != 0)
-		rc = -1;
-	w->fp = NULL;
-	if (rc == 0 && rename(w->tmp, w->path) != 0)
-		rc = -1;
-	if (rc != 0) {
-		int e = errno;
-
+	if (write_header(w) != 0) {
+		rs_errf(err, RS_ERR_IO, "write: %s", strerror(errno));
 		rs_cli_npy_abort(w);
-		errno = e;
 		return (-1);
 	}
-	free(w->tmp);
-	free(w->path);
-	w->tmp = w->path = NULL;
-	return (0);
+	return (rs_out_commit(&w->out, err) == RS_OK ? 0 : -1);
 }
 
 void
 rs_cli_npy_abort(struct rs_cli_npy *w)
 {
-	if (w->fp != NULL)
-		fclose(w->fp);
-	w->fp = NULL;
-	if (w->tmp != NULL)
-		unlink(w->tmp);
-	free(w->tmp);
-	free(w->path);
-	w->tmp = w->path = NULL;
+	rs_out_abort(&w->out);
 }

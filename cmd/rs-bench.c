@@ -17,17 +17,18 @@
 #include "rs_engine.h"
 #include "rs_json.h"
 #include "rs_model.h"
+#include "rs_out.h"
 #include "rs_state.h"
 #include "rs_synth.h"
 
-#define USAGE	"rs-bench -m MODEL [--backend B] [-t N] [--max-batch N] [--json]\n" \
-	"       [--quick | --prefill N]\n" \
+#define USAGE	"rs-bench -m MODEL [--backend B] [-c N] [-t N] [--max-batch N] [--json]\n" \
+	"       [-q] [--quick | --prefill N]\n" \
 	"       rs-bench -m MODEL --plan [-c N] [--snap N]\n" \
-	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED]"
+	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED] [-q]"
 
 struct opts {
 	const char	*model, *preset, *out, *mix;
-	int		 backend, json, quick, plan;
+	int		 backend, json, quick, plan, quiet;
 	int64_t		 prefill;	/* --prefill: that row alone */
 	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
 };
@@ -49,12 +50,16 @@ usage_full(void)
 	    "                       profile or compare one prompt length)\n"
 	    "      --plan           print the memory plan (weights, KV cache, recurrent\n"
 	    "                       state, snapshots) for the GPU and the CPU; no run\n"
-	    "  -c, --ctx-size N     --plan: positions (default: the model's)\n"
+	    "  -c, --ctx-size N     positions (default: the model's): the benchmark's\n"
+	    "                       sizes are capped to fit them; with --plan, the\n"
+	    "                       context planned for\n"
 	    "      --snap N         --plan: rollback snapshots (default 3)\n"
 	    "      --synth PRESET   write a model: tiny (256 hidden, 3 deltanet +\n"
 	    "                       1 attention + mtp) or 27b (Qwen3.8-27B shapes,\n"
 	    "                       Q4_K_M, random blocks)\n"
-	    "  -o, --out FILE       where --synth writes (replaced atomically)\n"
+	    "  -o, --out FILE       where --synth writes (a regular file is replaced\n"
+	    "                       atomically, a FIFO or device written in place)\n"
+	    "  -q, --quiet          no progress lines or notes on stderr\n"
 	    "      --mix MIX        --synth matrix types: q4_k_m, q8_0 or f16\n"
 	    "      --vocab N        --synth vocabulary rows\n"
 	    "  -s, --seed N         random seed (default 1)\n"
@@ -64,6 +69,12 @@ usage_full(void)
 }
 
 /* ---- --synth ---- */
+
+static void
+synth_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	rs_cli_progress(ctx, done, total);
+}
 
 static int
 synth(const struct opts *o)
@@ -90,13 +101,18 @@ synth(const struct opts *o)
 	if (o->vocab > 0)
 		cfg.n_vocab = (uint32_t)o->vocab;
 	cfg.seed = (uint64_t)o->seed;
+	cfg.progress = synth_progress;
+	cfg.progress_ctx = (void *)o->out;
+	rs_out_trap_signals();	/* ^C leaves no multi-GB temporary file */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (rs_synth_write(&cfg, o->out, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->out, err.msg);
+	rs_cli_progress_end();
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	fprintf(stderr, "%s: wrote %s (%s) in %.1f s\n", rs_cli_name(), o->out,
-	    o->preset, (double)(t1.tv_sec - t0.tv_sec) +
-	    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	if (!o->quiet)
+		rs_cli_warn("wrote %s (%s) in %.1f s", o->out, o->preset,
+		    (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	return (RS_EXIT_OK);
 }
 
@@ -128,7 +144,7 @@ plan(const struct opts *o)
 	for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++)
 		weights += rs_gguf_tensor(m->gguf, i)->nbytes;
 	uint64_t scratch = rs_engine_cuda_scratch(m, (int)o->max_batch);
-	printf("%s: %d positions, %d snapshots\n", o->model,
+	printf("%s: %d positions, %d snapshots\n", rs_cli_esc_str(o->model),
 	    so.n_ctx > 0 ? so.n_ctx : (int)m->hp.n_ctx_train, so.n_snap);
 	rs_state_plan(m, &so, 2, &p);
 	plan_line("cuda", &p, weights);
@@ -201,6 +217,30 @@ print_row(const struct rs_bench_row *r, void *ctx)
 	return (fflush(stdout) == 0 ? 0 : -1);
 }
 
+/*
+ * The sizes follow the context, -c or the model's: rows that do not fit are
+ * capped (and said so on stderr), so that a 4096-position model can be
+ * benchmarked with the defaults made for 262144.
+ */
+static void
+fit(const struct opts *o, const struct rs_model *m, struct rs_bench_opts *bo)
+{
+	int64_t	n_ctx = o->ctx > 0 ? o->ctx : m->hp.n_ctx_train;
+	char	note[512];
+
+	if (n_ctx > m->hp.n_ctx_train)
+		rs_cli_fatal("%s: --ctx-size %lld is beyond the model's "
+		    "context, %u", o->model, (long long)n_ctx,
+		    m->hp.n_ctx_train);
+	if (o->prefill > n_ctx)
+		rs_cli_fatal("%s: --prefill %lld does not fit the context, "
+		    "%lld", o->model, (long long)o->prefill, (long long)n_ctx);
+	if (rs_bench_fit(bo, (int32_t)n_ctx, note, sizeof(note)) > 0 &&
+	    !o->quiet)
+		rs_cli_warn("%s: context %lld: %s", o->model,
+		    (long long)n_ctx, note);
+}
+
 static int
 bench(const struct opts *o)
 {
@@ -226,12 +266,15 @@ bench(const struct opts *o)
 		bo.prefills[0] = (int)o->prefill;
 	}
 	bo.seed = (uint64_t)o->seed;
+	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	fit(o, m, &bo);
 	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
-	fprintf(stderr, "%s: %s on %s, %d threads, max batch %d\n",
-	    rs_cli_name(), o->model, rs_backend_name(rs_engine_backend(e)),
+	rs_cli_progress_end();
+	rs_cli_warn("%s on %s, %d threads, max batch %d",
+	    o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), rs_engine_max_batch(e));
 	if (rs_bench_run(e, &bo, print_row, (void *)o, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
@@ -253,6 +296,7 @@ main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "quick", no_argument, NULL, 'Q' },
 		{ "prefill", required_argument, NULL, 'F' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "plan", no_argument, NULL, 'P' },
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "snap", required_argument, NULL, 'N' },
@@ -267,7 +311,7 @@ main(int argc, char **argv)
 	int		 ch;
 
 	rs_cli_init(argv[0]);
-	while ((ch = getopt_long(argc, argv, "b:c:hjm:o:s:t:", longopts,
+	while ((ch = getopt_long(argc, argv, "b:c:hjm:o:qs:t:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'h': usage_full(); return (rs_cli_finish(RS_EXIT_OK));
@@ -282,6 +326,7 @@ main(int argc, char **argv)
 		case 'm': o.model = optarg; break;
 		case 'o': o.out = optarg; break;
 		case 'Q': o.quick = 1; break;
+		case 'q': o.quiet = 1; break;
 		case 'F':
 			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.prefill))
 				rs_cli_usage_error(USAGE,
@@ -333,6 +378,9 @@ main(int argc, char **argv)
 		    "other");
 	if ((o.model == NULL) == (o.preset == NULL))
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
+	if (o.ctx > 0 && o.preset != NULL)
+		rs_cli_usage_error(USAGE, "--ctx-size is for -m, not --synth");
+	rs_cli_set_quiet(o.quiet);
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?
 	    plan(&o) : bench(&o)));
 }

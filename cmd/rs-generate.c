@@ -127,8 +127,8 @@ help(void)
 	    "default)\n"
 	    "      --no-nfc                do not normalize: raw text, as "
 	    "llama.cpp\n"
-	    "  -q, --quiet                 no error lines or timings on "
-	    "stderr\n"
+	    "  -q, --quiet                 no error lines, timings or "
+	    "progress on stderr\n"
 	    "  -h, --help                  this help\n"
 	    "      --version               version and build configuration\n"
 	    "\n"
@@ -317,6 +317,7 @@ load(struct run *r)
 	rs_gen_opts_init(&go);
 	if (o->template_file != NULL)
 		go.variant = template_variant(o->template_file);
+	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&r->model, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	eo.backend = o->backend;
@@ -335,6 +336,7 @@ load(struct run *r)
 	    rs_gen_new(&r->gen, r->engine, r->state, r->tok, &go, &err) !=
 	    RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	rs_cli_progress_end();
 }
 
 static void
@@ -452,6 +454,28 @@ delta_write(struct run *r, int32_t token)
 	delta_reset(d);
 }
 
+/* A long prompt's prefill, on a terminal (rs_cli_progress). */
+static void
+show_progress(const struct rs_gen_event *ev)
+{
+	if (ev->n_total < RS_CLI_LONG_PROMPT)
+		return;
+	rs_cli_progress("prompt", (uint64_t)ev->n_done,
+	    (uint64_t)ev->n_total);
+	if (ev->n_done == ev->n_total)
+		rs_cli_progress_end();
+}
+
+/* Without --stream only the progress of the prompt is shown. */
+static int
+on_progress(const struct rs_gen_event *ev, void *arg)
+{
+	(void)arg;
+	if (ev->kind == RS_GEN_EV_PROGRESS)
+		show_progress(ev);
+	return (0);
+}
+
 static int
 on_event(const struct rs_gen_event *ev, void *arg)
 {
@@ -476,6 +500,8 @@ on_event(const struct rs_gen_event *ev, void *arg)
 		r->d.has_lp = 1;
 		break;
 	case RS_GEN_EV_PROGRESS:
+		show_progress(ev);
+		break;
 	case RS_GEN_EV_FINISH:
 		break;
 	}
@@ -587,7 +613,7 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 		if ((st = rs_gen_req_parse(r->gen, &req, body, &ge)) ==
 		    RS_OK)
 			st = rs_gen_run(r->gen, &req, r->o->stream ? on_event :
-			    NULL, r, &res, &ge);
+			    on_progress, r, &res, &ge);
 	}
 	if (st == RS_OK) {
 		if (r->o->stream && (r->d.content.len > 0 ||
@@ -623,6 +649,8 @@ on_raw(const struct rs_gen_event *ev, void *arg)
 {
 	struct run	*r = arg;
 
+	if (ev->kind == RS_GEN_EV_PROGRESS)
+		show_progress(ev);
 	if (ev->kind != RS_GEN_EV_CONTENT)
 		return (0);
 	if (fwrite(ev->text, 1, ev->len, stdout) != ev->len ||
@@ -671,6 +699,7 @@ main(int argc, char **argv)
 
 	rs_cli_init(argv[0]);
 	parse_opts(argc, argv, &o);
+	rs_cli_set_quiet(o.quiet);
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
 	rs_buf_init(&r.d.content);

@@ -17,6 +17,7 @@
 #include "rs_gguf.h"
 #include "rs_json.h"
 #include "rs_model.h"
+#include "rs_scan.h"
 #include "rs_types.h"
 
 #define USAGE	"rs-inspect [-cjt] [--max-array N] [-m MODEL] [MODEL ...]"
@@ -37,7 +38,9 @@ usage_full(void)
 	    "  -t, --tensors        list every tensor (name, type, shape, offset, bytes)\n"
 	    "  -j, --json           JSON lines: one object per key, per tensor, a summary\n"
 	    "      --max-array N    with --json, print at most N array elements (default 64; 0 = all)\n"
-	    "  -c, --check          validate only; exit 0 if valid, 1 if not\n"
+	    "  -c, --check          validate only, values included (no NaN or Inf in\n"
+	    "                       float tensors or block scales); exit 0 if valid,\n"
+	    "                       1 if not\n"
 	    "  -h, --help           show this help and exit\n"
 	    "      --version        show version and build configuration\n\n"
 	    "Exit status: 0 success, 1 a file failed --check, 2 error.\n", USAGE);
@@ -49,10 +52,12 @@ static void
 print_str_key(const struct rs_gguf *g, const char *label, const char *key)
 {
 	struct rs_gguf_str s;
+	char		   esc[4 * 200 + 1];
 
-	if (rs_gguf_get_str(g, key, &s, NULL) == RS_OK)
-		printf("%-14s %.*s\n", label, (int)(s.len > 200 ? 200 : s.len),
-		    s.ptr);
+	if (rs_gguf_get_str(g, key, &s, NULL) == RS_OK) {
+		rs_cli_esc(s.ptr, s.len > 200 ? 200 : s.len, esc, sizeof(esc));
+		printf("%-14s %s\n", label, esc);
+	}
 }
 
 static void
@@ -140,7 +145,7 @@ static void
 print_summary(const char *path, const struct rs_gguf *g,
     const struct rs_model *m, const struct rs_err *merr)
 {
-	printf("file           %s\n", path);
+	printf("file           %s\n", rs_cli_esc_str(path));
 	printf("format         GGUF v%u, %" PRIu64 " bytes, %lld keys, "
 	    "alignment %u, data at %" PRIu64 "\n", rs_gguf_version(g),
 	    rs_gguf_file_size(g), (long long)rs_gguf_n_kv(g),
@@ -151,7 +156,7 @@ print_summary(const char *path, const struct rs_gguf *g,
 		print_hparams(m);
 	else
 		printf("model          not usable as a qwen35 model: %s\n",
-		    merr->msg);
+		    rs_cli_esc_str(merr->msg));
 	print_tokenizer(g);
 	print_types(g);
 	if (m != NULL) {
@@ -177,7 +182,7 @@ print_tensors(const struct rs_gguf *g)
 			    "%s%lld", d ? ", " : "{", (long long)t->ne[d]);
 		snprintf(shape + o, sizeof(shape) - (size_t)o, "}");
 		printf("%-44s %-7s %-18s %12" PRIu64 " %12" PRIu64 "\n",
-		    t->name, rs_type_name(t->type), shape, t->offset, t->nbytes);
+		    rs_cli_esc_str(t->name), rs_type_name(t->type), shape, t->offset, t->nbytes);
 	}
 }
 
@@ -336,6 +341,34 @@ print_json(const char *path, const struct rs_gguf *g,
 
 /* ---- main ---- */
 
+/*
+ * --check's second half: every float tensor and every quantized block's
+ * scales finite (rs_scan.h), with progress by bytes on a terminal since a
+ * 27B file takes a while to read.
+ */
+static int
+check_values(const char *path, const struct rs_gguf *g)
+{
+	struct rs_err	err = { 0 };
+	uint64_t	total = 0, done = 0;
+
+	for (int64_t i = 0; i < rs_gguf_n_tensors(g); i++)
+		total += rs_gguf_tensor(g, i)->nbytes;
+	for (int64_t i = 0; i < rs_gguf_n_tensors(g); i++) {
+		const struct rs_gguf_tensor *t = rs_gguf_tensor(g, i);
+
+		rs_cli_progress(path, done, total);
+		if (rs_scan_tensor(t, &err) != RS_OK) {
+			rs_cli_warn("%s: %s", path, err.msg);
+			return (RS_EXIT_FAIL);
+		}
+		done += t->nbytes;
+	}
+	rs_cli_progress(path, total, total);
+	rs_cli_progress_end();
+	return (RS_EXIT_OK);
+}
+
 /* Inspect one file; returns its exit code. */
 static int
 inspect(const char *path, const struct opts *o)
@@ -343,6 +376,7 @@ inspect(const char *path, const struct opts *o)
 	struct rs_err	 err = { 0 }, merr = { 0 };
 	struct rs_gguf	*g;
 	struct rs_model	*m = NULL;
+	int		 rc;
 
 	if (rs_gguf_open(&g, path, &err) != RS_OK) {
 		rs_cli_warn("%s: %s", path, err.msg);
@@ -354,8 +388,9 @@ inspect(const char *path, const struct opts *o)
 			rs_cli_warn("%s: %s", path, merr.msg);
 			return (RS_EXIT_FAIL);
 		}
+		rc = check_values(path, m->gguf);
 		rs_model_close(m);
-		return (RS_EXIT_OK);
+		return (rc);
 	}
 	/* keep the GGUF open even when the qwen35 binding fails */
 	struct rs_gguf *g2;

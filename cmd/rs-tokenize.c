@@ -122,32 +122,27 @@ read_all(FILE *fp, const char *name, size_t *n)
 
 /* ---- plain mode ---- */
 
-/* Piece bytes for a terminal: UTF-8 as is, controls and bad bytes escaped. */
+/*
+ * Piece bytes for a terminal: rs_cli_esc, with backslash doubled too so
+ * that a piece holding "\\n" reads apart from one holding a newline.
+ */
 static void
 put_escaped(const char *s, size_t n)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	int	k;
+	char	buf[1024];
 
-	for (size_t i = 0; i < n; i += (size_t)k) {
-		k = rs_utf8_seq(u + i, n - i, NULL);
-		if (k > 1) {
-			fwrite(s + i, 1, (size_t)k, stdout);
-			continue;
-		}
-		k = 1;
-		if (u[i] == '\n')
-			fputs("\\n", stdout);
-		else if (u[i] == '\t')
-			fputs("\\t", stdout);
-		else if (u[i] == '\r')
-			fputs("\\r", stdout);
-		else if (u[i] == '\\')
+	for (size_t i = 0, j; i < n; i = j + 1) {
+		for (j = i; j < n && s[j] != '\\' && j - i < 200; j++)
+			;
+		/* a cut at 200 bytes may split a character: widen it */
+		while (j < n && j - i >= 200 && (s[j] & 0xc0) == 0x80)
+			j++;
+		rs_cli_esc(s + i, j - i, buf, sizeof(buf));
+		fputs(buf, stdout);
+		if (j < n && s[j] == '\\')
 			fputs("\\\\", stdout);
-		else if (u[i] < 0x20 || u[i] >= 0x7f)
-			printf("\\x%02x", u[i]);
-		else
-			putchar(u[i]);
+		else if (j < n)
+			j--;	/* the cut: S[j] starts the next chunk */
 	}
 }
 

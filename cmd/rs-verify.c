@@ -109,13 +109,23 @@ help(void)
 	    "  -b, --batch-size N      tokens per forward chunk (default 64 on the "
 	    "CPU,\n"
 	    "                          256 on the GPU)\n"
-	    "  -q, --quiet             no timings or warnings on stderr\n"
+	    "  -q, --quiet             no timings, warnings or progress on "
+	    "stderr\n"
 	    "  -h, --help              this help\n"
 	    "      --version           version and build configuration\n"
 	    "\n"
 	    "Without --tokens or --tokens-file, reads JSON lines from stdin:\n"
 	    "  {\"id\": ..., \"tokens\": [ids...], \"prefix\": N}  "
-	    "(\"ids\" also accepted)");
+	    "(\"ids\" also accepted)\n"
+	    "\n"
+	    "Exit status: 0 every record ran (and every --check-rollback "
+	    "passed);\n"
+	    "1 the input was read to the end but a record was invalid or a "
+	    "rollback\n"
+	    "check failed; 2 could not run: usage, model, backend, bad "
+	    "--tokens input,\n"
+	    "non-finite logits, a bad record while writing .npy files, or a "
+	    "write error.");
 }
 
 enum {
@@ -475,6 +485,10 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 		int32_t	 c = rec->n - i < b ? rec->n - i : b;
 		double	 t0 = now_ms();
 
+		if (rec->n >= RS_CLI_LONG_PROMPT)
+			rs_cli_progress("prefill", (uint64_t)i,
+			    (uint64_t)rec->n);
+
 		if ((s = rs_engine_forward(r->engine, r->state, rec->tokens + i,
 		    c, r->lbuf, RS_LOGITS_ALL, r->want_mtp ?
 		    sc->hid + (i + 1) * embd : NULL, err)) != RS_OK)
@@ -492,6 +506,8 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 			return (rs_errf(err, RS_ERR_IO, "%s: %s",
 			    r->o->logits_path, strerror(errno)));
 	}
+	if (rec->n >= RS_CLI_LONG_PROMPT)
+		rs_cli_progress_end();
 	return (RS_OK);
 }
 
@@ -768,10 +784,13 @@ open_outputs(struct run *r)
 {
 	int64_t vocab = r->model->hp.n_vocab;
 
+	struct rs_err err = { 0 };
+
+	rs_out_trap_signals();
 	if (r->o->logits_path != NULL) {
-		if (rs_cli_npy_open(&r->logits, r->o->logits_path, vocab) != 0)
-			rs_cli_fatal("%s: %s", r->o->logits_path,
-			    strerror(errno));
+		if (rs_cli_npy_open(&r->logits, r->o->logits_path, vocab,
+		    &err) != 0)
+			rs_cli_fatal("%s: %s", r->o->logits_path, err.msg);
 		r->want_logits = 1;
 	}
 	if (r->o->mtp_path != NULL) {
@@ -780,9 +799,10 @@ open_outputs(struct run *r)
 			rs_cli_fatal("%s: --mtp-logits: the model has no MTP "
 			    "block", r->o->model);
 		}
-		if (rs_cli_npy_open(&r->mtp, r->o->mtp_path, vocab) != 0) {
+		if (rs_cli_npy_open(&r->mtp, r->o->mtp_path, vocab,
+		    &err) != 0) {
 			abort_outputs(r);
-			rs_cli_fatal("%s: %s", r->o->mtp_path, strerror(errno));
+			rs_cli_fatal("%s: %s", r->o->mtp_path, err.msg);
 		}
 		r->want_mtp = 1;
 	}
@@ -791,17 +811,18 @@ open_outputs(struct run *r)
 static void
 close_outputs(struct run *r)
 {
-	char	msg[512];
+	struct rs_err	err = { 0 };
+	char		msg[512];
 
-	if (r->want_logits && rs_cli_npy_finish(&r->logits) != 0) {
+	if (r->want_logits && rs_cli_npy_finish(&r->logits, &err) != 0) {
 		snprintf(msg, sizeof(msg), "%s: %s", r->o->logits_path,
-		    strerror(errno));
+		    err.msg);
 		r->want_logits = 0;
 		fail(r, msg);
 	}
-	if (r->want_mtp && rs_cli_npy_finish(&r->mtp) != 0) {
+	if (r->want_mtp && rs_cli_npy_finish(&r->mtp, &err) != 0) {
 		snprintf(msg, sizeof(msg), "%s: %s", r->o->mtp_path,
-		    strerror(errno));
+		    err.msg);
 		r->want_mtp = 0;
 		fail(r, msg);
 	}
@@ -819,8 +840,10 @@ main(int argc, char **argv)
 
 	rs_cli_init(argv[0]);
 	parse_opts(argc, argv, &o);
+	rs_cli_set_quiet(o.quiet);
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
+	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&r.model, o.model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
 	eo.backend = o.backend;
@@ -830,6 +853,7 @@ main(int argc, char **argv)
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r.engine, &so, &r.state, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o.model, err.msg);
+	rs_cli_progress_end();
 	r.lbuf = malloc((size_t)rows(&r) *
 	    r.model->hp.n_vocab * sizeof(float));
 	if (r.lbuf == NULL)

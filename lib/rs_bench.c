@@ -1,6 +1,7 @@
 /*
  * rs_bench.c - engine benchmarks (see rs_bench.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +44,78 @@ rs_bench_defaults(struct rs_bench_opts *o)
 	};
 
 	*o = d;
+}
+
+/* Append "what A -> B" to NOTE (CAP bytes) with "; " between items. */
+static void
+note_add(char *note, size_t cap, const char *what, int64_t from, int64_t to)
+{
+	size_t	len = strlen(note);
+
+	if (len + 1 >= cap)
+		return;
+	if (to > 0)
+		snprintf(note + len, cap - len, "%s%s %lld -> %lld",
+		    len > 0 ? "; " : "", what, (long long)from, (long long)to);
+	else
+		snprintf(note + len, cap - len, "%s%s %lld dropped",
+		    len > 0 ? "; " : "", what, (long long)from);
+}
+
+/*
+ * Cap one list of sizes: each V[i] + EXTRA must fit N_CTX; a size that does
+ * not becomes the largest that does (or goes, when none does or the list
+ * already holds it).
+ */
+static int
+fit_list(int *v, int *n, int extra, int32_t n_ctx, const char *what,
+    char *note, size_t cap)
+{
+	int	changed = 0, k = 0;
+
+	for (int i = 0; i < *n; i++) {
+		int	x = v[i], dup = 0;
+
+		if ((int64_t)x + extra > n_ctx) {
+			x = n_ctx - extra;
+			changed++;
+		}
+		for (int j = 0; j < k; j++)
+			dup |= v[j] == x;
+		if (x != v[i])
+			note_add(note, cap, what, v[i], x > 0 && !dup ? x : 0);
+		if (x > 0 && !dup)
+			v[k++] = x;
+	}
+	*n = k;
+	return (changed);
+}
+
+int
+rs_bench_fit(struct rs_bench_opts *o, int32_t n_ctx, char *note, size_t cap)
+{
+	int	changed = 0;
+
+	if (cap > 0)
+		note[0] = '\0';
+	if ((int64_t)o->decode_depth + o->decode_tokens > n_ctx) {
+		int t = n_ctx - o->decode_depth > 0 ? n_ctx - o->decode_depth : 0;
+		note_add(note, cap, "decode", o->decode_tokens, t);
+		o->decode_tokens = t;
+		changed++;
+	}
+	changed += fit_list(o->groups, &o->n_groups, o->decode_depth, n_ctx,
+	    "verify group", note, cap);
+	changed += fit_list(o->prefills, &o->n_prefills, 0, n_ctx, "prefill",
+	    note, cap);
+	if (o->ttft_tokens > 0 && (int64_t)o->ttft_tokens + 1 > n_ctx) {
+		note_add(note, cap, "ttft", o->ttft_tokens, n_ctx - 1);
+		o->ttft_tokens = n_ctx - 1 > 0 ? n_ctx - 1 : 0;
+		changed++;
+	}
+	changed += fit_list(o->depths, &o->n_depths, o->depth_tokens, n_ctx,
+	    "depth", note, cap);
+	return (changed);
 }
 
 /* Weight plus KV bytes one token reads at context DEPTH. */

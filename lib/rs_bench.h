@@ -65,6 +65,19 @@ typedef int	(*rs_bench_cb)(const struct rs_bench_row *row, void *ctx);
 void		rs_bench_defaults(struct rs_bench_opts *o);
 
 /*
+ * Make O fit a context of N_CTX positions (the model's, or rs-bench -c):
+ * a prefill, depth, verify group or time-to-first-token prompt that does
+ * not fit becomes the largest that does (dropped when that size is already
+ * in its list or nothing fits); decode steps are cut the same way.  Rows
+ * that fit are left alone, so a model that holds 32768 positions keeps the
+ * defaults.  NOTE (CAP bytes) receives what changed ("prefill 32768 ->
+ * 4096; depth 32768 dropped"), "" when nothing did.  Returns the number of
+ * sizes changed.
+ */
+int		rs_bench_fit(struct rs_bench_opts *o, int32_t n_ctx,
+		    char *note, size_t cap);
+
+/*
  * Run every measurement on E.  Fails with the engine's statuses, or
  * RS_ERR_LIMIT when a depth or prefill does not fit the model's context.
  */

@@ -4,6 +4,7 @@
  * max_batch tokens, exact truncation by replay.  The math lives in the
  * backends (rs_cpu_forward.c).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -253,6 +254,28 @@ check_state(const struct rs_engine *e, const struct rs_state *st,
 
 /* ---- calls ---- */
 
+/*
+ * NaN or ±Inf in N rows of logits: weights holding NaN (a corrupt or badly
+ * converted file), or an overflow.  Sampling from them would pick token 0
+ * with null log-probabilities and look like an answer, so it is an error.
+ */
+static enum rs_status
+check_finite(const float *lg, int32_t rows, int64_t vocab, int32_t pos,
+    struct rs_err *err)
+{
+	for (int32_t r = 0; r < rows; r++)
+		for (int64_t i = 0; i < vocab; i++)
+			if (!isfinite(lg[r * vocab + i]))
+				return (rs_errf(err, RS_ERR_FORMAT,
+				    "non-finite logit (%s) for token %lld at "
+				    "position %d: the model's weights or "
+				    "activations are not finite (see "
+				    "rs-inspect --check)", isnan(lg[r * vocab +
+				    i]) ? "nan" : "inf", (long long)i,
+				    pos + r));
+	return (RS_OK);
+}
+
 enum rs_status
 rs_engine_forward(struct rs_engine *e, struct rs_state *st,
     const int32_t *tokens, int32_t n, float *logits, enum rs_logits_mode mode,
@@ -289,6 +312,10 @@ rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 		    lfrom, hidden != NULL ? hidden + (int64_t)i * embd : NULL,
 		    err)) != RS_OK)
 			return (s);
+		if (lg != NULL && (s = check_finite(lg, mode == RS_LOGITS_ALL ?
+		    c : 1, vocab, st->pos - c + (mode == RS_LOGITS_ALL ? 0 :
+		    c - 1), err)) != RS_OK)
+			return (s);
 	}
 	return (RS_OK);
 }
@@ -323,6 +350,9 @@ rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
 		    logits != NULL ? logits + (int64_t)i * vocab : NULL,
 		    h_out != NULL ? h_out + (int64_t)i * embd : NULL,
 		    err)) != RS_OK)
+			return (s);
+		if (logits != NULL && (s = check_finite(logits +
+		    (int64_t)i * vocab, c, vocab, pos + i, err)) != RS_OK)
 			return (s);
 	}
 	return (RS_OK);

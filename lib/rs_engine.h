@@ -156,6 +156,8 @@ int		rs_engine_max_batch(const struct rs_engine *e);
  * Fails, leaving ST unchanged, with RS_ERR_INVALID_ARG (N < 1, a token
  * outside [0, n_vocab), a state of another model, LOGITS NULL with a MODE
  * other than NONE) or RS_ERR_LIMIT (pos + N beyond the state's n_ctx).
+ * Fails with RS_ERR_FORMAT when a logit asked for is NaN or ±Inf (weights
+ * holding NaN, rs_scan.h; ST has then advanced and is of no further use).
  */
 enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 		    const int32_t *tokens, int32_t n, float *logits,
@@ -176,7 +178,8 @@ enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
  * Fails, leaving ST unchanged, with RS_ERR_UNSUPPORTED (a model without an
  * MTP block), RS_ERR_INVALID_ARG (N < 1, POS < 0, POS past mtp_pos (a gap in
  * the MTP cache), a token outside the vocabulary, H_IN NULL) or RS_ERR_LIMIT
- * (POS + N beyond n_ctx).
+ * (POS + N beyond n_ctx).  RS_ERR_FORMAT: a non-finite logit, as
+ * rs_engine_forward.
  */
 enum rs_status	rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
 		    const int32_t *tokens, int32_t n, int32_t pos,

@@ -10,6 +10,7 @@
 
 #include "rs_gguf.h"
 #include "rs_gguf_write.h"
+#include "rs_out.h"
 #include "rs_types.h"
 
 #define ALIGN	32
@@ -261,24 +262,18 @@ enum rs_status
 rs_gguf_writer_write(struct rs_gguf_writer *w, const char *path,
     rs_gguf_fill_fn fill, void *ctx, struct rs_err *err)
 {
-	char		 tmp[4096];
-	FILE		*fp;
+	struct rs_out	 out;
 	enum rs_status	 st;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "path too long"));
-	if ((fp = fopen(tmp, "wb")) == NULL)
-		return (rs_errf(err, RS_ERR_IO, "%s: %s", tmp, strerror(errno)));
-	if ((st = write_header(w, fp)) != RS_OK)
-		rs_errf(err, st, "%s: write: %s", tmp, strerror(errno));
+	if ((st = rs_out_open(&out, path, 0, err)) != RS_OK)
+		return (st);
+	if ((st = write_header(w, out.fp)) != RS_OK)
+		rs_errf(err, st, "write: %s", strerror(errno));
 	else
-		st = write_data(w, fp, fill, ctx, err);
-	if (fclose(fp) != 0 && st == RS_OK)
-		st = rs_errf(err, RS_ERR_IO, "%s: %s", tmp, strerror(errno));
-	if (st == RS_OK && rename(tmp, path) != 0)
-		st = rs_errf(err, RS_ERR_IO, "rename to %s: %s", path,
-		    strerror(errno));
-	if (st != RS_OK)
-		unlink(tmp);
-	return (st);
+		st = write_data(w, out.fp, fill, ctx, err);
+	if (st != RS_OK) {
+		rs_out_abort(&out);
+		return (st);
+	}
+	return (rs_out_commit(&out, err));
 }

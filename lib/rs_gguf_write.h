@@ -4,9 +4,10 @@
  * Build the metadata and tensor table in memory, then rs_gguf_writer_write()
  * streams the file: header, key/value pairs, tensor infos, padding, and the
  * data of each tensor, which a caller's callback produces one tensor at a
- * time (so a 17 GB file never has to fit in memory).  The file is written
- * to PATH.tmp and renamed over PATH only when complete: a failure never
- * leaves a partial file behind.  Not thread-safe; one writer per thread.
+ * time (so a 17 GB file never has to fit in memory).  PATH is opened
+ * through rs_out (rs_out.h): a temporary file beside it, renamed over it
+ * only when complete (a failure never leaves a partial file behind), or a
+ * FIFO or device written in place.  Not thread-safe; one writer per thread.
  */
 #ifndef RS_GGUF_WRITE_H
 #define RS_GGUF_WRITE_H
@@ -55,7 +56,10 @@ enum rs_status	rs_gguf_writer_tensor(struct rs_gguf_writer *w,
 /* Bytes of tensor data the file will hold (after padding). */
 uint64_t	rs_gguf_writer_data_bytes(const struct rs_gguf_writer *w);
 
-/* Write the file (see above).  RS_ERR_IO on a failed write or rename. */
+/*
+ * Write the file (see above).  RS_ERR_IO on a failed write or rename, the
+ * statuses of rs_out_open() and of FILL.
+ */
 enum rs_status	rs_gguf_writer_write(struct rs_gguf_writer *w,
 		    const char *path, rs_gguf_fill_fn fill, void *ctx,
 		    struct rs_err *err);

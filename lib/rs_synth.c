@@ -28,6 +28,7 @@ struct synth {
 	enum init	*init;		/* per tensor, in add order */
 	int		*type;
 	int64_t		(*ne)[2];
+	uint64_t	 done, total;	/* tensor bytes made, of the file's */
 };
 
 static const char *const specials[] = {
@@ -399,6 +400,9 @@ fill(void *ctx, int64_t i, void *buf, size_t nbytes, struct rs_err *err)
 	float		*row;
 	enum rs_status	 st = RS_OK;
 
+	if (s->cfg->progress != NULL)
+		s->cfg->progress(s->cfg->progress_ctx, s->done, s->total);
+	s->done += nbytes;
 	if (s->cfg->random_blocks && s->type[i] != RS_TYPE_F32 &&
 	    s->type[i] != RS_TYPE_F16) {
 		random_blocks(s->type[i], n_in, buf, nbytes, &rng);
@@ -439,6 +443,7 @@ rs_synth_write(const struct rs_synth_cfg *cfg, const char *path,
 	if ((st = add_vocab(w, cfg, err)) != RS_OK ||
 	    (st = add_tensors(&tb, cfg, err)) != RS_OK)
 		goto out;
+	s.total = rs_gguf_writer_data_bytes(w);
 	st = rs_gguf_writer_write(w, path, fill, &s, err);
 out:
 	rs_gguf_writer_free(w);

@@ -32,13 +32,23 @@ struct rs_synth_cfg {
 	enum rs_synth_mix mix;
 	int		random_blocks;	/* 1: random valid blocks, no encoder */
 	uint64_t	seed;
+	/*
+	 * NULL, or called before each tensor is made with the tensor bytes
+	 * done so far and the file's total (a 27B file takes minutes);
+	 * called from rs_synth_write's thread.
+	 */
+	void		(*progress)(void *ctx, uint64_t done, uint64_t total);
+	void		*progress_ctx;
 };
 
-/* Fill *CFG from preset NAME ("tiny", "27b"); RS_ERR_INVALID_ARG if unknown. */
+/*
+ * Fill *CFG from preset NAME ("tiny", "27b"), no progress callback;
+ * RS_ERR_INVALID_ARG if unknown.
+ */
 enum rs_status	rs_synth_preset(const char *name, struct rs_synth_cfg *cfg,
 		    struct rs_err *err);
 
-/* Write the model to PATH (atomically: PATH.tmp, then rename). */
+/* Write the model to PATH (through rs_out: atomically, see rs_out.h). */
 enum rs_status	rs_synth_write(const struct rs_synth_cfg *cfg,
 		    const char *path, struct rs_err *err);
 

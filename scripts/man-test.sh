@@ -4,7 +4,8 @@
 # In a page's EXAMPLES section, each line of a literal display that starts
 # with "$ " is a command.  It runs from the repository root with $RS_BIN
 # (default build/bin) first on PATH, under "set -o pipefail", and must exit
-# 0.  Usage: man-test.sh PAGE...
+# 0.  redshift.7's SEE ALSO must name every rs-*.1 beside it.
+# Usage: man-test.sh PAGE...
 set -u
 bin=${RS_BIN:-build/bin}
 case $bin in /*) ;; *) bin=$(pwd)/$bin ;; esac
@@ -15,6 +16,19 @@ for page in "$@"; do
 		echo "man-test: $page: mandoc lint failed" >&2
 		fail=$((fail + 1))
 	fi
+	# redshift(7) is the index: its SEE ALSO names every command
+	case $page in */redshift.7)
+		for cmd in "${page%/*}"/rs-*.1; do
+			name=${cmd##*/}
+			name=${name%.1}
+			if ! awk '/^\.Sh / { see = ($2 == "SEE") }
+			    see && $1 == ".Xr" && $2 == n { found = 1 }
+			    END { exit !found }' n="$name" "$page"; then
+				echo "man-test: $page: SEE ALSO lacks $name(1)" >&2
+				fail=$((fail + 1))
+			fi
+		done
+	esac
 	cmds=$(awk '
 		/^\.Sh / { ex = ($2 == "EXAMPLES") }
 		ex && /^\$ / { sub(/^\$ /, ""); gsub(/\\e/, "\\"); print }

@@ -6,6 +6,8 @@
  * consistency is checked.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
@@ -81,6 +83,69 @@ START_TEST(rows_in_order)
 }
 END_TEST
 
+/* The defaults on the tiny model's 4096 positions: capped, said so. */
+START_TEST(fit_context)
+{
+	struct rs_bench_opts o;
+	char	note[512];
+
+	rs_bench_defaults(&o);
+	ck_assert_int_eq(rs_bench_fit(&o, 262144, note, sizeof(note)), 0);
+	ck_assert_str_eq(note, "");
+	ck_assert_int_eq(o.n_prefills, 3);
+	ck_assert_int_eq(o.prefills[2], 32768);	/* kept where they fit */
+	ck_assert_int_eq(o.ttft_tokens, 30000);
+	ck_assert_int_gt(rs_bench_fit(&o, 4096, note, sizeof(note)), 0);
+	ck_assert_int_eq(o.n_prefills, 2);
+	ck_assert_int_eq(o.prefills[0], 512);
+	ck_assert_int_eq(o.prefills[1], 4096);
+	ck_assert_int_eq(o.n_depths, 1);
+	ck_assert_int_eq(o.depths[0] + o.depth_tokens, 4096);
+	ck_assert_int_eq(o.ttft_tokens, 4095);
+	ck_assert_int_eq(o.n_groups, 5);
+	ck_assert_int_eq(o.decode_tokens, 128);
+	ck_assert_str_eq(note, "prefill 32768 dropped; ttft 30000 -> 4095; "
+	    "depth 4096 -> 4064; depth 32768 dropped");
+	/* a context smaller than the decode row */
+	rs_bench_defaults(&o);
+	ck_assert_int_gt(rs_bench_fit(&o, 20, note, sizeof(note)), 0);
+	ck_assert_int_eq(o.decode_tokens, 4);
+	ck_assert_int_eq(o.n_groups, 3);	/* 1, 2 and 4 at depth 16 */
+	ck_assert_int_eq(o.n_depths, 0);
+}
+END_TEST
+
+/* rs-bench -m tiny: -c is the context the sizes are capped to. */
+START_TEST(cmd_context)
+{
+	const char	*model = t_fixture("tiny/model-q8_0.gguf");
+	char		 c[1024], *out;
+
+	snprintf(c, sizeof(c), "%s -m %s -b cpu -t 1 --quick -c 100 --json "
+	    "2>&1", t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, &out), 0);
+	ck_assert_msg(strstr(out, "context 100: depth 256 -> 92") != NULL,
+	    "%s", out);
+	ck_assert_msg(strstr(out, "\"depth\":92") != NULL, "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s -m %s -c 5000 2>&1", t_bin("rs-bench"),
+	    model);
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "beyond the model's context, 4096") != NULL,
+	    "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s -m %s --prefill 5000 2>&1",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "does not fit") != NULL, "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s --synth tiny -o /dev/null -c 10 2>&1",
+	    t_bin("rs-bench"));
+	ck_assert_int_eq(t_run(c, &out), 2);
+	free(out);
+}
+END_TEST
+
 Suite *
 bench_suite(void)
 {
@@ -90,6 +155,8 @@ bench_suite(void)
 	/* about 5 s under make asan, past Check's default 4 s */
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, rows_in_order);
+	tcase_add_test(tc, fit_context);
+	tcase_add_test(tc, cmd_context);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -442,6 +442,32 @@ START_TEST(cmd_usage)
 }
 END_TEST
 
+/* On a terminal, a long prompt's prefill shows progress on stderr. */
+START_TEST(cmd_progress)
+{
+	char	req[512], c[2048], *out, *body;
+	size_t	len = 0;
+
+	body = malloc(1100 * 6 + 64);
+	ck_assert_ptr_nonnull(body);
+	len += (size_t)sprintf(body, "{\"max_tokens\":1,\"tokens\":[");
+	for (int i = 0; i < 1100; i++)
+		len += (size_t)sprintf(body + len, "%s%d", i ? "," : "",
+		    i % 2000 + 1);
+	len += (size_t)sprintf(body + len, "]}\n");
+	snprintf(req, sizeof(req), "%s/req.jsonl", t_tmpdir());
+	t_write_file(req, body, len);
+	free(body);
+	snprintf(c, sizeof(c), "%s -m %s -t 1 < %s >/dev/null",
+	    t_bin("rs-generate"), t_fixture("tiny/model-f16.gguf"), req);
+	ck_assert_int_eq(t_run_tty(c, &out), 0);
+	ck_assert_msg(strstr(out, "rs-generate: loading the model ...") !=
+	    NULL && strstr(out, "rs-generate: prompt: 100%") != NULL, "%s",
+	    out);
+	free(out);
+}
+END_TEST
+
 Suite *
 generate_suite(void)
 {
@@ -456,6 +482,7 @@ generate_suite(void)
 	tcase_add_test(tc, cmd_raw);
 	tcase_add_test(tc, cmd_nfc);
 	tcase_add_test(tc, cmd_usage);
+	tcase_add_test(tc, cmd_progress);
 	suite_add_tcase(s, tc);
 	return (s);
 }

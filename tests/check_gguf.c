@@ -10,6 +10,7 @@
 #include <check.h>
 
 #include "rs_gguf.h"
+#include "rs_gguf_write.h"
 #include "rs_types.h"
 #include "t_util.h"
 
@@ -287,6 +288,97 @@ START_TEST(inspect_check)
 }
 END_TEST
 
+/* ---- escaping: strings from a file never reach the terminal raw ---- */
+
+static enum rs_status
+fill_zero(void *ctx, int64_t index, void *buf, size_t nbytes,
+    struct rs_err *err)
+{
+	(void)ctx;
+	(void)index;
+	(void)err;
+	memset(buf, 0, nbytes);
+	return (RS_OK);
+}
+
+/* A GGUF whose strings hold ESC, BEL, a C1 CSI and DEL; DUP: a key twice. */
+static const char *
+hostile_gguf(int dup)
+{
+	static char	 path[1100];
+	struct rs_gguf_writer *w;
+	struct rs_err	 err = { 0 };
+	int64_t		 ne[1] = { 32 };
+	const char	*arch = "\x1b]0;pwned\x07", *name = "\xc2\x9b" "2J\x7f";
+
+	snprintf(path, sizeof(path), "%s/\x1b[31mhostile.gguf", t_tmpdir());
+	ck_assert_int_eq(rs_gguf_writer_new(&w, &err), RS_OK);
+	ck_assert_int_eq(rs_gguf_writer_str(w, "general.architecture", arch,
+	    strlen(arch)), RS_OK);
+	ck_assert_int_eq(rs_gguf_writer_str(w, "general.name", name,
+	    strlen(name)), RS_OK);
+	if (dup) {
+		ck_assert_int_eq(rs_gguf_writer_u32(w, "k\x1b[2J", 1), RS_OK);
+		ck_assert_int_eq(rs_gguf_writer_u32(w, "k\x1b[2J", 2), RS_OK);
+	}
+	ck_assert_int_eq(rs_gguf_writer_tensor(w, "t\x1b[5m", RS_TYPE_F32, 1,
+	    ne, &err), RS_OK);
+	ck_assert_int_eq(rs_gguf_writer_write(w, path, fill_zero, NULL, &err),
+	    RS_OK);
+	rs_gguf_writer_free(w);
+	return (path);
+}
+
+static void
+assert_no_controls(const char *out)
+{
+	for (const unsigned char *p = (const unsigned char *)out; *p; p++)
+		ck_assert_msg(*p == '\n' || (*p >= 0x20 && *p != 0x7f &&
+		    !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)),
+		    "raw control byte 0x%02x in: %s", *p, out);
+}
+
+START_TEST(inspect_escapes)
+{
+	static const char *const modes[] = { "", "--tensors", "--check" };
+	const char	*path = hostile_gguf(0);
+	char		 c[2048], *out;
+
+	snprintf(c, sizeof(c), "%s %s '%s' 2>&1", t_bin("rs-inspect"),
+	    modes[_i], path);
+	t_run(c, &out);
+	assert_no_controls(out);
+	ck_assert_msg(strstr(out, "\\x1b[31mhostile.gguf") != NULL ||
+	    _i == 1, "%s", out);
+	if (_i == 0)
+		ck_assert_msg(strstr(out, "\\x1b]0;pwned\\x07") != NULL &&
+		    strstr(out, "\\u009b2J\\x7f") != NULL, "%s", out);
+	if (_i == 1)
+		ck_assert_msg(strstr(out, "t\\x1b[5m") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
+/* Messages: a file name and a key name from a broken file. */
+START_TEST(message_escapes)
+{
+	char	c[2048], *out;
+
+	snprintf(c, sizeof(c), "%s --check '%s' 2>&1", t_bin("rs-inspect"),
+	    hostile_gguf(1));
+	ck_assert_int_eq(t_run(c, &out), 1);
+	assert_no_controls(out);
+	ck_assert_msg(strstr(out, "k\\x1b[2J") != NULL, "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s -m \"$(printf '/no/\\033]0;x\\007.gguf')\" "
+	    "--tokens 1 2>&1", t_bin("rs-verify"));
+	ck_assert_int_eq(t_run(c, &out), 2);
+	assert_no_controls(out);
+	ck_assert_msg(strstr(out, "\\x1b]0;x\\x07") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 Suite *
 gguf_suite(void)
 {
@@ -304,6 +396,10 @@ gguf_suite(void)
 	tcase_add_test(tc, bad_tensor_info);
 	tcase_add_test(tc, duplicate_names);
 	tcase_add_test(tc, inspect_check);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("escape");
+	tcase_add_loop_test(tc, inspect_escapes, 0, 3);
+	tcase_add_test(tc, message_escapes);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -132,6 +132,45 @@ START_TEST(bad_preset)
 }
 END_TEST
 
+/* The progress callback: called in order, up to the total. */
+static void
+count_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	uint64_t *last = ctx;
+
+	ck_assert_uint_ge(done, last[0]);
+	ck_assert_uint_lt(done, total);
+	last[0] = done;
+	last[1]++;
+}
+
+START_TEST(progress)
+{
+	struct rs_synth_cfg cfg;
+	struct rs_err	 err = { 0 };
+	uint64_t	 seen[2] = { 0, 0 };
+	char		 path[1100], c[2400], *out;
+
+	snprintf(path, sizeof(path), "%s/p.gguf", t_tmpdir());
+	ck_assert_int_eq(rs_synth_preset("tiny", &cfg, &err), RS_OK);
+	cfg.progress = count_progress;
+	cfg.progress_ctx = seen;
+	ck_assert_int_eq(rs_synth_write(&cfg, path, &err), RS_OK);
+	ck_assert_uint_gt(seen[1], 10);		/* once per tensor */
+	/* rs-bench --synth on a terminal: a progress line; -q: none */
+	snprintf(c, sizeof(c), "%s --synth tiny -o %s", t_bin("rs-bench"),
+	    path);
+	ck_assert_int_eq(t_run_tty(c, &out), 0);
+	ck_assert_msg(strstr(out, "p.gguf:   0%") != NULL, "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s --synth tiny -q -o %s", t_bin("rs-bench"),
+	    path);
+	ck_assert_int_eq(t_run_tty(c, &out), 0);
+	ck_assert_str_eq(out, "");
+	free(out);
+}
+END_TEST
+
 Suite *
 synth_suite(void)
 {
@@ -142,6 +181,7 @@ synth_suite(void)
 	tcase_add_test(tc, writer_roundtrip);
 	tcase_add_test(tc, tiny_q4_k_m_types);
 	tcase_add_test(tc, bad_preset);
+	tcase_add_test(tc, progress);
 	suite_add_tcase(s, tc);
 	return (s);
 }

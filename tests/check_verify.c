@@ -82,6 +82,10 @@ START_TEST(usage)
 	ck_assert(strstr(out, "--check-rollback") != NULL);
 	ck_assert(strstr(out, "--mtp-logits") != NULL);
 	ck_assert(strstr(out, "-t, --threads") != NULL);
+	/* the exit codes, as in every command's help (issue #15) */
+	ck_assert_msg(strstr(out, "Exit status: 0 ") != NULL &&
+	    strstr(out, "\n1 ") != NULL && strstr(out, "; 2 ") != NULL,
+	    "%s", out);
 	free(out);
 	snprintf(c, sizeof(c), "%s --version", t_bin("rs-verify"));
 	ck_assert_int_eq(t_run(c, &out), 0);
@@ -417,6 +421,36 @@ START_TEST(bad_record_exit1)
 }
 END_TEST
 
+/*
+ * On a terminal, loading the model and a long prompt (RS_CLI_LONG_PROMPT
+ * tokens) show progress on stderr; not with -q, not into a pipe.
+ */
+START_TEST(progress)
+{
+	char	toks[512], c[2048], *out, *list;
+	size_t	len = 0;
+
+	list = malloc(1100 * 6);
+	ck_assert_ptr_nonnull(list);
+	for (int i = 0; i < 1100; i++)
+		len += (size_t)sprintf(list + len, "%d ", i % 2000 + 1);
+	snprintf(toks, sizeof(toks), "%s/toks", t_tmpdir());
+	t_write_file(toks, list, len);
+	free(list);
+	snprintf(c, sizeof(c), "%s -m %s -t 1 --tokens-file %s >/dev/null",
+	    t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"), toks);
+	ck_assert_int_eq(t_run_tty(c, &out), 0);
+	ck_assert_msg(strstr(out, "rs-verify: loading the model ...") != NULL &&
+	    strstr(out, "rs-verify: prefill:   0%") != NULL, "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s -m %s -t 1 -q --tokens-file %s >/dev/null",
+	    t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"), toks);
+	ck_assert_int_eq(t_run_tty(c, &out), 0);
+	ck_assert_msg(strstr(out, "prefill") == NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 Suite *
 verify_suite(void)
 {
@@ -429,6 +463,7 @@ verify_suite(void)
 	tcase_add_test(tc, greedy_accept);
 	tcase_add_test(tc, logits_npy);
 	tcase_add_test(tc, mtp_npy);
+	tcase_add_test(tc, progress);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("rollback");
 	tcase_set_timeout(tc, 240);

@@ -12,7 +12,9 @@
 
 #include <check.h>
 
+#include "rs_gguf.h"
 #include "rs_half.h"
+#include "rs_types.h"
 #include "t_util.h"
 
 static char *
@@ -203,4 +205,47 @@ t_run(const char *cmd, char **out)
 	} else
 		free(buf);
 	return (WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+int
+t_run_tty(const char *cmd, char **out)
+{
+	char	 script[1100], c[1300];
+
+	/* a file, so that CMD needs no second level of quoting */
+	snprintf(script, sizeof(script), "%s/cmd.sh", t_tmpdir());
+	t_write_file(script, cmd, strlen(cmd));
+	snprintf(c, sizeof(c), "script -qec 'sh %s' /dev/null </dev/null",
+	    script);
+	return (t_run(c, out));
+}
+
+const char *
+t_nan_copy(const char *rel, const char *tensor)
+{
+	const char	*src = t_fixture(rel);
+	char		*p = ring();
+	struct rs_gguf	*g;
+	const struct rs_gguf_tensor *t;
+	uint64_t	 off;
+	uint8_t		*data;
+	size_t		 n;
+
+	ck_assert_int_eq(rs_gguf_open(&g, src, NULL), RS_OK);
+	t = rs_gguf_find_tensor(g, tensor);
+	ck_assert_msg(t != NULL, "%s has no tensor %s", src, tensor);
+	off = rs_gguf_data_offset(g) + t->offset;
+	data = t_read_file(src, &n);
+	if (t->type == RS_TYPE_F32) {
+		float nan = NAN;
+		memcpy(data + off, &nan, 4);
+	} else {
+		data[off] = 0x00;	/* f16 0x7e00, little-endian: NaN */
+		data[off + 1] = 0x7e;
+	}
+	rs_gguf_close(g);
+	snprintf(p, 1024, "%s/nan.gguf", t_tmpdir());
+	t_write_file(p, data, n);
+	free(data);
+	return (p);
 }

@@ -31,6 +31,14 @@ const char	*t_tmpdir(void);
 void		 t_write_file(const char *path, const void *data, size_t n);
 
 /*
+ * A copy of fixture REL in a fresh temporary directory with one value of
+ * tensor TENSOR made NaN: element 0 of an F32 or F16 tensor, or the f16
+ * scale d of block 0 of a quantized tensor whose block starts with it
+ * (q8_0, q4_k, ...).  Returns the copy's path (rotating static buffer).
+ */
+const char	*t_nan_copy(const char *rel, const char *tensor);
+
+/*
  * A NumPy .npy array as float32 (f4 or f2 on disk), C order.  Fails the test
  * on a malformed file.  Caller frees data.
  */
@@ -51,5 +59,12 @@ double		 t_rel_err(const float *a, const float *ref, int64_t n);
  * (-1 if it did not exit normally).
  */
 int		 t_run(const char *cmd, char **out);
+
+/*
+ * t_run with CMD's standard input, output and error on a pseudo-terminal
+ * (script(1)): what a user at a terminal sees, carriage returns and escape
+ * sequences included, all in *OUT.
+ */
+int		 t_run_tty(const char *cmd, char **out);
 
 #endif /* T_UTIL_H */

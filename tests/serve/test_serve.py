@@ -1155,6 +1155,15 @@ def test_tls(tmp_path_factory):
                         "--port", "1", *args], capture_output=True, text=True, timeout=30)
     if "TLS is not available" in p.stderr:
         assert p.returncode == 2 and "OpenSSL 3" in p.stderr
+        # not offered where it cannot work: neither --help nor the man
+        # page's synopsis and options, nor the completions (issue #15)
+        h = subprocess.run([os.path.join(BIN, "rs-serve"), "--help"],
+                           capture_output=True, text=True, timeout=30)
+        assert h.returncode == 0 and "--tls" not in h.stdout
+        man = open(os.path.join(ROOT, "man", "rs-serve.1")).read()
+        assert "tls" not in man[:man.index(".Sh EXIT STATUS")]
+        for comp in ("bash/rs-serve", "zsh/_rs-serve"):
+            assert "tls" not in open(os.path.join(ROOT, "completions", comp)).read()
         return
     srv = start(tmp_path_factory, *args, name="tls")
     try:
@@ -1265,3 +1274,84 @@ def test_copilot_replay_qwen38(tmp_path_factory):
                  strict=True)
     check_replay(*replay(tmp_path_factory, ("-m", path, "-c", "8192"), "replay38d",
                          "--drop-reasoning"), strict=False)
+
+
+def nan_model(src, dst, tensor):
+    """A copy of GGUF SRC at DST with element 0 of the F32 tensor TENSOR
+    made NaN (the header walked as rs_gguf.h lays it out)."""
+    import struct
+    b = bytearray(open(src, "rb").read())
+    _, n_t, n_kv = struct.unpack_from("<IQQ", b, 4)
+    o = 24
+    size = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def string(o):
+        n, = struct.unpack_from("<Q", b, o)
+        return b[o + 8:o + 8 + n].decode(), o + 8 + n
+
+    def skip(t, o):
+        if t == 8:
+            return string(o)[1]
+        if t == 9:
+            at, n = struct.unpack_from("<IQ", b, o)
+            o += 12
+            for _ in range(n):
+                o = skip(at, o)
+            return o
+        return o + size[t]
+    align = 32
+    for _ in range(n_kv):
+        key, o = string(o)
+        t, = struct.unpack_from("<I", b, o)
+        if key == "general.alignment":
+            align, = struct.unpack_from("<I", b, o + 4)
+        o = skip(t, o + 4)
+    where = None
+    for _ in range(n_t):
+        name, o = string(o)
+        nd, = struct.unpack_from("<I", b, o)
+        o += 4 + 8 * nd
+        t, off = struct.unpack_from("<IQ", b, o)
+        o += 12
+        if name == tensor:
+            assert t == 0, "an F32 tensor"
+            where = off
+    struct.pack_into("<f", b, (o + align - 1) // align * align + where, math.nan)
+    open(dst, "wb").write(b)
+
+
+def test_nan_model(tmp_path_factory):
+    """Weights holding NaN: a generation is an error (500 with the reason,
+    streamed or not), not token 0 with null log-probabilities; the server
+    stays up (issue #15)."""
+    tmp = tmp_path_factory.mktemp("nan")
+    path = str(tmp / "nan.gguf")
+    nan_model(fixture("tiny/model-q8_0.gguf"), path, "output_norm.weight")
+    srv = start(tmp_path_factory, "-m", path, name="nan")
+    try:
+        body = {"model": "x", "messages": MSG, "max_tokens": 2, "logprobs": True}
+        status, _, data = http(srv.url + "/v1/chat/completions", "POST", body)
+        assert status == 500, data
+        assert "non-finite logit" in json.loads(data)["error"]["message"]
+        status, _, data = http(srv.url + "/v1/chat/completions", "POST",
+                               dict(body, stream=True))
+        assert b"non-finite logit" in data and b'"logprob": null' not in data
+        assert http(srv.url + "/health")[0] == 200
+    finally:
+        srv.stop()
+
+
+def test_log_escapes(tmp_path_factory):
+    """A request path with ESC and BEL reaches the access log escaped, not
+    as terminal control sequences (issue #15)."""
+    srv = start(tmp_path_factory, name="esc")
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+            s.sendall(b"GET /\x1b]0;pwned\x07 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert s.recv(100).startswith(b"HTTP/1.1 404")
+        assert http(srv.url + "/health")[0] == 200
+        log = srv.read_log()
+        assert "\x1b" not in log and "\x07" not in log
+        assert "GET /\\x1b]0;pwned\\x07 404" in log
+    finally:
+        srv.stop_clean()

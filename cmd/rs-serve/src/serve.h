@@ -84,6 +84,12 @@ extern struct serve_cfg	serve_cfg;
 /* Parse argv into serve_cfg; exits for --help, --version, usage errors. */
 void		serve_opts_parse(int argc, char **argv);
 
+/*
+ * Whether Kore's TLS can work with the OpenSSL linked in (not with
+ * OpenSSL 3, serve_main.c): --help offers --tls-* only then.
+ */
+int		serve_tls_available(void);
+
 /* ---- the model, loaded by the parent and inherited by the worker ---- */
 
 struct serve_model {

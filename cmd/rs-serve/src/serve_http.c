@@ -162,14 +162,16 @@ serve_log_init(struct serve_log *l, struct http_request *req, double t_recv)
 void
 serve_log_write(const struct serve_log *l, int code)
 {
-	char	line[640];
+	char	line[640], path[4 * sizeof(l->path)];
 	int	n;
 
 	rs_metrics_request(serve_metrics, l->route, code);
 	if (serve_cfg.quiet)
 		return;
+	/* the client's bytes: no terminal escapes in the log (issue #15) */
+	rs_cli_esc(l->path, strlen(l->path), path, sizeof(path));
 	n = snprintf(line, sizeof(line), "%s: %s %s %s %d total_ms=%.1f",
-	    rs_cli_name(), l->addr, l->method, l->path, code,
+	    rs_cli_name(), l->addr, l->method, path, code,
 	    serve_now_ms() - l->t_recv);
 	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " prompt=%lld "

@@ -256,10 +256,16 @@ absolute(const char *opt, const char *path)
  */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+int
+serve_tls_available(void)
+{
+	return (OpenSSL_version_num() < 0x30000000L);
+}
+
 static void
 check_tls(void)
 {
-	if (serve_cfg.tls_cert != NULL && OpenSSL_version_num() >= 0x30000000L)
+	if (serve_cfg.tls_cert != NULL && !serve_tls_available())
 		rs_cli_fatal("--tls-cert: TLS is not available: Kore %s cannot "
 		    "sign handshakes with %s, for RSA and EC keys alike (its "
 		    "key manager needs OpenSSL 1.1's legacy keys); terminate "

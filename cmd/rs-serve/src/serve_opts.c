@@ -90,9 +90,6 @@ usage_full(void)
 	    "false\n"
 	    "      --reasoning-effort E  the same as --default-reasoning-effort "
 	    "E\n"
-	    "      --tls-cert FILE       serve HTTPS with this PEM "
-	    "certificate (chain)\n"
-	    "      --tls-key FILE        and this PEM private key\n"
 	    "      --cors-origin ORIGIN  browser origin allowed by CORS, or "
 	    "'*' (default: any\n"
 	    "                            http(s)://localhost, 127.0.0.1 or "
@@ -124,6 +121,12 @@ usage_full(void)
 	    "without /v1).\n"
 	    "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM), 2 "
 	    "error.\n", USAGE);
+	/* offered only where they can work (serve_main.c, check_tls) */
+	if (serve_tls_available())
+		printf("\nHTTPS (Kore's TLS with OpenSSL 1.1):\n"
+		    "      --tls-cert FILE       serve HTTPS with this PEM "
+		    "certificate (chain)\n"
+		    "      --tls-key FILE        and this PEM private key\n");
 }
 
 static char *
