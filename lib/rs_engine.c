@@ -263,6 +263,18 @@ static enum rs_status
 check_finite(const float *lg, int32_t rows, int64_t vocab, int32_t pos,
     struct rs_err *err)
 {
+	const int64_t n = (int64_t)rows * vocab;
+	uint32_t bad = 0;
+
+	/* every decode step: a branch-free pass the compiler vectorises (an
+	   all-ones exponent is ±Inf or NaN), the slow search only on a hit */
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u;
+		memcpy(&u, &lg[i], sizeof(u));
+		bad |= (u & 0x7f800000u) == 0x7f800000u;
+	}
+	if (!bad)
+		return (RS_OK);
 	for (int32_t r = 0; r < rows; r++)
 		for (int64_t i = 0; i < vocab; i++)
 			if (!isfinite(lg[r * vocab + i]))
