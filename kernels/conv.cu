@@ -35,19 +35,16 @@ seq_at(const float *__restrict__ state, const float *__restrict__ x,
 	    x[(int64_t)(i - (k - 1)) * ldx + c]);
 }
 
-static __global__ void __launch_bounds__(CONV_THREADS)
-conv_kernel(float *state, const float *__restrict__ w,
-    const float *__restrict__ x, int64_t ldx, int64_t n_ch, int k,
-    float *__restrict__ u, float *__restrict__ snap, int64_t snap_stride,
-    int n_snap, const int32_t *__restrict__ params)
+/* u_t[c] and, when asked, the snapshot after token t (see the header). */
+static __device__ __forceinline__ void
+conv_token(float *state, const float *__restrict__ w,
+    const float *__restrict__ x, int64_t ldx, int64_t c, int k, int t,
+    int n_tok, float *__restrict__ u, int64_t n_ch, float *__restrict__ snap,
+    int64_t snap_stride, int n_snap, const int32_t *__restrict__ params)
 {
-	const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-	const int t = blockIdx.y;
 	float	win[CONV_MAX_K];
+	float	acc = 0.0f;
 
-	if (c >= n_ch)
-		return;
-	float acc = 0.0f;
 	for (int i = 0; i < k; i++) {
 		win[i] = seq_at(state, x, ldx, c, k, t + i);
 		acc += win[i] * w[c * k + i];
@@ -59,9 +56,24 @@ conv_kernel(float *state, const float *__restrict__ w,
 			snap[(int64_t)(p % n_snap) * snap_stride + c * (k - 1) +
 			    i] = win[i + 1];
 	/* one token (a decode step): this thread alone read state_c */
-	if (gridDim.y == 1)
+	if (n_tok == 1)
 		for (int i = 0; i < k - 1; i++)
 			state[c * (k - 1) + i] = win[i + 1];
+}
+
+static __global__ void __launch_bounds__(CONV_THREADS)
+conv_kernel(float *state, const float *__restrict__ w,
+    const float *__restrict__ x, int64_t ldx, int64_t n_ch, int k, int n_tok,
+    float *__restrict__ u, float *__restrict__ snap, int64_t snap_stride,
+    int n_snap, const int32_t *__restrict__ params)
+{
+	const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (c >= n_ch)
+		return;
+	for (int t = blockIdx.y; t < n_tok; t += gridDim.y)
+		conv_token(state, w, x, ldx, c, k, t, n_tok, u, n_ch, snap,
+		    snap_stride, n_snap, params);
 }
 
 /* state_c ← seq_c[T .. T+K−2], read before written (one thread each). */
@@ -86,14 +98,14 @@ rs_k_conv(float *d_state, const float *d_w, const float *d_x, int64_t ldx,
     int64_t snap_stride, int n_snap, const int32_t *d_params,
     cudaStream_t stream, struct rs_err *err)
 {
-	if (k < 2 || k > CONV_MAX_K || n_ch < 1 || n_tok < 1 || n_tok > 65535)
+	if (k < 2 || k > CONV_MAX_K || n_ch < 1 || n_tok < 1)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "conv: kernel %d (2..%d), %lld channels, %d tokens "
-		    "(1..65535)", k, CONV_MAX_K, (long long)n_ch, n_tok));
+		    "conv: kernel %d (2..%d), %lld channels, %d tokens", k,
+		    CONV_MAX_K, (long long)n_ch, n_tok));
 	unsigned blocks = (unsigned)((n_ch + CONV_THREADS - 1) / CONV_THREADS);
-	conv_kernel<<<dim3(blocks, (unsigned)n_tok), CONV_THREADS, 0,
-	    stream>>>(d_state, d_w, d_x, ldx, n_ch, k, d_u, d_snap,
-	    snap_stride, n_snap, d_params);
+	conv_kernel<<<dim3(blocks, (unsigned)(n_tok < 65535 ? n_tok : 65535)),
+	    CONV_THREADS, 0, stream>>>(d_state, d_w, d_x, ldx, n_ch, k, n_tok,
+	    d_u, d_snap, snap_stride, n_snap, d_params);
 	RS_LAUNCH_CHECK(err, "conv");
 	if (n_tok == 1)
 		return (RS_OK);		/* conv_kernel updated the state */
