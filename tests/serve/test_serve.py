@@ -903,8 +903,65 @@ def test_cors(server):
                      "Access-Control-Request-Headers": "authorization,content-type"})
     assert st == 204 and h["access-control-allow-origin"] == "http://localhost:5173"
     assert "POST" in h["access-control-allow-methods"]
-    st, h, _ = http(server.url + "/health", "GET", None, {"Origin": "https://evil.example"})
+    st, h, b = http(server.url + "/health", "GET", None, {"Origin": "https://evil.example"})
+    assert st == 403 and "access-control-allow-origin" not in h
+    assert err(403, b)["type"] == "permission_error"
+
+
+def test_host_check(server):
+    """DNS rebinding (#15): only Host names of this server are answered."""
+    url = server.url + "/v1/models"
+    for host in ("127.0.0.1", "127.0.0.1:%d" % server.port, "127.1.2.3", "localhost",
+                 "LOCALHOST:%d" % server.port, "[::1]", "[::1]:%d" % server.port):
+        st, _, _ = http(url, "GET", None, {"Host": host})
+        assert st == 200, host
+    for host in ("evil.example", "evil.example:%d" % server.port, "127.0.0.1.evil.example",
+                 "localhost.evil.example", "127.0.0.1:x", "[::1"):
+        st, _, b = http(url, "GET", None, {"Host": host})
+        assert st == 421, host
+        assert err(421, b)["type"] == "invalid_request_error"
+    # refused before the route: a POST learns nothing either
+    st, _, b = http(server.url + "/v1/chat/completions", "POST",
+                    {"messages": MSG, "max_tokens": 1}, {"Host": "evil.example"})
+    assert st == 421 and "--public-host" in err(421, b)["message"]
+
+
+def test_origin_check(server):
+    """CSRF (#15): a browser page of another origin is refused, no Origin is fine."""
+    url = server.url + "/v1/chat/completions"
+    body = {"messages": MSG, "max_tokens": 1}
+    st, h, b = http(url, "POST", body, {"Origin": "http://evil.example"})
+    assert st == 403 and "--cors-origin" in err(403, b)["message"]
+    assert "access-control-allow-origin" not in h
+    for o in ("null", "http://localhost.evil.example", "file://"):
+        st, _, _ = http(url, "POST", body, {"Origin": o})
+        assert st == 403, o
+    st, h, _ = http(url, "POST", body, {"Origin": "http://127.0.0.1:%d" % server.port})
+    assert st == 200 and h["access-control-allow-origin"] == "http://127.0.0.1:%d" % server.port
+    st, h, _ = http(url, "POST", body)
     assert st == 200 and "access-control-allow-origin" not in h
+
+
+def test_public_host_cors_origin(tmp_path_factory):
+    srv = start(tmp_path_factory, "--public-host", "box.lan,gpu.lan", "--public-host",
+                "other.lan", "--cors-origin", "https://app.example",
+                "--cors-origin", "http://a.example:3000,http://b.example", name="pub")
+    try:
+        url = srv.url + "/v1/models"
+        for host in ("box.lan", "gpu.lan:%d" % srv.port, "other.lan", "127.0.0.1"):
+            assert http(url, "GET", None, {"Host": host})[0] == 200, host
+        assert http(url, "GET", None, {"Host": "box.lan.evil"})[0] == 421
+        for o in ("https://app.example", "http://a.example:3000", "http://b.example",
+                  "http://box.lan:8080"):
+            st, h, _ = http(url, "GET", None, {"Origin": o})
+            assert st == 200 and h["access-control-allow-origin"] == o, o
+        st, h, _ = http(url, "OPTIONS", None, {"Origin": "https://app.example",
+                                              "Access-Control-Request-Method": "POST"})
+        assert st == 204 and h["access-control-allow-origin"] == "https://app.example"
+        for o in ("https://app.example.evil", "http://a.example", "https://evil.example"):
+            assert http(url, "GET", None, {"Origin": o})[0] == 403, o
+    finally:
+        srv.stop_clean()
 
 
 # ---- cancellation and concurrency (§4.9) ----
