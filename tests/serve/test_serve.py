@@ -897,6 +897,46 @@ def test_errors_503_queue_full(tmp_path_factory):
         srv.stop_clean()
 
 
+def head_only(srv, length, wait):
+    """The answer to a POST that announces LENGTH body bytes and sends none,
+    or None when none comes within WAIT seconds (the server reads on)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
+    try:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{"
+                  % length)
+        got = b""
+        while b"\r\n\r\n" not in got or not got.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        return got
+    except socket.timeout:
+        return None
+    finally:
+        s.close()
+
+
+def test_body_max_from_ctx(tmp_path_factory):
+    """#15: the default --max-body follows the context (32 B/token + 4 MiB,
+    at least 8 MiB): 9 MiB is refused before it is read, --max-body overrides."""
+    srv = start(tmp_path_factory, "-c", "64", name="ctx64")
+    try:
+        got = head_only(srv, 9 << 20, 10)
+        assert got is not None and got.startswith(b"HTTP/1.1 413 ")
+        assert err(413, got.split(b"\r\n\r\n", 1)[1])["type"] == "invalid_request_error"
+        assert head_only(srv, (8 << 20) - 1, 1) is None     # under the floor: read on
+        assert http(srv.url + "/health")[0] == 200
+    finally:
+        srv.stop_clean()
+    srv = start(tmp_path_factory, "-c", "64", "--max-body", str(16 << 20), name="ctx64big")
+    try:
+        assert head_only(srv, 9 << 20, 1) is None
+    finally:
+        srv.stop_clean()
+
+
 def test_cors(server):
     st, h, _ = http(server.url + "/v1/chat/completions", "OPTIONS", None,
                     {"Origin": "http://localhost:5173",

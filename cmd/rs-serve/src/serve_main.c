@@ -97,6 +97,24 @@ default_alias(const struct rs_model *m, const char *path)
 	return (a);
 }
 
+/*
+ * The default --max-body, from the context size N_CTX.  A prompt cannot
+ * hold more than n_ctx tokens, and a token is rarely more than a few
+ * bytes of text, so 32 bytes a token (room for long tokens and JSON
+ * escapes) plus 4 MiB for tool schemas and the rest of the request bounds
+ * any body that can succeed.  A larger one is refused with 413 before it
+ * is read, instead of being parsed and tokenized in full (seconds and a
+ * GB of memory for 50 MB) only to exceed the context (issue #15).
+ */
+static int64_t
+default_body_max(int64_t n_ctx)
+{
+	const int64_t	floor = INT64_C(8) << 20, extra = INT64_C(4) << 20;
+	int64_t		v = n_ctx * 32 + extra;
+
+	return (v > floor ? v : floor);
+}
+
 static void
 load_model(void)
 {
@@ -123,6 +141,8 @@ load_model(void)
 	}
 	(void)snprintf(sm->fingerprint, sizeof(sm->fingerprint),
 	    "redshift-%s", rs_version());
+	if (c->body_max == 0)
+		c->body_max = default_body_max(sm->info.n_ctx);
 	if (c->n_ctx > sm->info.n_ctx_train)
 		rs_cli_warn("--ctx %lld is beyond the model's context length "
 		    "%lld", (long long)c->n_ctx,

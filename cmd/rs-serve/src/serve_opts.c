@@ -65,8 +65,10 @@ usage_full(void)
 	    "engine (default 16);\n"
 	    "                            more are refused with 503 and "
 	    "Retry-After\n"
-	    "      --max-body BYTES      largest request body (default "
-	    "67108864); larger: 413\n"
+	    "      --max-body BYTES      largest request body; larger: 413 "
+	    "(default: 32 bytes\n"
+	    "                            a token of the context plus 4 MiB, "
+	    "at least 8 MiB)\n"
 	    "      --nfc                 normalize prompt text to NFC "
 	    "(the default)\n"
 	    "      --no-nfc              do not normalize: raw text, as "
@@ -237,7 +239,7 @@ defaults(struct serve_cfg *c)
 	c->slots = 1;
 	c->cache_mem = 4096;
 	c->cache_host_mem = 8192;
-	c->body_max = 64 << 20;
+	c->body_max = 0;	/* from the context (serve_main.c) */
 	c->tok_norm = RS_TOK_NORM_DEFAULT;
 	rs_gen_opts_init(&c->gen);
 	c->gen.checkpoint_every = 2048;
