@@ -937,6 +937,49 @@ def test_body_max_from_ctx(tmp_path_factory):
         srv.stop_clean()
 
 
+def raw_answer(srv, data, wait=10):
+    """All the server sends back to DATA until it closes (None: it did not
+    close within WAIT seconds)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
+    try:
+        s.sendall(data)
+        got = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return got
+            got += chunk
+    except socket.timeout:
+        return None
+    finally:
+        s.close()
+
+
+def test_protocol_errors_enveloped(server):
+    """#15: Content-Length with Transfer-Encoding (smuggling) is a 400 and
+    the connection closes; a body without Content-Length is a 411; both
+    with the OpenAI error envelope."""
+    body = json.dumps({"messages": MSG, "max_tokens": 1}).encode()
+    smuggle = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+               b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+               % (len(body), len(body), body))
+    for req in (smuggle, smuggle.replace(b"Content-Length: %d\r\n" % len(body), b"")):
+        got = raw_answer(server, req)
+        assert got is not None, "no answer and no close"
+        head, b = got.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 400 ") and b"connection: close" in head.lower()
+        assert "Transfer-Encoding" in err(400, b)["message"]   # one answer only
+    got = raw_answer(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             b"Content-Type: application/json\r\n\r\n")
+    head, b = got.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 411 ")
+    assert err(411, b)["type"] == "invalid_request_error"
+    assert "Content-Length" in err(411, b)["message"]
+    assert http(server.url + "/health")[0] == 200
+
+
 def test_cors(server):
     st, h, _ = http(server.url + "/v1/chat/completions", "OPTIONS", None,
                     {"Origin": "http://localhost:5173",
