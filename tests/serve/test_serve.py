@@ -897,14 +897,154 @@ def test_errors_503_queue_full(tmp_path_factory):
         srv.stop_clean()
 
 
+def head_only(srv, length, wait):
+    """The answer to a POST that announces LENGTH body bytes and sends none,
+    or None when none comes within WAIT seconds (the server reads on)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
+    try:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n{"
+                  % length)
+        got = b""
+        while b"\r\n\r\n" not in got or not got.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        return got
+    except socket.timeout:
+        return None
+    finally:
+        s.close()
+
+
+def test_body_max_from_ctx(tmp_path_factory):
+    """#15: the default --max-body follows the context (32 B/token + 4 MiB,
+    at least 8 MiB): 9 MiB is refused before it is read, --max-body overrides."""
+    srv = start(tmp_path_factory, "-c", "64", name="ctx64")
+    try:
+        got = head_only(srv, 9 << 20, 10)
+        assert got is not None and got.startswith(b"HTTP/1.1 413 ")
+        assert err(413, got.split(b"\r\n\r\n", 1)[1])["type"] == "invalid_request_error"
+        assert head_only(srv, (8 << 20) - 1, 1) is None     # under the floor: read on
+        assert http(srv.url + "/health")[0] == 200
+    finally:
+        srv.stop_clean()
+    srv = start(tmp_path_factory, "-c", "64", "--max-body", str(16 << 20), name="ctx64big")
+    try:
+        assert head_only(srv, 9 << 20, 1) is None
+    finally:
+        srv.stop_clean()
+
+
+def raw_answer(srv, data, wait=10):
+    """All the server sends back to DATA until it closes (None: it did not
+    close within WAIT seconds)."""
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
+    try:
+        s.sendall(data)
+        got = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return got
+            got += chunk
+    except socket.timeout:
+        return None
+    finally:
+        s.close()
+
+
+def test_protocol_errors_enveloped(server):
+    """#15: Content-Length with Transfer-Encoding (smuggling) is a 400 and
+    the connection closes; a body without Content-Length is a 411; both
+    with the OpenAI error envelope."""
+    body = json.dumps({"messages": MSG, "max_tokens": 1}).encode()
+    smuggle = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+               b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n"
+               b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+               % (len(body), len(body), body))
+    for req in (smuggle, smuggle.replace(b"Content-Length: %d\r\n" % len(body), b"")):
+        got = raw_answer(server, req)
+        assert got is not None, "no answer and no close"
+        head, b = got.split(b"\r\n\r\n", 1)
+        assert head.startswith(b"HTTP/1.1 400 ") and b"connection: close" in head.lower()
+        assert "Transfer-Encoding" in err(400, b)["message"]   # one answer only
+    got = raw_answer(server, b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             b"Content-Type: application/json\r\n\r\n")
+    head, b = got.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 411 ")
+    assert err(411, b)["type"] == "invalid_request_error"
+    assert "Content-Length" in err(411, b)["message"]
+    assert http(server.url + "/health")[0] == 200
+
+
 def test_cors(server):
     st, h, _ = http(server.url + "/v1/chat/completions", "OPTIONS", None,
                     {"Origin": "http://localhost:5173",
                      "Access-Control-Request-Headers": "authorization,content-type"})
     assert st == 204 and h["access-control-allow-origin"] == "http://localhost:5173"
     assert "POST" in h["access-control-allow-methods"]
-    st, h, _ = http(server.url + "/health", "GET", None, {"Origin": "https://evil.example"})
+    st, h, b = http(server.url + "/health", "GET", None, {"Origin": "https://evil.example"})
+    assert st == 403 and "access-control-allow-origin" not in h
+    assert err(403, b)["type"] == "permission_error"
+
+
+def test_host_check(server):
+    """DNS rebinding (#15): only Host names of this server are answered."""
+    url = server.url + "/v1/models"
+    for host in ("127.0.0.1", "127.0.0.1:%d" % server.port, "127.1.2.3", "localhost",
+                 "LOCALHOST:%d" % server.port, "[::1]", "[::1]:%d" % server.port):
+        st, _, _ = http(url, "GET", None, {"Host": host})
+        assert st == 200, host
+    for host in ("evil.example", "evil.example:%d" % server.port, "127.0.0.1.evil.example",
+                 "localhost.evil.example", "127.0.0.1:x", "[::1"):
+        st, _, b = http(url, "GET", None, {"Host": host})
+        assert st == 421, host
+        assert err(421, b)["type"] == "invalid_request_error"
+    # refused before the route: a POST learns nothing either
+    st, _, b = http(server.url + "/v1/chat/completions", "POST",
+                    {"messages": MSG, "max_tokens": 1}, {"Host": "evil.example"})
+    assert st == 421 and "--public-host" in err(421, b)["message"]
+
+
+def test_origin_check(server):
+    """CSRF (#15): a browser page of another origin is refused, no Origin is fine."""
+    url = server.url + "/v1/chat/completions"
+    body = {"messages": MSG, "max_tokens": 1}
+    st, h, b = http(url, "POST", body, {"Origin": "http://evil.example"})
+    assert st == 403 and "--cors-origin" in err(403, b)["message"]
+    assert "access-control-allow-origin" not in h
+    for o in ("null", "http://localhost.evil.example", "file://"):
+        st, _, _ = http(url, "POST", body, {"Origin": o})
+        assert st == 403, o
+    st, h, _ = http(url, "POST", body, {"Origin": "http://127.0.0.1:%d" % server.port})
+    assert st == 200 and h["access-control-allow-origin"] == "http://127.0.0.1:%d" % server.port
+    st, h, _ = http(url, "POST", body)
     assert st == 200 and "access-control-allow-origin" not in h
+
+
+def test_public_host_cors_origin(tmp_path_factory):
+    srv = start(tmp_path_factory, "--public-host", "box.lan,gpu.lan", "--public-host",
+                "other.lan", "--cors-origin", "https://app.example",
+                "--cors-origin", "http://a.example:3000,http://b.example", name="pub")
+    try:
+        url = srv.url + "/v1/models"
+        for host in ("box.lan", "gpu.lan:%d" % srv.port, "other.lan", "127.0.0.1"):
+            assert http(url, "GET", None, {"Host": host})[0] == 200, host
+        assert http(url, "GET", None, {"Host": "box.lan.evil"})[0] == 421
+        for o in ("https://app.example", "http://a.example:3000", "http://b.example",
+                  "http://box.lan:8080"):
+            st, h, _ = http(url, "GET", None, {"Origin": o})
+            assert st == 200 and h["access-control-allow-origin"] == o, o
+        st, h, _ = http(url, "OPTIONS", None, {"Origin": "https://app.example",
+                                              "Access-Control-Request-Method": "POST"})
+        assert st == 204 and h["access-control-allow-origin"] == "https://app.example"
+        for o in ("https://app.example.evil", "http://a.example", "https://evil.example"):
+            assert http(url, "GET", None, {"Origin": o})[0] == 403, o
+    finally:
+        srv.stop_clean()
 
 
 # ---- cancellation and concurrency (§4.9) ----

@@ -67,7 +67,10 @@ struct serve_cfg {
 	enum rs_tok_norm tok_norm;	/* --nfc, --no-nfc */
 	char		*tls_cert;
 	char		*tls_key;
-	char		*cors_origin;	/* NULL: reflect localhost origins */
+	char		*cors_origin;	/* comma list of origins also allowed
+					   (besides our own hosts'); "*": any */
+	char		*public_host;	/* comma list of Host names allowed
+					   besides loopback and --host */
 	char		*copilot_url;	/* print the Copilot entry and exit */
 	char		*pidfile;
 	char		*runas;		/* NULL: keep the user */

@@ -205,16 +205,117 @@ serve_log_write(const struct serve_log *l, int code)
 	(void)write(STDERR_FILENO, line, (size_t)n);
 }
 
-/* ---- CORS (§4.2) ---- */
+/* ---- Host and Origin checks, CORS (§4.2) ---- */
 
-/* Is ORIGIN http(s)://localhost, 127.0.0.1 or [::1], any port? */
+/*
+ * Does the comma-separated LIST hold the N bytes at S (ignoring case)?
+ * --public-host and --cors-origin are kept as such lists: each use of
+ * the option appends to it (serve_opts.c).
+ */
 static int
-local_origin(const char *o)
+list_has(const char *list, const char *s, size_t n)
 {
-	static const char *const hosts[] = { "localhost", "127.0.0.1",
-	    "[::1]" };
+	const char	*p, *e;
+
+	for (p = list; p != NULL && *p != '\0'; p = *e != '\0' ? e + 1 : e) {
+		if ((e = strchr(p, ',')) == NULL)
+			e = p + strlen(p);
+		if ((size_t)(e - p) == n && strncasecmp(p, s, n) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Is the N-byte name at H an IPv4 address in 127.0.0.0/8? */
+static int
+loopback_v4(const char *h, size_t n)
+{
+	char		buf[INET_ADDRSTRLEN];
+	struct in_addr	a;
+
+	if (n >= sizeof(buf))
+		return (0);
+	memcpy(buf, h, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return (0);
+	return ((ntohl(a.s_addr) >> 24) == 127);
+}
+
+/* Is the N-byte name at H the --host address (an IPv6 one in brackets)? */
+static int
+is_listen_host(const char *h, size_t n)
+{
+	const char	*l = serve_cfg.host;
+	size_t		 ln = l != NULL ? strlen(l) : 0;
+
+	if (ln == 0)
+		return (0);
+	if (n == ln + 2 && h[0] == '[' && h[n - 1] == ']')
+		return (strncasecmp(h + 1, l, ln) == 0);
+	return (n == ln && strncasecmp(h, l, ln) == 0);
+}
+
+/*
+ * May a request name the host H (N bytes, no port)?  A DNS rebinding
+ * attack points a name the attacker owns at 127.0.0.1, so the browser
+ * sends that name: only loopback names, the --host address and the
+ * --public-host names are ours.
+ */
+static int
+host_name_ok(const char *h, size_t n)
+{
+	if ((n == 9 && strncasecmp(h, "localhost", 9) == 0) ||
+	    (n == 5 && strncmp(h, "[::1]", 5) == 0) || loopback_v4(h, n))
+		return (1);
+	return (is_listen_host(h, n) || list_has(serve_cfg.public_host, h, n));
+}
+
+/*
+ * The length of the host in "HOST[:PORT]" at S, or -1 when the port is
+ * not digits or a bracketed IPv6 address is not closed.
+ */
+static long
+host_len(const char *s)
+{
+	const char	*e, *p;
+
+	if (*s == '[') {
+		if ((e = strchr(s, ']')) == NULL)
+			return (-1);
+		e++;
+	} else
+		e = s + strcspn(s, ":");
+	if (*e == '\0')
+		return ((long)(e - s));
+	if (*e != ':' || e[1] == '\0')
+		return (-1);
+	for (p = e + 1; isdigit((unsigned char)*p); p++)
+		;
+	return (*p == '\0' ? (long)(e - s) : -1);
+}
+
+/*
+ * Does REQ's Host header name this server?  A request without one is
+ * let through: browsers always send it, so its absence is no attack.
+ */
+static int
+host_allowed(struct http_request *req)
+{
+	const char	*h;
+	long		 n;
+
+	if (!http_request_header(req, "host", &h))
+		return (1);
+	return ((n = host_len(h)) > 0 && host_name_ok(h, (size_t)n));
+}
+
+/* Is ORIGIN http(s)://HOST[:PORT] with a HOST that names this server? */
+static int
+origin_host_ok(const char *o)
+{
 	const char	*p;
-	size_t		 i, n;
+	long		 n;
 
 	if (strncmp(o, "http://", 7) == 0)
 		p = o + 7;
@@ -222,39 +323,33 @@ local_origin(const char *o)
 		p = o + 8;
 	else
 		return (0);
-	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
-		n = strlen(hosts[i]);
-		if (strncmp(p, hosts[i], n) != 0)
-			continue;
-		p += n;
-		if (*p == '\0')
-			return (1);
-		if (*p++ != ':' || *p == '\0')
-			return (0);
-		while (isdigit((unsigned char)*p))
-			p++;
-		return (*p == '\0');
-	}
-	return (0);
+	return ((n = host_len(p)) > 0 && host_name_ok(p, (size_t)n));
 }
 
-/* Add the CORS response headers when REQ's Origin is allowed. */
+/*
+ * Is REQ's Origin allowed?  No Origin: not a browser's cross-origin call
+ * (curl, the SDKs, VS Code), so yes.  Otherwise a page of our own hosts,
+ * or one that --cors-origin names ('*' for any).
+ */
 static int
-cors(struct http_request *req)
+origin_allowed(struct http_request *req, const char **origin)
 {
-	const char *origin;
+	const char *o;
 
-	if (!http_request_header(req, "origin", &origin))
-		return (0);
-	if (serve_cfg.cors_origin != NULL ?
-	    strcmp(serve_cfg.cors_origin, "*") != 0 &&
-	    strcmp(serve_cfg.cors_origin, origin) != 0 : !local_origin(origin))
-		return (0);
-	http_response_header(req, "access-control-allow-origin",
-	    serve_cfg.cors_origin != NULL &&
-	    strcmp(serve_cfg.cors_origin, "*") == 0 ? "*" : origin);
+	*origin = NULL;
+	if (!http_request_header(req, "origin", &o))
+		return (1);
+	*origin = o;
+	return (list_has(serve_cfg.cors_origin, "*", 1) ||
+	    list_has(serve_cfg.cors_origin, o, strlen(o)) || origin_host_ok(o));
+}
+
+/* Add the CORS response headers for an allowed ORIGIN. */
+static void
+cors(struct http_request *req, const char *origin)
+{
+	http_response_header(req, "access-control-allow-origin", origin);
 	http_response_header(req, "vary", "Origin");
-	return (1);
 }
 
 static int
@@ -348,6 +443,7 @@ int
 serve_dispatch(struct http_request *req)
 {
 	const struct route	*r;
+	const char		*origin;
 	double			 t0;
 	char			 msg[256];
 	int			 allowed;
@@ -356,7 +452,20 @@ serve_dispatch(struct http_request *req)
 		return (serve_job_resume(req));
 	t0 = serve_now_ms();
 	r = route_find(req->path);
-	allowed = cors(req);
+	/* before anything else: a refused page learns nothing of the API */
+	if (!host_allowed(req))
+		return (fail(req, t0, 421, "invalid_request_error", NULL,
+		    "This server does not "
+		    "answer for that Host; start it with --public-host NAME "
+		    "to allow a name."));
+	if (!origin_allowed(req, &origin)) {
+		http_response_header(req, "vary", "Origin");
+		return (fail(req, t0, 403, NULL, NULL, "Cross-origin request "
+		    "refused; start the server with --cors-origin ORIGIN to "
+		    "allow that origin."));
+	}
+	if ((allowed = origin != NULL))
+		cors(req, origin);
 	if (r == NULL) {
 		(void)snprintf(msg, sizeof(msg), "Unknown path '%.200s'. Try "
 		    "POST /v1/chat/completions.", req->path);

@@ -97,6 +97,24 @@ default_alias(const struct rs_model *m, const char *path)
 	return (a);
 }
 
+/*
+ * The default --max-body, from the context size N_CTX.  A prompt cannot
+ * hold more than n_ctx tokens, and a token is rarely more than a few
+ * bytes of text, so 32 bytes a token (room for long tokens and JSON
+ * escapes) plus 4 MiB for tool schemas and the rest of the request bounds
+ * any body that can succeed.  A larger one is refused with 413 before it
+ * is read, instead of being parsed and tokenized in full (seconds and a
+ * GB of memory for 50 MB) only to exceed the context (issue #15).
+ */
+static int64_t
+default_body_max(int64_t n_ctx)
+{
+	const int64_t	floor = INT64_C(8) << 20, extra = INT64_C(4) << 20;
+	int64_t		v = n_ctx * 32 + extra;
+
+	return (v > floor ? v : floor);
+}
+
 static void
 load_model(void)
 {
@@ -123,6 +141,8 @@ load_model(void)
 	}
 	(void)snprintf(sm->fingerprint, sizeof(sm->fingerprint),
 	    "redshift-%s", rs_version());
+	if (c->body_max == 0)
+		c->body_max = default_body_max(sm->info.n_ctx);
 	if (c->n_ctx > sm->info.n_ctx_train)
 		rs_cli_warn("--ctx %lld is beyond the model's context length "
 		    "%lld", (long long)c->n_ctx,
@@ -684,14 +704,15 @@ serve_conn_rearm(struct connection *c)
 		c->rnb->cb = serve_header_recv;
 }
 
-/* The Content-Length value in the header block H (N bytes), or -1. */
-static int64_t
-content_length(const char *h, size_t n)
+/*
+ * Where the value of the header KEY ("\nname:", lower case) starts in the
+ * header block H (N bytes), past its blanks, or NULL when it is absent.
+ */
+static const char *
+header_find(const char *h, size_t n, const char *key)
 {
-	static const char	 key[] = "\ncontent-length:";
-	const char		*p, *end = h + n;
-	size_t			 k = sizeof(key) - 1, i;
-	int64_t			 v;
+	const char	*p, *end = h + n;
+	size_t		 k = strlen(key), i;
 
 	for (p = h; p + k < end; p++) {
 		for (i = 0; i < k && tolower((unsigned char)p[i]) == key[i];
@@ -699,54 +720,68 @@ content_length(const char *h, size_t n)
 			;
 		if (i < k)
 			continue;
-		p += k;
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		if (p == end || !isdigit((unsigned char)*p))
-			return (-1);
-		for (v = 0; p < end && isdigit((unsigned char)*p); p++) {
-			if (v > (INT64_MAX - 9) / 10)
-				return (INT64_MAX);
-			v = v * 10 + (*p - '0');
-		}
-		return (v);
+		for (p += k; p < end && (*p == ' ' || *p == '\t'); p++)
+			;
+		return (p);
 	}
-	return (-1);
+	return (NULL);
 }
 
-static int
-serve_header_recv(struct netbuf *nb)
+/* The Content-Length value in the header block H (N bytes), or -1. */
+static int64_t
+content_length(const char *h, size_t n)
 {
-	struct connection	*c = nb->owner;
-	struct rs_json		*j;
-	struct rs_buf		 b;
-	const char		*h = (const char *)nb->buf, *eoh;
-	char			*body;
-	int64_t			 len;
+	const char	*p, *end = h + n;
+	int64_t		 v;
 
-	if (nb->s_off < 4)
-		return (KORE_RESULT_OK);
-	eoh = memmem(h, nb->s_off, "\r\n\r\n", 4);
-	if (eoh == NULL && (eoh = memmem(h, nb->s_off, "\n\n", 2)) == NULL)
-		return (KORE_RESULT_OK);
-	len = content_length(h, (size_t)(eoh - h));
-	if (len <= serve_cfg.body_max)
-		return (http_header_recv(nb));
+	if ((p = header_find(h, n, "\ncontent-length:")) == NULL ||
+	    p == end || !isdigit((unsigned char)*p))
+		return (-1);
+	for (v = 0; p < end && isdigit((unsigned char)*p); p++) {
+		if (v > (INT64_MAX - 9) / 10)
+			return (INT64_MAX);
+		v = v * 10 + (*p - '0');
+	}
+	return (v);
+}
 
-	j = rs_oai_error(413, NULL, "request body too large", NULL);
+/* Does the request line at H name a method that Kore expects a body for? */
+static int
+expects_body(const char *h, size_t n)
+{
+	return ((n > 5 && strncmp(h, "POST ", 5) == 0) ||
+	    (n > 4 && strncmp(h, "PUT ", 4) == 0) ||
+	    (n > 6 && strncmp(h, "PATCH ", 6) == 0));
+}
+
+/*
+ * Answer C with CODE (STATUS its reason phrase) and the OpenAI error
+ * envelope holding MSG, then close: what the client still sends is
+ * dropped, never read as a next request.
+ */
+static void
+refuse(struct connection *c, struct netbuf *nb, int code, const char *status,
+    const char *msg)
+{
+	struct rs_json	*j;
+	struct rs_buf	 b;
+	char		*body;
+
+	/* all of these are the client's doing, 411 included */
+	j = rs_oai_error(code, "invalid_request_error", msg, NULL);
 	body = j != NULL ? rs_json_dumps(j) : NULL;
 	rs_json_free(j);
 	rs_buf_init(&b);
-	rs_buf_addf(&b, "HTTP/1.1 413 Payload Too Large\r\n"
+	rs_buf_addf(&b, "HTTP/1.1 %d %s\r\n"
 	    "server: rs-serve/%s\r\n"
 	    "content-type: application/json; charset=utf-8\r\n"
-	    "content-length: %zu\r\nconnection: close\r\n\r\n%s", rs_version(),
-	    body != NULL ? strlen(body) : 0, body != NULL ? body : "");
+	    "content-length: %zu\r\nconnection: close\r\n\r\n%s", code,
+	    status, rs_version(), body != NULL ? strlen(body) : 0,
+	    body != NULL ? body : "");
 	free(body);
 	if (!serve_cfg.quiet)
-		rs_cli_warn("413 request body of %lld bytes (limit %lld)",
-		    (long long)len, (long long)serve_cfg.body_max);
-	rs_metrics_request(serve_metrics, "other", 413);
+		rs_cli_warn("%d %s", code, msg);
+	rs_metrics_request(serve_metrics, "other", code);
 	nb->s_off = 0;
 	nb->cb = serve_discard;
 	c->flags |= CONN_CLOSE_EMPTY;
@@ -755,6 +790,46 @@ serve_header_recv(struct netbuf *nb)
 	rs_buf_cleanup(&b);
 	if (!net_send_flush(c))
 		kore_connection_disconnect(c);
+}
+
+/*
+ * Kore knows no Transfer-Encoding: with one it would read a chunked body
+ * as Content-Length bytes (or wait for them), and a front proxy that
+ * honours the chunks would see other request boundaries than we do
+ * (request smuggling).  So any Transfer-Encoding is refused with 400 and
+ * the connection closed.  A body method without a usable Content-Length
+ * gets 411, and a body beyond --max-body 413, with the envelope rather
+ * than Kore's bare answers.
+ */
+static int
+serve_header_recv(struct netbuf *nb)
+{
+	struct connection	*c = nb->owner;
+	const char		*h = (const char *)nb->buf, *eoh;
+	char			 msg[128];
+	size_t			 n;
+	int64_t			 len;
+
+	if (nb->s_off < 4)
+		return (KORE_RESULT_OK);
+	eoh = memmem(h, nb->s_off, "\r\n\r\n", 4);
+	if (eoh == NULL && (eoh = memmem(h, nb->s_off, "\n\n", 2)) == NULL)
+		return (KORE_RESULT_OK);
+	n = (size_t)(eoh - h);
+	len = content_length(h, n);
+	if (header_find(h, n, "\ntransfer-encoding:") != NULL)
+		refuse(c, nb, 400, "Bad Request", "Transfer-Encoding is not "
+		    "supported: send the body with Content-Length alone");
+	else if (len < 0 && expects_body(h, n))
+		refuse(c, nb, 411, "Length Required", "a request body needs a "
+		    "valid Content-Length header");
+	else if (len > serve_cfg.body_max) {
+		(void)snprintf(msg, sizeof(msg), "request body too large: "
+		    "%lld bytes, the limit is %lld (--max-body)",
+		    (long long)len, (long long)serve_cfg.body_max);
+		refuse(c, nb, 413, "Payload Too Large", msg);
+	} else
+		return (http_header_recv(nb));
 	return (KORE_RESULT_OK);
 }
 

@@ -65,8 +65,10 @@ usage_full(void)
 	    "engine (default 16);\n"
 	    "                            more are refused with 503 and "
 	    "Retry-After\n"
-	    "      --max-body BYTES      largest request body (default "
-	    "67108864); larger: 413\n"
+	    "      --max-body BYTES      largest request body; larger: 413 "
+	    "(default: 32 bytes\n"
+	    "                            a token of the context plus 4 MiB, "
+	    "at least 8 MiB)\n"
 	    "      --nfc                 normalize prompt text to NFC "
 	    "(the default)\n"
 	    "      --no-nfc              do not normalize: raw text, as "
@@ -90,10 +92,14 @@ usage_full(void)
 	    "false\n"
 	    "      --reasoning-effort E  the same as --default-reasoning-effort "
 	    "E\n"
+	    "      --public-host NAME    also answer requests whose Host is "
+	    "NAME (repeatable\n"
+	    "                            or a comma list; default: loopback "
+	    "names and --host)\n"
 	    "      --cors-origin ORIGIN  browser origin allowed by CORS, or "
-	    "'*' (default: any\n"
-	    "                            http(s)://localhost, 127.0.0.1 or "
-	    "[::1] origin)\n"
+	    "'*' (repeatable or a\n"
+	    "                            comma list; default: origins on "
+	    "allowed hosts only)\n"
 	    "      --copilot-config URL  print the VS Code "
 	    "chatLanguageModels.json for this\n"
 	    "                            model served at URL, and exit (Copilot "
@@ -139,6 +145,27 @@ dup_or_die(const char *s)
 	return (d);
 }
 
+/*
+ * Append ARG to the comma list *LIST: --public-host and --cors-origin may
+ * be given more than once, each with one value or a comma list.
+ */
+static void
+list_add(char **list, const char *arg)
+{
+	char	*n;
+	size_t	 a = *list != NULL ? strlen(*list) : 0, b = strlen(arg);
+
+	if (b == 0)
+		rs_cli_usage_error(USAGE, "an empty value is not a host or an "
+		    "origin");
+	if ((n = realloc(*list, a + b + 2)) == NULL)
+		rs_cli_fatal("out of memory");
+	if (a > 0)
+		n[a++] = ',';
+	memcpy(n + a, arg, b + 1);
+	*list = n;
+}
+
 static int64_t
 number(const char *opt, const char *s, int64_t min, int64_t max)
 {
@@ -156,7 +183,7 @@ enum {
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
 	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
-	OPT_CACHE_HOST_MEM, OPT_CK_EVERY
+	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_PUBLIC_HOST
 };
 
 static const struct option longopts[] = {
@@ -170,6 +197,7 @@ static const struct option longopts[] = {
 	{ "client-specials", no_argument, NULL, OPT_CLIENT_SPECIALS },
 	{ "copilot-config", required_argument, NULL, OPT_COPILOT },
 	{ "cors-origin", required_argument, NULL, OPT_CORS },
+	{ "public-host", required_argument, NULL, OPT_PUBLIC_HOST },
 	{ "default-enable-thinking", required_argument, NULL,
 	    OPT_DEF_THINKING },
 	{ "default-reasoning-effort", required_argument, NULL, OPT_EFFORT },
@@ -211,7 +239,7 @@ defaults(struct serve_cfg *c)
 	c->slots = 1;
 	c->cache_mem = 4096;
 	c->cache_host_mem = 8192;
-	c->body_max = 64 << 20;
+	c->body_max = 0;	/* from the context (serve_main.c) */
 	c->tok_norm = RS_TOK_NORM_DEFAULT;
 	rs_gen_opts_init(&c->gen);
 	c->gen.checkpoint_every = 2048;
@@ -297,7 +325,8 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		break;
 	case OPT_TLS_CERT: c->tls_cert = dup_or_die(arg); break;
 	case OPT_TLS_KEY: c->tls_key = dup_or_die(arg); break;
-	case OPT_CORS: c->cors_origin = dup_or_die(arg); break;
+	case OPT_CORS: list_add(&c->cors_origin, arg); break;
+	case OPT_PUBLIC_HOST: list_add(&c->public_host, arg); break;
 	case OPT_COPILOT:
 		if (strncmp(arg, "http://", 7) != 0 &&
 		    strncmp(arg, "https://", 8) != 0)
