@@ -611,7 +611,8 @@ Group=$SVC_USER
 # nvidia-modprobe, which NoNewPrivileges stops: do it first, privileged
 # ("+"), and go on where the node exists already or the tool is missing ("-")
 ExecStartPre=-+/usr/bin/nvidia-modprobe -u -c=0
-ExecStart=$BASE/current/build/bin/rs-serve -m $model --host $listen --port $listen_port --ctx $ctx --alias $ALIAS -q
+# --public-host: rs-serve answers only Host names it knows (DNS rebinding)
+ExecStart=$BASE/current/build/bin/rs-serve -m $model --host $listen --port $listen_port --ctx $ctx --alias $ALIAS --public-host $public_host -q
 $env_line
 Restart=on-failure
 RestartSec=5

@@ -91,6 +91,7 @@ t_fresh() {
 	[ -d "$ROOT$(current)" ] || fail "current -> $(current)" || return
 	has "$unit" '^# Managed by install-redshift.sh' || return
 	has "$unit" 'ExecStart=/opt/redshift/current/build/bin/rs-serve -m /opt/models/qwen3.8-27b/m.gguf --host 0.0.0.0 --port 8081' || return
+	has "$unit" '--public-host 10.0.0.5 ' || return
 	local h
 	for h in NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes \
 	    DevicePolicy=closed 'DeviceAllow=char-nvidia-frontend rw' User=redshift; do
