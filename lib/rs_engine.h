@@ -196,7 +196,10 @@ enum rs_status	rs_engine_mtp(struct rs_engine *e, struct rs_state *st,
  * when a snapshot, the checkpoint or a reset covers it; otherwise roll back
  * to the checkpoint (if at or below POS) or reset, and replay the token
  * history up to POS through rs_engine_forward (cost: a forward pass over
- * the replayed tokens).  The MTP cache is cut to POS.
+ * the replayed tokens; a replay of more than RS_ENGINE_EXACT_MAX tokens is
+ * a prompt to the CUDA backend, so there the state matches the one it
+ * replaces within the prefill path's tolerance, not bit for bit).  The MTP
+ * cache is cut to POS.
  * Fails with RS_ERR_INVALID_ARG (POS outside [0, pos]).
  */
 enum rs_status	rs_engine_truncate(struct rs_engine *e, struct rs_state *st,
