@@ -5,17 +5,18 @@
  *   W {n_in, n_out} (rows of n_in values, any §7 format), X (n_tok, n_in),
  *   Y (n_tok, n_out);  y[t][o] = Σ_i W[o][i]·x[t][i],  f32 accumulation.
  *
- * Two paths, both one warp per output row walking the row a 256-value
- * super-block at a time, every weight byte read once per launch for all
- * N_TOK columns, a shuffle reduction ending each row:
- *   f32      (matvec_rows_kernel, matvec_sb.cuh) each lane decodes 8
- *            values to floats and multiplies them with x in f32; every
- *            format;
- *   integer  (matvec_xq_kernel, matvec_xq.cuh) x arrives quantized to 16
- *            bits (lib/rs_xq.h) and four weights meet four activation
- *            bytes in a dp4a; Q4_K, Q5_K and Q6_K, what the 27B files are
- *            made of, when the caller passes x in that form (the engine
- *            always does).
+ * Two paths, every weight byte read once per launch for all N_TOK
+ * columns:
+ *   f32      (matvec_rows_kernel, matvec_sb.cuh) one warp per row walks it
+ *            a 256-value super-block at a time, each lane decodes 8 values
+ *            to floats and multiplies them with x in f32; every format;
+ *   integer  x arrives quantized to 16 bits (lib/rs_xq.h); Q4_K, Q5_K and
+ *            Q6_K, what the 27B files are made of, when the caller passes
+ *            x in that form (the engine always does).  One order of sums
+ *            (matvec_xq.cuh) in two kernels: one warp per row with dp4a
+ *            (matvec_xq_kernel: decode, and every column count before
+ *            SM80) and 16 rows per CTA on int8 tensor cores
+ *            (matvec_mma.cuh: 2..16 columns from SM80 on).
  * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
  * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
@@ -34,6 +35,7 @@
  */
 #include "common.cuh"
 #include "matvec_sb.cuh"
+#include "matvec_mma.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"
@@ -43,7 +45,6 @@ extern "C" {
 }
 
 #define MV_WARPS	4	/* rows (warps) per block */
-#define XQ_Q6_WIDE	8192	/* see matvec_launch::go_xq */
 /*
  * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
  * one warp per row walks the row's super-blocks in order, U per step so
@@ -122,77 +123,64 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 }
 
 /*
- * The integer path (matvec_xq.cuh): x in the 16-bit format of rs_xq.h
- * (XQ, column t at t·RS_XQ_COL_BYTES(n_in)), Q4_K / Q5_K / Q6_K weights.
- * Eight lanes share a super-block, so a warp has four lane sets: they
- * take RW rows (1, 2 or 4) and each row's super-blocks are dealt to its
- * 4/RW sets in turn (set p of a row takes super-blocks p, p + 4/RW, ...),
- * U of them per step for loads in flight.  Each lane's share of a
- * super-block (two groups of 16 values) is decoded once for all NT
- * columns.  Sets of different rows read the same x at the same time, so
- * L1 serves those loads once for all of them; sets of one row keep more
- * of its bytes in flight, which small matrices need to fill the GPU.  RW
- * and U are tuning knobs, timed by kernels/dev/matvec_xq.cu; matvec_launch
- * picks them per matrix (go_xq).  Each lane sums in one order and the
- * reductions are fixed, so the result depends on RW but not on NT or U:
- * batch invariance as in matvec_rows_kernel.
+ * The integer path: x in the 16-bit format of rs_xq.h (XQ, column t at
+ * t·RS_XQ_COL_BYTES(n_in)), Q4_K / Q5_K / Q6_K weights, summed in the
+ * canonical order of matvec_xq.cuh with one warp per row: lane v is
+ * virtual lane v, taking the row's 64-value chunks v, v + 32, ... (four
+ * lanes share a super-block, a warp reads eight consecutive ones, two
+ * steps of loads in flight), and each lane's chunk is decoded once for all
+ * NT columns.  This is the decode kernel (NT = 1) and, before SM80, the
+ * multi-column one; matvec_mma.cuh gives the same bits on tensor cores.
  *
- * Instructions per 32 weights of a lane, one column: 2 (Q4_K) to 10 (Q6_K)
- * loads of weights, 6 of x, ~12 nibble operations, 16 dp4a and ~20 for
- * scales and the float tail: ~2 per weight, against ~9 of the f32 path.
- * Each further column adds 6 loads, 16 dp4a and ~6 more.
+ * Instructions per 64 weights of a lane, one column: 3 (Q4_K) to 20
+ * (Q6_K) loads of weights, 10 of x, ~16 nibble operations, 32 dp4a and ~10
+ * for scales and the float tail: ~1.1 per weight.  Each further column
+ * adds 10 loads, 32 dp4a and ~10 more.
  */
-template <int TYPE, int NT, int RW, int U>
+template <int TYPE, int NT>
 static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
 matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
     int64_t row_bytes, const uint8_t *__restrict__ xq, float *__restrict__ y,
     int64_t ldy, int accumulate)
 {
-	constexpr int	 P = 4 / RW;	/* lane sets per row */
-	const int	 lane = threadIdx.x % RS_WARP, j = lane & 7;
-	const int	 set = lane >> 3;
-	const int64_t	 o0 = ((int64_t)blockIdx.x * MV_WARPS +
-	    threadIdx.x / RS_WARP) * RW;
-	const int64_t	 o = o0 + set / P;
-	const int64_t	 nb = n_in / 256, ldxq = RS_XQ_COL_BYTES(n_in);
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int64_t	 o = (int64_t)blockIdx.x * MV_WARPS +
+	    threadIdx.x / RS_WARP;
+	const int64_t	 nc = n_in / 64, ldq = RS_XQ_COL_BYTES(n_in);
 	float		 acc[NT];
 
-	if (o0 >= n_out)
+	if (o >= n_out)
 		return;
-	/* lanes past the last row read it again and write nothing */
-	const uint8_t *row = w + (o < n_out ? o : n_out - 1) * row_bytes;
+	const uint8_t *row = w + o * row_bytes;
 #pragma unroll
 	for (int t = 0; t < NT; t++)
 		acc[t] = 0.0f;
-	int64_t bi = set % P;
-	for (; bi + P * (U - 1) < nb; bi += P * U) {
-		xq_lane l[U];
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			xqw<TYPE>::load(row, bi + P * u, j, &l[u]);
-#pragma unroll
-		for (int u = 0; u < U; u++)
-#pragma unroll
-			for (int t = 0; t < NT; t++)
-				acc[t] = xq_dot(l[u], xq + t * ldxq, n_in,
-				    bi + P * u, acc[t]);
-	}
-	for (; bi < nb; bi += P) {
-		xq_lane l;
-		xqw<TYPE>::load(row, bi, j, &l);
+	int64_t k = lane;
+	for (; k + RS_WARP < nc; k += 2 * RS_WARP) {
+		xq_chunk c0, c1;
+		xqc<TYPE>::load(row, k / 4, (int)(k % 4), &c0);
+		xqc<TYPE>::load(row, (k + RS_WARP) / 4, (int)(k % 4), &c1);
 #pragma unroll
 		for (int t = 0; t < NT; t++)
-			acc[t] = xq_dot(l, xq + t * ldxq, n_in, bi, acc[t]);
+			acc[t] = xq_chunk_dot<TYPE>(c0, xq + t * ldq, n_in,
+			    k / 4, acc[t]);
+#pragma unroll
+		for (int t = 0; t < NT; t++)
+			acc[t] = xq_chunk_dot<TYPE>(c1, xq + t * ldq, n_in,
+			    (k + RS_WARP) / 4, acc[t]);
+	}
+	if (k < nc) {
+		xq_chunk c0;
+		xqc<TYPE>::load(row, k / 4, (int)(k % 4), &c0);
+#pragma unroll
+		for (int t = 0; t < NT; t++)
+			acc[t] = xq_chunk_dot<TYPE>(c0, xq + t * ldq, n_in,
+			    k / 4, acc[t]);
 	}
 #pragma unroll
 	for (int t = 0; t < NT; t++) {
-		float v = acc[t];
-		/* the 8 lanes of a set, then the P sets of a row */
-		for (int m = 4; m > 0; m >>= 1)
-			v += __shfl_xor_sync(0xffffffffu, v, m);
-		for (int m = 8; m < 8 * P; m <<= 1)
-			v += __shfl_xor_sync(0xffffffffu, v, m);
-		if (lane % (8 * P) == 0 && o < n_out) {
+		float v = warp_sum(acc[t]);
+		if (lane == 0) {
 			float *dst = y + t * ldy + o;
 			*dst = accumulate ? *dst + v : v;
 		}
@@ -270,35 +258,35 @@ struct matvec_launch {
 	int		 n_tok, accumulate;
 	cudaStream_t	 stream;
 
-	template <int TYPE, int NT, int RW, int U>
-	void
-	go_xq_rows(void)
-	{
-		const int64_t rows = MV_WARPS * RW;
-		dim3 grid((unsigned)((n_out + rows - 1) / rows));
-		matvec_xq_kernel<TYPE, NT, RW, U><<<grid, MV_WARPS * RS_WARP,
-		    0, stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
-		    accumulate);
-	}
-
 	/*
-	 * One row per warp, one super-block per set and step: the best
-	 * shape for four of the seven matrices of a 27B token in
-	 * kernels/dev/matvec_xq.cu and at most 5 % behind on two.  Q6_K
-	 * rows of the FFN's width (ffn_down) stream 17 % faster with two rows
-	 * a warp and four steps in flight (docs/perf-log.md): its five-word
-	 * loads need more in flight.  RW may depend on the matrix but never
-	 * on NT: that would change the order of the sums between a batch and
-	 * single steps.
+	 * The integer path: tensor cores for 2..16 columns where the
+	 * device runs them (SM80 on), dp4a otherwise.  Both give the same
+	 * bits (matvec_xq.cuh), so the choice may depend on NT.
 	 */
 	template <int TYPE, int NT>
 	void
 	go_xq(void)
 	{
-		if (TYPE == RS_TYPE_Q6_K && n_in >= XQ_Q6_WIDE)
-			go_xq_rows<TYPE, NT, 2, NT == 1 ? 4 : 1>();
-		else
-			go_xq_rows<TYPE, NT, 1, 1>();
+		if constexpr (NT > 1) {
+			if (has_mma_matvec()) {
+				go_mma<TYPE, NT>();
+				return;
+			}
+		}
+		dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
+		matvec_xq_kernel<TYPE, NT><<<grid, MV_WARPS * RS_WARP, 0,
+		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
+		    accumulate);
+	}
+
+	template <int TYPE, int NT>
+	void
+	go_mma(void)
+	{
+		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
+		matvec_xq_mma_kernel<TYPE, NT><<<grid, MMA_WARPS * RS_WARP, 0,
+		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
+		    accumulate);
 	}
 
 	template <int TYPE, int NT, int R, int U>

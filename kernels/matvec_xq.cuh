@@ -1,32 +1,46 @@
 /*
- * matvec_xq.cuh - per-lane weight decoders of the integer matvec
- * (matvec.cu), for the formats of the Q4_K_M files: Q4_K, Q5_K, Q6_K.
+ * matvec_xq.cuh - the integer matvec's canonical order and its weight
+ * decoders, for the formats of the Q4_K_M files: Q4_K, Q5_K, Q6_K.
  *
- * Eight lanes share each 256-value super-block of a row (matvec.cu puts
- * four rows in a warp).  Every lane covers two runs of 16 consecutive
- * values of its super-block ("groups"), chosen so that its quantized bytes
- * are one or two 16-byte loads, and turns them into 16 bytes q[i] (0..63)
- * per group plus two floats, a and m, with
+ * Both kernels that read these (matvec.cu's one-row-per-warp dp4a kernel,
+ * matvec_mma.cuh's tensor-core kernel for 2..16 columns) must give the
+ * same bits for every output, so that a verification pass equals token-by-
+ * token decoding.  Integer sums are exact whoever computes them; what has
+ * to match is every float operation and its order.  That order is defined
+ * here, once:
  *
- *   w[i] = a·q[i] − m          for every value i of the group.
+ *   chunks     a row of N values is N/64 chunks of 64 values; chunk k is
+ *              chunk c = k % 4 of super-block k / 4 and holds two 32-value
+ *              x-blocks ("low" and "high", below per format)
+ *   lanes      chunk k belongs to virtual lane k % 32, which sums its
+ *              chunks in increasing k, starting from 0.0f, low block
+ *              first, each block by xq_term_min or xq_term_q6
+ *   reduction  the 32 lane sums are added as warp_sum adds them
+ *              (xor 16, 8, 4, 2, 1) and lane 0's value is the output
  *
- * Against activations in the rs_xq.h format (x̃ = s·(256·hi + lo)) a group
- * then contributes
+ * A block's term takes the exact integer sums of 256·hi and lo against
+ * the block's quantized weights (P = 256·Σ q·hi + Σ q·lo = Σ q·v, which
+ * fits in 32 bits: |q| < 64, |v| <= 32767, 32 values) and the block's x
+ * meta (s, S = Σ x̃) of rs_xq.h:
  *
- *   Σ w·x̃ = a·s·(256·Σ q·hi + Σ q·lo) − m·Σ x̃,
+ *   Q4_K, Q5_K   w = a·q − m per 32-value sub-block:
+ *                acc += a·(s·P);  acc −= m·S                (two fmaf)
+ *   Q6_K         w = a·q' with q' = q − 32 (signed) per 16 values:
+ *                acc += a0·(s·P0);  acc += a1·(s·P1)        (two fmaf)
  *
- * two integer sums of four dp4a each and the block's stored half-sum.
- * The formulas are those of lib/rs_types.c (qwen35-model.md §7.3).
- *
- *   Q4_K, Q5_K  lane j of 8: bytes 16j.. of qs, i.e. chunk cc = j/2, values
- *               16·(j%2).. of sub-blocks 2cc (low nibbles, group 0) and
- *               2cc + 1 (high nibbles, group 1); a = d·sc, m = dmin·mn.
- *   Q6_K        lane j: half h = j/4, kk = (j/2)%2, l0 = 16·(j%2): ql bytes
- *               64h + 32kk + l0.. give the values 32kk + l0.. (low nibbles,
- *               group 0) and 32(kk + 2) + l0.. (high, group 1) of the
- *               half, qh bits 2kk and 2kk + 4 their top two bits;
- *               a = d·sc, m = 32·a.  Its 210-byte blocks are only 2-byte
- *               aligned, so lanes read aligned words and funnel-shift.
+ * Chunk layouts (qwen35-model.md §7.3; the formulas of lib/rs_types.c):
+ *   Q4_K, Q5_K  chunk c: qs bytes 32c .. 32c + 31; the low nibble of byte
+ *               l is value l of sub-block 2c (the low block), the high
+ *               nibble value l of sub-block 2c + 1; Q5_K adds bit 2c (low)
+ *               or 2c + 1 (high) of qh[l] as bit 4.
+ *   Q6_K        chunk c, h = c / 2, kk = c % 2: ql bytes 64h + 32kk + l
+ *               and qh bytes 32h + l; the low nibble with qh bits 2kk..
+ *               is value 128h + 32kk + l (low block, x-block 4h + kk), the
+ *               high nibble with qh bits 2kk + 4.. value 128h + 64 + 32kk
+ *               + l (high block, x-block 4h + kk + 2); the scales of the
+ *               two 16-value halves are sc[8h + 2kk + {0, 1}] (low) and
+ *               sc[8h + 2kk + {4, 5}] (high).  Its 210-byte blocks are only
+ *               2-byte aligned, so lanes read aligned words and shift.
  */
 #ifndef RS_MATVEC_XQ_CUH
 #define RS_MATVEC_XQ_CUH
@@ -34,12 +48,9 @@
 #include "common.cuh"
 #include "quant.cuh"
 
-/* One lane's share of a super-block: two groups of 16 values. */
-struct xq_lane {
-	uint32_t	q[2][4];	/* 16 values (bytes 0..63) per group */
-	float		a[2], m[2];
-	int		off[2];		/* value offsets inside the super-block */
-};
+extern "C" {
+#include "rs_xq.h"
+}
 
 /* Types with an integer path. */
 static inline bool
@@ -49,153 +60,234 @@ xq_type(int type)
 	    type == RS_TYPE_Q6_K);
 }
 
-template <int TYPE> struct xqw;
+/* ---- the canonical float steps (both kernels call these) ---- */
+
+static __device__ __forceinline__ float
+xq_term_min(float acc, float a, float m, float2 meta, int p)
+{
+	acc = fmaf(a, __fmul_rn(meta.x, (float)p), acc);
+	return (fmaf(-m, meta.y, acc));
+}
+
+static __device__ __forceinline__ float
+xq_term_q6(float acc, float a0, float a1, float s, int p0, int p1)
+{
+	acc = fmaf(a0, __fmul_rn(s, (float)p0), acc);
+	return (fmaf(a1, __fmul_rn(s, (float)p1), acc));
+}
+
+/* dp4a of signed bytes A with unsigned bytes B (PTX has the mixed form) */
+static __device__ __forceinline__ int
+dp4a_su(int a, unsigned b, int c)
+{
+	int d;
+
+	asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b),
+	    "r"(c));
+	return (d);
+}
 
 /*
  * Q4_K / Q5_K scales: HDR is the 16-byte head (d, dmin, 12 packed bytes);
- * sub-blocks 2cc and 2cc + 1 get a = d·sc, m = dmin·mn.  The 6-bit fields
+ * sub-blocks 2c and 2c + 1 get a = d·sc, m = dmin·mn.  The 6-bit fields
  * are unpacked four at a time in 32-bit words (sub-blocks 0..3 lie in the
  * low six bits of bytes 0..3 and 4..7; sub-blocks 4..7 combine a nibble of
  * bytes 8..11 with the top two bits of bytes 0..7).
  */
 static __device__ __forceinline__ void
-k_scales(uint4 hdr, int cc, xq_lane *l)
+k_scales(uint4 hdr, int c, float a[2], float m[2])
 {
 	const uint32_t s0 = hdr.y, s1 = hdr.z, s2 = hdr.w;
 	uint32_t sc, mn;
 
-	if (cc < 2) {
+	if (c < 2) {
 		sc = s0 & 0x3F3F3F3Fu;
 		mn = s1 & 0x3F3F3F3Fu;
 	} else {
 		sc = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
 		mn = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
 	}
-	const int sh = 16 * (cc & 1);
+	const int sh = 16 * (c & 1);
 	float2 dm = __half22float2(*(const __half2 *)&hdr.x);
-	l->a[0] = dm.x * (float)((sc >> sh) & 0xFF);
-	l->a[1] = dm.x * (float)((sc >> (sh + 8)) & 0xFF);
-	l->m[0] = dm.y * (float)((mn >> sh) & 0xFF);
-	l->m[1] = dm.y * (float)((mn >> (sh + 8)) & 0xFF);
+	a[0] = dm.x * (float)((sc >> sh) & 0xFF);
+	a[1] = dm.x * (float)((sc >> (sh + 8)) & 0xFF);
+	m[0] = dm.y * (float)((mn >> sh) & 0xFF);
+	m[1] = dm.y * (float)((mn >> (sh + 8)) & 0xFF);
 }
 
-template <> struct xqw<RS_TYPE_Q4_K> {
-	static __device__ __forceinline__ void
-	load(const uint8_t *row, int64_t bi, int j, xq_lane *l)
-	{
-		const uint8_t *b = row + bi * 144;
-		const int cc = j >> 1;
-		uint4 hdr = __ldg((const uint4 *)b);
-		uint4 qs = __ldg((const uint4 *)(b + 16 + 16 * j));
-		const uint32_t w[4] = { qs.x, qs.y, qs.z, qs.w };
-
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			l->q[0][i] = w[i] & 0x0F0F0F0Fu;
-			l->q[1][i] = (w[i] >> 4) & 0x0F0F0F0Fu;
-		}
-		k_scales(hdr, cc, l);
-		l->off[0] = 64 * cc + 16 * (j & 1);
-		l->off[1] = l->off[0] + 32;
-	}
-};
-
-template <> struct xqw<RS_TYPE_Q5_K> {
-	static __device__ __forceinline__ void
-	load(const uint8_t *row, int64_t bi, int j, xq_lane *l)
-	{
-		const uint8_t *b = row + bi * 176;
-		const int cc = j >> 1;
-		uint4 hdr = __ldg((const uint4 *)b);
-		uint4 qh4 = __ldg((const uint4 *)(b + 16 + 16 * (j & 1)));
-		uint4 qs = __ldg((const uint4 *)(b + 48 + 16 * j));
-		const uint32_t w[4] = { qs.x, qs.y, qs.z, qs.w };
-		const uint32_t h[4] = { qh4.x, qh4.y, qh4.z, qh4.w };
-
-#pragma unroll
-		for (int i = 0; i < 4; i++) {
-			l->q[0][i] = (w[i] & 0x0F0F0F0Fu) |
-			    ((h[i] >> (2 * cc)) & 0x01010101u) << 4;
-			l->q[1][i] = ((w[i] >> 4) & 0x0F0F0F0Fu) |
-			    ((h[i] >> (2 * cc + 1)) & 0x01010101u) << 4;
-		}
-		k_scales(hdr, cc, l);
-		l->off[0] = 64 * cc + 16 * (j & 1);
-		l->off[1] = l->off[0] + 32;
-	}
-};
-
-/* 16 bytes at P, which is 2-byte aligned: five aligned words, shifted. */
+/* 4·N bytes at P, which is 2-byte aligned: N + 1 aligned words, shifted. */
+template <int N>
 static __device__ __forceinline__ void
-ld16_a2(const uint8_t *p, uint32_t *out)
+ld_a2(const uint8_t *p, uint32_t *out)
 {
 	const uint32_t *w = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
 	const int sh = 8 * (int)((uintptr_t)p & 3);
-	uint32_t v[5];
+	uint32_t v[N + 1];
 
 #pragma unroll
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i <= N; i++)
 		v[i] = __ldg(w + i);
 #pragma unroll
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < N; i++)
 		out[i] = __funnelshift_r(v[i], v[i + 1], sh);
 }
 
-template <> struct xqw<RS_TYPE_Q6_K> {
+/* Q6_K scale byte I of block B, as a signed integer */
+static __device__ __forceinline__ int
+q6_scale(const uint8_t *b, int i)
+{
+	return ((int)(int8_t)__ldg(b + 192 + i));
+}
+
+/* ---- one lane, one whole chunk (the dp4a kernel) ---- */
+
+/*
+ * A chunk decoded: the 32 quantized values of each block as bytes (Q6_K:
+ * q' = q − 32, signed), and per block the float factors of its term.
+ */
+struct xq_chunk {
+	uint32_t	q[2][8];	/* [low/high][4 values per word] */
+	float		f[2][2];	/* Q4/Q5: a, m;  Q6: a0, a1 */
+	int		xb[2];		/* x-block index inside the super-block */
+};
+
+template <int TYPE> struct xqc;
+
+template <> struct xqc<RS_TYPE_Q4_K> {
 	static __device__ __forceinline__ void
-	load(const uint8_t *row, int64_t bi, int j, xq_lane *l)
+	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
+	{
+		const uint8_t *b = row + bi * 144;
+		const uint4 hdr = __ldg((const uint4 *)b);
+		const uint4 *qs = (const uint4 *)(b + 16 + 32 * c);
+		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
+		const uint32_t w[8] = { u0.x, u0.y, u0.z, u0.w,
+		    u1.x, u1.y, u1.z, u1.w };
+		float a[2], m[2];
+
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			k->q[0][i] = w[i] & 0x0F0F0F0Fu;
+			k->q[1][i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+		}
+		k_scales(hdr, c, a, m);
+		k->f[0][0] = a[0]; k->f[0][1] = m[0];
+		k->f[1][0] = a[1]; k->f[1][1] = m[1];
+		k->xb[0] = 2 * c;
+		k->xb[1] = 2 * c + 1;
+	}
+};
+
+template <> struct xqc<RS_TYPE_Q5_K> {
+	static __device__ __forceinline__ void
+	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
+	{
+		const uint8_t *b = row + bi * 176;
+		const uint4 hdr = __ldg((const uint4 *)b);
+		const uint4 *qh = (const uint4 *)(b + 16);
+		const uint4 *qs = (const uint4 *)(b + 48 + 32 * c);
+		const uint4 h0 = __ldg(qh), h1 = __ldg(qh + 1);
+		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
+		const uint32_t w[8] = { u0.x, u0.y, u0.z, u0.w,
+		    u1.x, u1.y, u1.z, u1.w };
+		const uint32_t h[8] = { h0.x, h0.y, h0.z, h0.w,
+		    h1.x, h1.y, h1.z, h1.w };
+		float a[2], m[2];
+
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			k->q[0][i] = (w[i] & 0x0F0F0F0Fu) |
+			    ((h[i] >> (2 * c)) & 0x01010101u) << 4;
+			k->q[1][i] = ((w[i] >> 4) & 0x0F0F0F0Fu) |
+			    ((h[i] >> (2 * c + 1)) & 0x01010101u) << 4;
+		}
+		k_scales(hdr, c, a, m);
+		k->f[0][0] = a[0]; k->f[0][1] = m[0];
+		k->f[1][0] = a[1]; k->f[1][1] = m[1];
+		k->xb[0] = 2 * c;
+		k->xb[1] = 2 * c + 1;
+	}
+};
+
+template <> struct xqc<RS_TYPE_Q6_K> {
+	static __device__ __forceinline__ void
+	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * 210;
-		const int h = j >> 2, kk = (j >> 1) & 1, l0 = 16 * (j & 1);
-		const int8_t *sc = (const int8_t *)(b + 192) + 8 * h +
-		    (j & 1) + 2 * kk;
-		uint32_t ql[4], qh[4];
+		const int h = c >> 1, kk = c & 1;
+		uint32_t ql[8], qh[8];
 
-		ld16_a2(b + 64 * h + 32 * kk + l0, ql);
-		ld16_a2(b + 128 + 32 * h + l0, qh);
+		ld_a2<8>(b + 64 * h + 32 * kk, ql);
+		ld_a2<8>(b + 128 + 32 * h, qh);
 #pragma unroll
-		for (int i = 0; i < 4; i++) {
-			l->q[0][i] = (ql[i] & 0x0F0F0F0Fu) |
+		for (int i = 0; i < 8; i++) {
+			const uint32_t lo = (ql[i] & 0x0F0F0F0Fu) |
 			    ((qh[i] >> (2 * kk)) & 0x03030303u) << 4;
-			l->q[1][i] = ((ql[i] >> 4) & 0x0F0F0F0Fu) |
+			const uint32_t hi = ((ql[i] >> 4) & 0x0F0F0F0Fu) |
 			    ((qh[i] >> (2 * kk + 4)) & 0x03030303u) << 4;
+			k->q[0][i] = __vsub4(lo, 0x20202020u);
+			k->q[1][i] = __vsub4(hi, 0x20202020u);
 		}
-		float d = half_to_float(__ldg((const unsigned short *)(b + 208)));
-		l->a[0] = d * (float)sc[0];
-		l->a[1] = d * (float)sc[4];
-		l->m[0] = 32.0f * l->a[0];
-		l->m[1] = 32.0f * l->a[1];
-		l->off[0] = 128 * h + 32 * kk + l0;
-		l->off[1] = l->off[0] + 64;
+		const float d = half_to_float(__ldg((const unsigned short *)
+		    (b + 208)));
+		const int s = 8 * h + 2 * kk;
+		k->f[0][0] = d * (float)q6_scale(b, s);
+		k->f[0][1] = d * (float)q6_scale(b, s + 1);
+		k->f[1][0] = d * (float)q6_scale(b, s + 4);
+		k->f[1][1] = d * (float)q6_scale(b, s + 5);
+		k->xb[0] = 4 * h + kk;
+		k->xb[1] = 4 * h + kk + 2;
 	}
 };
 
 /*
- * Σ w·x̃ of lane L's two groups against the quantized column XQ (N values)
- * at super-block BI, summed in one fixed order.
+ * ACC plus the terms of chunk K of super-block BI against the quantized
+ * column XQ (N values): low block, then high block, in the canonical form.
  */
+template <int TYPE>
 static __device__ __forceinline__ float
-xq_dot(const xq_lane &l, const uint8_t *__restrict__ xq, int64_t n,
+xq_chunk_dot(const xq_chunk &k, const uint8_t *__restrict__ xq, int64_t n,
     int64_t bi, float acc)
 {
 #pragma unroll
-	for (int g = 0; g < 2; g++) {
-		const int64_t i0 = bi * 256 + l.off[g];
-		uint4 hi = __ldg((const uint4 *)(xq + i0));
-		uint4 lo = __ldg((const uint4 *)(xq + n + i0));
-		float4 meta = __ldg((const float4 *)(xq + 2 * n) + i0 / 32);
-		int sh = __dp4a((int)l.q[g][0], (int)hi.x, 0);
-		sh = __dp4a((int)l.q[g][1], (int)hi.y, sh);
-		sh = __dp4a((int)l.q[g][2], (int)hi.z, sh);
-		sh = __dp4a((int)l.q[g][3], (int)hi.w, sh);
-		unsigned sl = __dp4a(l.q[g][0], lo.x, 0u);
-		sl = __dp4a(l.q[g][1], lo.y, sl);
-		sl = __dp4a(l.q[g][2], lo.z, sl);
-		sl = __dp4a(l.q[g][3], lo.w, sl);
-		const float p = (float)(256 * sh + (int)sl);
-		const float sum = (i0 & 16) ? meta.z : meta.y;
-		acc = fmaf(l.a[g], meta.x * p, acc);
-		acc = fmaf(-l.m[g], sum, acc);
+	for (int blk = 0; blk < 2; blk++) {
+		const int64_t xb = bi * 8 + k.xb[blk];
+		const uint4 *hp = (const uint4 *)(xq + 32 * xb);
+		const uint4 *lp = (const uint4 *)(xq + n + 32 * xb);
+		const uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
+		const uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1);
+		const float2 meta = __ldg((const float2 *)(xq + 2 * n) + xb);
+		const uint32_t hi[8] = { h0.x, h0.y, h0.z, h0.w,
+		    h1.x, h1.y, h1.z, h1.w };
+		const uint32_t lo[8] = { l0.x, l0.y, l0.z, l0.w,
+		    l1.x, l1.y, l1.z, l1.w };
+		const uint32_t *q = k.q[blk];
+
+		if (TYPE == RS_TYPE_Q6_K) {
+			int p[2];
+#pragma unroll
+			for (int g = 0; g < 2; g++) {
+				int sh = 0, sl = 0;
+#pragma unroll
+				for (int i = 4 * g; i < 4 * g + 4; i++) {
+					sh = __dp4a((int)q[i], (int)hi[i], sh);
+					sl = dp4a_su((int)q[i], lo[i], sl);
+				}
+				p[g] = 256 * sh + sl;
+			}
+			acc = xq_term_q6(acc, k.f[blk][0], k.f[blk][1],
+			    meta.x, p[0], p[1]);
+		} else {
+			int sh = 0;
+			unsigned sl = 0;
+#pragma unroll
+			for (int i = 0; i < 8; i++) {
+				sh = __dp4a((int)q[i], (int)hi[i], sh);
+				sl = __dp4a(q[i], lo[i], sl);
+			}
+			acc = xq_term_min(acc, k.f[blk][0], k.f[blk][1], meta,
+			    256 * sh + (int)sl);
+		}
 	}
 	return (acc);
 }

@@ -32,17 +32,13 @@ xq_store(float xi, int lane, uint8_t *col, int64_t n, int64_t b)
 
 	col[RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)(v >> 8);
 	col[n + RS_XQ_BLOCK * b + lane] = (uint8_t)(v & 255);
-	/* exact integer half-sums: lanes 0..15 and 16..31 */
-	int half = v;
-	for (int o = 8; o > 0; o >>= 1)
-		half += __shfl_xor_sync(0xffffffffu, half, o);
-	if (lane % 16 == 0) {
-		float *meta = (float *)(col + 2 * n) + 4 * b;
-		meta[1 + lane / 16] = s * (float)half;
-		if (lane == 0) {
-			meta[0] = s;
-			meta[3] = 0.0f;
-		}
+	/* the exact integer sum of the block, scaled once */
+	int sum = v;
+	for (int o = RS_WARP / 2; o > 0; o >>= 1)
+		sum += __shfl_xor_sync(0xffffffffu, sum, o);
+	if (lane == 0) {
+		float2 *meta = (float2 *)(col + 2 * n) + b;
+		*meta = make_float2(s, s * (float)sum);
 	}
 }
 

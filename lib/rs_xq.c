@@ -12,10 +12,10 @@ quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
 {
 	int8_t	*hi = (int8_t *)out + RS_XQ_BLOCK * b;
 	uint8_t	*lo = out + n + RS_XQ_BLOCK * b;
-	float	 meta[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+	float	 meta[2];
 	float	 amax = 0.0f;
 	int	 finite = 1;
-	int32_t	 sum[2] = { 0, 0 };
+	int32_t	 sum = 0;
 
 	x += RS_XQ_BLOCK * b;
 	for (int i = 0; i < RS_XQ_BLOCK; i++) {
@@ -30,12 +30,11 @@ quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
 		int32_t v = zero ? 0 : (int32_t)lrintf(x[i] * inv);
 		hi[i] = (int8_t)(v >> 8);
 		lo[i] = (uint8_t)(v & 255);
-		sum[i / 16] += v;
+		sum += v;
 	}
 	meta[0] = s;
-	meta[1] = s * (float)sum[0];
-	meta[2] = s * (float)sum[1];
-	memcpy(out + 2 * n + 16 * b, meta, sizeof(meta));
+	meta[1] = s * (float)sum;
+	memcpy(out + 2 * n + RS_XQ_META_BYTES * b, meta, sizeof(meta));
 }
 
 void
@@ -51,7 +50,8 @@ rs_xq_value(const uint8_t *xq, int64_t n, int64_t i)
 	int32_t	v = 256 * (int32_t)((const int8_t *)xq)[i] + xq[n + i];
 	float	s;
 
-	memcpy(&s, xq + 2 * n + 16 * (i / RS_XQ_BLOCK), sizeof(s));
+	memcpy(&s, xq + 2 * n + RS_XQ_META_BYTES * (i / RS_XQ_BLOCK),
+	    sizeof(s));
 	return (s * (float)v);
 }
 

@@ -16,19 +16,21 @@
  * and integers v[i] = rint(x[i] · (32767 / amax)), |v| <= 32767, so that
  * x̃[i] = s·v[i] approximates x[i] within s/2.  v = 256·hi + lo with hi =
  * v >> 8 (signed byte) and lo = v & 255 (unsigned byte).  The column's
- * bytes, RS_XQ_COL_BYTES(N) of them:
+ * bytes, RS_XQ_COL_BYTES(N) of them (padded to 16 so that every column
+ * starts 16-byte aligned):
  *
  *   [0, N)            hi[i]    int8
  *   [N, 2N)           lo[i]    uint8
- *   [2N, 2N + N/2)    meta[b]  4 floats per block: s, Σ x̃ over its first
- *                              16 values, Σ x̃ over its last 16, 0
+ *   [2N, 2N + N/4)    meta[b]  2 floats per block: s and Σ x̃ over the
+ *                              block (s times the exact integer Σ v,
+ *                              rounded once)
+ *   then up to 15 bytes of padding, which nothing reads
  *
- * The sums serve the formats whose values carry an offset (Q4_K's minimum,
- * Q6_K's −32): Σ (a·q − m)·x̃ = a·Σ q·x̃ − m·Σ x̃.  Each half-sum is s times
- * the exact integer sum of its v, rounded once.  A block whose amax is
- * below RS_XQ_MIN_AMAX (where 32767 / amax would overflow) is all zeros
- * (s = 0, v = 0); a block holding a NaN or an infinity gets s = NaN and
- * v = 0, so that the fault reaches every output that reads it.
+ * The sum serves the formats whose values carry a minimum (Q4_K, Q5_K):
+ * Σ (a·q − m)·x̃ = a·s·Σ q·v − m·Σ x̃.  A block whose amax is below
+ * RS_XQ_MIN_AMAX (where 32767 / amax would overflow) is all zeros (s = 0,
+ * v = 0); a block holding a NaN or an infinity gets s = NaN and v = 0, so
+ * that the fault reaches every output that reads it.
  */
 #ifndef RS_XQ_H
 #define RS_XQ_H
@@ -37,7 +39,11 @@
 
 #define RS_XQ_BLOCK		32
 #define RS_XQ_MIN_AMAX		0x1p-100f
-#define RS_XQ_COL_BYTES(n)	(2 * (int64_t)(n) + 16 * ((int64_t)(n) / 32))
+#define RS_XQ_META_BYTES	8	/* per block: s, Σ x̃ */
+/* the bytes that carry data, and the column's stride */
+#define RS_XQ_DATA_BYTES(n)	\
+	(2 * (int64_t)(n) + RS_XQ_META_BYTES * ((int64_t)(n) / 32))
+#define RS_XQ_COL_BYTES(n)	((RS_XQ_DATA_BYTES(n) + 15) & ~(int64_t)15)
 
 /* Quantize the N values of X (N a multiple of 32) into OUT. */
 void	rs_xq_quantize(const float *x, int64_t n, uint8_t *out);

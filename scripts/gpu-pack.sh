@@ -16,8 +16,9 @@
 set -eu
 cd "$(dirname "$0")/.."
 fx=${RS_FIXTURES:-../shared/fixtures}
-grep -qx '/.dev/' .git/info/exclude 2>/dev/null ||
-    echo '/.dev/' >>.git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)	# worktrees too
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.dev/' "$exclude" 2>/dev/null || echo '/.dev/' >>"$exclude"
 rm -rf .dev
 mkdir -p .dev/fx/tiny .dev/stage .dev/lib
 for l in libjansson.so.4 libpcre2-8.so.0 libutf8proc.so.2 libsubunit.so.0; do

@@ -493,7 +493,7 @@ START_TEST(xq)
 			ck_assert_msg(g[i] == r[i], "xq column %d byte %lld: "
 			    "%u, cpu %u", t, (long long)i, g[i], r[i]);
 		/* NaN payloads differ between GPU and CPU: compare as NaN */
-		for (int64_t i = 0; i < n / 8; i++) {
+		for (int64_t i = 0; i < n / 16; i++) {
 			float a, b;
 			memcpy(&a, g + 2 * n + 4 * i, 4);
 			memcpy(&b, r + 2 * n + 4 * i, 4);
@@ -556,8 +556,11 @@ expect_xq_of(const char *what, const float *y, const void *d_xq, int64_t n,
 	for (int r = 0; r < rows; r++)
 		rs_xq_quantize(y + r * n, n, ref + r * ldq);
 	to_host(got, d_xq, (size_t)(rows * ldq));
-	ck_assert_msg(memcmp(got, ref, (size_t)(rows * ldq)) == 0,
-	    "%s: 16-bit form differs from rs_xq_quantize", what);
+	for (int r = 0; r < rows; r++)
+		ck_assert_msg(memcmp(got + r * ldq, ref + r * ldq,
+		    (size_t)RS_XQ_DATA_BYTES(n)) == 0,
+		    "%s: row %d: 16-bit form differs from rs_xq_quantize",
+		    what, r);
 	free(got);
 	free(ref);
 }

@@ -1,20 +1,27 @@
 /*
- * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu,
- * matvec_xq_kernel): rows per warp (RW) and super-blocks per step (U) on
- * the shapes of a Qwen3.8-27B Q4_K_M token.
+ * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu and
+ * matvec_mma.cuh through rs_k_matvec): the cost of 1..16 columns on the
+ * shapes of a Qwen3.8-27B Q4_K_M token.
  *
  *   make CUDA=1 build/dev/matvec_xq && build/dev/matvec_xq
  *
- * Every variant is first compared with RW = 1, U = 1 (itself checked
- * against the CPU oracle by tests/check_cuda.c); then 20 launches are timed
- * with CUDA events, over matrices larger than the L2.  One JSON line per
- * shape and variant: GB/s of weight bytes.
+ * Every column count is first compared bit for bit with the same columns
+ * one at a time (the kernel's contract: tests/check_cuda.c checks it
+ * against the CPU oracle too); then 20 launches are timed with CUDA
+ * events, over matrices larger than the L2.  One JSON line per shape and
+ * column count: microseconds, GB/s of weight bytes, cost against one
+ * column.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "../matvec.cu"
+#include "rs_kernels.h"
+#include "rs_types.h"
+extern "C" {
+#include "rs_xq.h"
+}
 
 struct shape {
 	const char	*name;
@@ -62,40 +69,29 @@ fill(int type, uint8_t *b, size_t bytes)
 	}
 }
 
-typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, int64_t,
-    const uint8_t *, float *, int64_t);
-
-template <int TYPE, int NT, int RW, int U>
-static void
-launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
-    const uint8_t *xq, float *y, int64_t ldy)
+static double
+time_us(const uint8_t *dw, int type, const struct shape *sh, int64_t rb,
+    const uint8_t *dq, float *dy, int nt, int reps)
 {
-	dim3 grid((unsigned)((n_out + MV_WARPS * RW - 1) / (MV_WARPS * RW)));
-	matvec_xq_kernel<TYPE, NT, RW, U><<<grid, MV_WARPS * RS_WARP>>>(w,
-	    n_in, n_out, rb, xq, y, ldy, 0);
-}
+	struct rs_err err;
+	cudaEvent_t a, b;
+	float ms;
 
-struct variant {
-	const char	*name;
-	int		 nt;
-	launch_fn	 fn[3];		/* Q4_K, Q5_K, Q6_K */
-};
-
-#define V(nt, rw, u) { "nt" #nt "_rw" #rw "_u" #u, nt, { \
-	launch<RS_TYPE_Q4_K, nt, rw, u>, launch<RS_TYPE_Q5_K, nt, rw, u>, \
-	launch<RS_TYPE_Q6_K, nt, rw, u> } }
-
-static const struct variant variants[] = {
-	V(1, 1, 1), V(1, 1, 2), V(1, 1, 4), V(1, 2, 1), V(1, 2, 2),
-	V(1, 2, 4), V(1, 4, 1), V(1, 4, 2), V(1, 4, 4),
-	V(4, 1, 1), V(4, 2, 1), V(4, 4, 1), V(16, 1, 1), V(16, 2, 1),
-	V(16, 4, 1),
-};
-
-static int
-type_index(int type)
-{
-	return (type == RS_TYPE_Q4_K ? 0 : type == RS_TYPE_Q5_K ? 1 : 2);
+	cudaEventCreate(&a);
+	cudaEventCreate(&b);
+	cudaEventRecord(a);
+	for (int r = 0; r < reps; r++)
+		if (rs_k_matvec(dw, type, sh->n_in, sh->n_out, rb, NULL,
+		    sh->n_in, dq, dy, sh->n_out, nt, 0, 0, &err) != RS_OK) {
+			fprintf(stderr, "matvec: %s\n", err.msg);
+			exit(1);
+		}
+	cudaEventRecord(b);
+	die("time", cudaEventSynchronize(b));
+	cudaEventElapsedTime(&ms, a, b);
+	cudaEventDestroy(a);
+	cudaEventDestroy(b);
+	return (ms * 1e3 / reps);
 }
 
 int
@@ -110,7 +106,9 @@ main(void)
 		{ "attn_o", RS_TYPE_Q5_K, 6144, 5120 },
 		{ "output", RS_TYPE_Q6_K, 5120, 248320 },
 	};
+	static const int cols[] = { 1, 2, 3, 4, 8, 16 };
 	const int nt_max = 16, reps = 20;
+	int status = 0;
 
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		const struct shape *sh = &shapes[s];
@@ -138,42 +136,31 @@ main(void)
 		die("copy", cudaMemcpy(dw, hw, wbytes, cudaMemcpyHostToDevice));
 		die("copy", cudaMemcpy(dq, hq, (size_t)(nt_max * ldq),
 		    cudaMemcpyHostToDevice));
-		/* the reference: every column alone, RW 1, U 1 */
+		/* the reference: every column alone */
 		for (int t = 0; t < nt_max; t++)
-			variants[0].fn[type_index(sh->type)](dw, sh->n_in,
-			    sh->n_out, rb, dq + t * ldq, dy + t * sh->n_out,
-			    sh->n_out);
+			(void)time_us(dw, sh->type, sh, rb, dq + t * ldq,
+			    dy + t * sh->n_out, 1, 1);
 		die("ref", cudaMemcpy(ref, dy, (size_t)(nt_max * sh->n_out) * 4,
 		    cudaMemcpyDeviceToHost));
-		for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]);
-		    v++) {
-			const struct variant *va = &variants[v];
-			launch_fn fn = va->fn[type_index(sh->type)];
-			cudaEvent_t a, b;
-			float ms;
-			double num = 0.0, den = 0.0;
+		double us1 = 0.0;
+		for (size_t v = 0; v < sizeof(cols) / sizeof(cols[0]); v++) {
+			const int nt = cols[v];
 
-			fn(dw, sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
-			die("run", cudaMemcpy(got, dy, (size_t)(va->nt *
+			(void)time_us(dw, sh->type, sh, rb, dq, dy, nt, 1);
+			die("run", cudaMemcpy(got, dy, (size_t)(nt *
 			    sh->n_out) * 4, cudaMemcpyDeviceToHost));
-			for (int64_t i = 0; i < va->nt * sh->n_out; i++) {
-				num += (got[i] - ref[i]) * (double)(got[i] - ref[i]);
-				den += ref[i] * (double)ref[i];
-			}
-			cudaEventCreate(&a);
-			cudaEventCreate(&b);
-			cudaEventRecord(a);
-			for (int r = 0; r < reps; r++)
-				fn(dw, sh->n_in, sh->n_out, rb, dq, dy,
-				    sh->n_out);
-			cudaEventRecord(b);
-			die("time", cudaEventSynchronize(b));
-			cudaEventElapsedTime(&ms, a, b);
-			ms /= reps;
-			printf("{\"shape\":\"%s\",\"variant\":\"%s\",\"us\":%.1f,"
-			    "\"GB_s\":%.0f,\"rel_err\":%.2g}\n", sh->name,
-			    va->name, ms * 1e3, wbytes / (ms * 1e-3) / 1e9,
-			    sqrt(num / den));
+			const int same = memcmp(got, ref, (size_t)(nt *
+			    sh->n_out) * 4) == 0;
+			const double us = time_us(dw, sh->type, sh, rb, dq, dy,
+			    nt, reps);
+			if (nt == 1)
+				us1 = us;
+			printf("{\"shape\":\"%s\",\"cols\":%d,\"us\":%.1f,"
+			    "\"GB_s\":%.0f,\"cost\":%.2f,\"bit_identical\":"
+			    "%s}\n", sh->name, nt, us, wbytes / (us * 1e-6) /
+			    1e9, us / us1, same ? "true" : "false");
+			if (!same)
+				status = 1;
 		}
 		cudaFree(dw);
 		cudaFree(dq);
@@ -184,5 +171,5 @@ main(void)
 		free(ref);
 		free(got);
 	}
-	return (0);
+	return (status);
 }

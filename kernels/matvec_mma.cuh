@@ -1,0 +1,376 @@
+/*
+ * matvec_mma.cuh - the integer matvec for 2..16 columns on tensor cores
+ * (SM80 and later: int8 mma.sync), bit-identical to the one-column dp4a
+ * kernel of matvec.cu.
+ *
+ * Why: a verification pass multiplies every weight with k + 1 columns.
+ * The dp4a kernel repeats the x loads and dp4a of every weight for each
+ * column, so 16 columns cost 8.5x one (docs/perf-log.md).  Here a warp
+ * decodes the weights of 16 rows once and an mma.sync multiplies them with
+ * 8 columns at a time; what remains per (row, column, 32-value block) is
+ * the float tail of matvec_xq.cuh's canonical order (about five
+ * instructions), which the decode step's memory time hides.
+ *
+ * Layout: a CTA of MMA_WARPS = 8 warps owns 16 rows.  Warp w takes the
+ * super-blocks w, w + 8, w + 16 ... of those rows; chunk c of super-block
+ * bi is chunk k = 4·bi + c, whose virtual lane (matvec_xq.cuh) is k % 32
+ * = 4·w + c, so warp w keeps four partial sums per output, one per virtual
+ * lane it owns, each adding its chunks in increasing k as that lane would.
+ * At the end the 32 partials of every output meet in shared memory and one
+ * thread adds them in warp_sum's tree: the same bits as the dp4a kernel.
+ *
+ * Fragments (PTX ISA, mma m16n8k32 and m16n8k16 with 8-bit operands; g =
+ * lane / 4, t = lane % 4): A holds rows g and g + 8, B column g, C rows g
+ * and g + 8 by columns 2t and 2t + 1.  The k order inside one mma is free
+ * (an integer dot product), so for Q4_K/Q5_K lane t takes the 8 bytes
+ * 8t .. 8t + 7 of a 32-value block as its two 4-byte k slots, one 8-byte
+ * load for weights and for each x plane.  Q6_K's scales change every 16
+ * values, so it runs one m16n8k16 per half: lane t takes values 4t..4t+3
+ * of each half.
+ *
+ * Per 16 rows x 64 values x 8 columns, a warp spends ~4 (Q4_K) weight
+ * loads, 8 x loads, 4 mma, 8 nibble operations and ~40 tail instructions:
+ * about 0.07 instructions per weight, against 0.03 for one column on dp4a,
+ * well under the ~0.25 per weight that the H200 can issue in the time its
+ * memory delivers a weight.  Columns beyond NT are computed on a copy of
+ * the last column and not written.
+ */
+#ifndef RS_MATVEC_MMA_CUH
+#define RS_MATVEC_MMA_CUH
+
+#include "matvec_xq.cuh"
+
+#define MMA_WARPS	8
+#define MMA_ROWS	16
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+
+/* C += A·B, 16x32 unsigned (A) by 32x8 signed or unsigned (B) bytes */
+template <bool BS>
+static __device__ __forceinline__ void
+mma_k32(int c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+	if (BS)
+		asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
+		    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		    "{%0,%1,%2,%3};"
+		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+		    "r"(b1));
+	else
+		asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 "
+		    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+		    "{%0,%1,%2,%3};"
+		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
+		    "r"(b1));
+}
+
+/* C += A·B, 16x16 signed (A) by 16x8 signed or unsigned (B) bytes */
+template <bool BS>
+static __device__ __forceinline__ void
+mma_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b)
+{
+	if (BS)
+		asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
+		    "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		    : "r"(a0), "r"(a1), "r"(b));
+	else
+		asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32 "
+		    "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+		    : "r"(a0), "r"(a1), "r"(b));
+}
+
+/* bytes 4·(0, 4) .. of the 2-byte aligned P: words 0 and 4, shifted */
+static __device__ __forceinline__ void
+ld_pair_a2(const uint8_t *p, uint32_t *w0, uint32_t *w4)
+{
+	const uint32_t *w = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
+	const int sh = 8 * (int)((uintptr_t)p & 3);
+
+	*w0 = __funnelshift_r(__ldg(w), __ldg(w + 1), sh);
+	*w4 = __funnelshift_r(__ldg(w + 4), __ldg(w + 5), sh);
+}
+
+/*
+ * One chunk of the warp's 16 rows, decoded into A fragments: for each
+ * block (low, high) the rows' quantized bytes and each row's two float
+ * factors (Q4/Q5: a, m; Q6_K: a0, a1).
+ */
+struct mma_chunk {
+	uint32_t	a[2][4];	/* Q6_K: [blk][half * 2 + row] */
+	float		f[2][2][2];	/* [blk][row g / g + 8][factor] */
+	int		xb[2];
+};
+
+template <int TYPE> struct mmac;
+
+/* Q4_K and Q5_K share everything but the fifth bit. */
+template <int TYPE>
+static __device__ __forceinline__ void
+mma_load_k(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
+    mma_chunk *k)
+{
+	constexpr int BB = TYPE == RS_TYPE_Q5_K ? 176 : 144;
+	constexpr int QS = TYPE == RS_TYPE_Q5_K ? 48 : 16;
+	const uint8_t *b[2] = { r0 + bi * BB, r1 + bi * BB };
+
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		const uint2 q = __ldg((const uint2 *)(b[r] + QS + 32 * c +
+		    8 * t));
+		uint32_t lo[2] = { q.x & 0x0F0F0F0Fu, q.y & 0x0F0F0F0Fu };
+		uint32_t hi[2] = { (q.x >> 4) & 0x0F0F0F0Fu,
+		    (q.y >> 4) & 0x0F0F0F0Fu };
+		if (TYPE == RS_TYPE_Q5_K) {
+			const uint2 h = __ldg((const uint2 *)(b[r] + 16 +
+			    8 * t));
+			lo[0] |= ((h.x >> (2 * c)) & 0x01010101u) << 4;
+			lo[1] |= ((h.y >> (2 * c)) & 0x01010101u) << 4;
+			hi[0] |= ((h.x >> (2 * c + 1)) & 0x01010101u) << 4;
+			hi[1] |= ((h.y >> (2 * c + 1)) & 0x01010101u) << 4;
+		}
+		/* a0/a2: row g, slots 4t.. / 16 + 4t..; a1/a3: row g + 8 */
+		k->a[0][r] = lo[0];
+		k->a[0][r + 2] = lo[1];
+		k->a[1][r] = hi[0];
+		k->a[1][r + 2] = hi[1];
+		float a[2], m[2];
+		k_scales(__ldg((const uint4 *)b[r]), c, a, m);
+		k->f[0][r][0] = a[0]; k->f[0][r][1] = m[0];
+		k->f[1][r][0] = a[1]; k->f[1][r][1] = m[1];
+	}
+	k->xb[0] = 2 * c;
+	k->xb[1] = 2 * c + 1;
+}
+
+template <> struct mmac<RS_TYPE_Q4_K> {
+	static __device__ __forceinline__ void
+	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
+	    mma_chunk *k)
+	{
+		mma_load_k<RS_TYPE_Q4_K>(r0, r1, bi, c, t, k);
+	}
+};
+
+template <> struct mmac<RS_TYPE_Q5_K> {
+	static __device__ __forceinline__ void
+	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
+	    mma_chunk *k)
+	{
+		mma_load_k<RS_TYPE_Q5_K>(r0, r1, bi, c, t, k);
+	}
+};
+
+template <> struct mmac<RS_TYPE_Q6_K> {
+	static __device__ __forceinline__ void
+	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
+	    mma_chunk *k)
+	{
+		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
+		const uint8_t *b[2] = { r0 + bi * 210, r1 + bi * 210 };
+
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			uint32_t ql[2], qh[2];
+			ld_pair_a2(b[r] + 64 * h + 32 * kk + 4 * t, &ql[0],
+			    &ql[1]);
+			ld_pair_a2(b[r] + 128 + 32 * h + 4 * t, &qh[0], &qh[1]);
+#pragma unroll
+			for (int half = 0; half < 2; half++) {
+				const uint32_t lo = (ql[half] & 0x0F0F0F0Fu) |
+				    ((qh[half] >> (2 * kk)) & 0x03030303u) << 4;
+				const uint32_t hi =
+				    ((ql[half] >> 4) & 0x0F0F0F0Fu) |
+				    ((qh[half] >> (2 * kk + 4)) & 0x03030303u)
+				    << 4;
+				k->a[0][2 * half + r] = __vsub4(lo,
+				    0x20202020u);
+				k->a[1][2 * half + r] = __vsub4(hi,
+				    0x20202020u);
+			}
+			const float d = half_to_float(__ldg(
+			    (const unsigned short *)(b[r] + 208)));
+			k->f[0][r][0] = d * (float)q6_scale(b[r], s);
+			k->f[0][r][1] = d * (float)q6_scale(b[r], s + 1);
+			k->f[1][r][0] = d * (float)q6_scale(b[r], s + 4);
+			k->f[1][r][1] = d * (float)q6_scale(b[r], s + 5);
+		}
+		k->xb[0] = 4 * h + kk;
+		k->xb[1] = 4 * h + kk + 2;
+	}
+};
+
+/*
+ * The chunk's two blocks against 8 columns (XB: column g's bytes for the
+ * B fragment; XM0, XM1: columns 2t and 2t + 1 for the tail), added to the
+ * four outputs' partial sums P.
+ */
+template <int TYPE>
+static __device__ __forceinline__ void
+mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
+    const uint8_t *__restrict__ xm0, const uint8_t *__restrict__ xm1,
+    int64_t n, int64_t bi, int t, float p[4])
+{
+#pragma unroll
+	for (int blk = 0; blk < 2; blk++) {
+		const int64_t b = bi * 8 + k.xb[blk];
+		const float2 m[2] = {
+			__ldg((const float2 *)(xm0 + 2 * n) + b),
+			__ldg((const float2 *)(xm1 + 2 * n) + b),
+		};
+		int ch[4] = { 0, 0, 0, 0 }, cl[4] = { 0, 0, 0, 0 };
+
+		if (TYPE == RS_TYPE_Q6_K) {
+			int ch1[4] = { 0, 0, 0, 0 }, cl1[4] = { 0, 0, 0, 0 };
+			const uint8_t *hp = xb + 32 * b + 4 * t;
+			const uint32_t h0 = __ldg((const uint32_t *)hp);
+			const uint32_t h1 = __ldg((const uint32_t *)(hp + 16));
+			const uint32_t l0 = __ldg((const uint32_t *)(hp + n));
+			const uint32_t l1 = __ldg((const uint32_t *)(hp + n +
+			    16));
+			mma_k16<true>(ch, k.a[blk][0], k.a[blk][1], h0);
+			mma_k16<false>(cl, k.a[blk][0], k.a[blk][1], l0);
+			mma_k16<true>(ch1, k.a[blk][2], k.a[blk][3], h1);
+			mma_k16<false>(cl1, k.a[blk][2], k.a[blk][3], l1);
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				p[e] = xq_term_q6(p[e], k.f[blk][e >> 1][0],
+				    k.f[blk][e >> 1][1], m[e & 1].x,
+				    256 * ch[e] + cl[e], 256 * ch1[e] + cl1[e]);
+		} else {
+			const uint2 h = __ldg((const uint2 *)(xb + 32 * b +
+			    8 * t));
+			const uint2 l = __ldg((const uint2 *)(xb + n + 32 * b +
+			    8 * t));
+			mma_k32<true>(ch, k.a[blk], h.x, h.y);
+			mma_k32<false>(cl, k.a[blk], l.x, l.y);
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				p[e] = xq_term_min(p[e], k.f[blk][e >> 1][0],
+				    k.f[blk][e >> 1][1], m[e & 1],
+				    256 * ch[e] + cl[e]);
+		}
+	}
+}
+
+#endif /* __CUDA_ARCH__ >= 800 */
+
+/*
+ * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
+ * W Q4_K / Q5_K / Q6_K rows of n_in values (a multiple of 256).  Grid:
+ * one CTA of MMA_WARPS warps per 16 rows.
+ */
+template <int TYPE, int NT>
+static __global__ void __launch_bounds__(MMA_WARPS * RS_WARP)
+matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
+    int64_t n_out, int64_t row_bytes, const uint8_t *__restrict__ xq,
+    float *__restrict__ y, int64_t ldy, int accumulate)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	constexpr int	 NTILE = (NT + 7) / 8;
+	__shared__ float red[RS_WARP][MMA_ROWS][8];
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
+	const int64_t	 o0 = (int64_t)blockIdx.x * MMA_ROWS;
+	const int64_t	 nb = n_in / 256, ldq = RS_XQ_COL_BYTES(n_in);
+	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
+	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
+	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
+	float		 p[NTILE][4][4];
+
+#pragma unroll
+	for (int nt = 0; nt < NTILE; nt++)
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				p[nt][c][e] = 0.0f;
+	for (int64_t bi = wi; bi < nb; bi += MMA_WARPS) {
+		mma_chunk k[4];
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			mmac<TYPE>::load(r0, r1, bi, c, t, &k[c]);
+#pragma unroll
+		for (int nt = 0; nt < NTILE; nt++) {
+			const int cb = min(8 * nt + g, NT - 1);
+			const int cm0 = min(8 * nt + 2 * t, NT - 1);
+			const int cm1 = min(8 * nt + 2 * t + 1, NT - 1);
+#pragma unroll
+			for (int c = 0; c < 4; c++)
+				mma_chunk_dot<TYPE>(k[c], xq + cb * ldq,
+				    xq + cm0 * ldq, xq + cm1 * ldq, n_in, bi, t,
+				    p[nt][c]);
+		}
+	}
+	/* the 32 virtual lanes of every output, added in warp_sum's tree */
+#pragma unroll
+	for (int nt = 0; nt < NTILE; nt++) {
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				red[4 * wi + c][g + 8 * (e >> 1)][2 * t +
+				    (e & 1)] = p[nt][c][e];
+		__syncthreads();
+		if (threadIdx.x < MMA_ROWS * 8) {
+			const int row = threadIdx.x / 8, col = threadIdx.x % 8;
+			float s[RS_WARP];
+#pragma unroll
+			for (int v = 0; v < RS_WARP; v++)
+				s[v] = red[v][row][col];
+#pragma unroll
+			for (int lv = 0; lv < 5; lv++)
+#pragma unroll
+				for (int v = 0; v < RS_WARP / 2; v++)
+					if (v < (RS_WARP / 2 >> lv))
+						s[v] += s[v + (RS_WARP / 2 >> lv)];
+			const int64_t orow = o0 + row;
+			const int tc = 8 * nt + col;
+			if (orow < n_out && tc < NT) {
+				float *dst = y + tc * ldy + orow;
+				*dst = accumulate ? *dst + s[0] : s[0];
+			}
+		}
+		__syncthreads();
+	}
+#else
+	/* the host pass and archs before SM80: the launcher never picks
+	   this kernel there */
+	(void)w; (void)n_in; (void)n_out; (void)row_bytes; (void)xq; (void)y;
+	(void)ldy; (void)accumulate;
+#ifdef __CUDA_ARCH__
+	__trap();
+#endif
+#endif
+}
+
+#ifndef __CUDACC_RTC__
+/*
+ * Whether the mma kernels run here: their code on this device was compiled
+ * for compute_80 or later (ptxVersion: an sm_75 cubin on an SM80 device,
+ * or compute_70 PTX JIT-compiled for an H200, report 75 and 70 and keep
+ * the dp4a path).  Every instantiation is built for the same targets, so
+ * one answers for all; asked once per process.
+ */
+static int
+has_mma_matvec(void)
+{
+	static int known = -1;
+	cudaFuncAttributes fa;
+
+	if (known >= 0)
+		return (known);
+	if (cudaFuncGetAttributes(&fa,
+	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2>) != cudaSuccess) {
+		(void)cudaGetLastError();	/* not sticky: clear it */
+		known = 0;
+	} else
+		known = fa.ptxVersion >= 80;
+	return (known);
+}
+#endif
+
+#endif /* RS_MATVEC_MMA_CUH */
