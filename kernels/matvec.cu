@@ -44,7 +44,11 @@ extern "C" {
 #include "rs_xq.h"
 }
 
-#define MV_WARPS	4	/* rows (warps) per block */
+#define MV_WARPS	4	/* warps per block */
+#ifndef XQ_R
+#define XQ_R		1	/* dp4a kernel: rows per warp */
+#define XQ_U		2	/* dp4a kernel: chunks in flight per lane */
+#endif
 /*
  * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
  * one warp per row walks the row's super-blocks in order, U per step so
@@ -137,54 +141,65 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * for scales and the float tail: ~1.1 per weight.  Each further column
  * adds 10 loads, 32 dp4a and ~10 more.
  */
-template <int TYPE, int NT>
+template <int TYPE, int NT, int R, int U>
 static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
 matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
     int64_t row_bytes, const uint8_t *__restrict__ xq, float *__restrict__ y,
     int64_t ldy, int accumulate)
 {
 	const int	 lane = threadIdx.x % RS_WARP;
-	const int64_t	 o = (int64_t)blockIdx.x * MV_WARPS +
-	    threadIdx.x / RS_WARP;
+	const int64_t	 o0 = ((int64_t)blockIdx.x * MV_WARPS +
+	    threadIdx.x / RS_WARP) * R;
 	const int64_t	 nc = n_in / 64, ldq = RS_XQ_COL_BYTES(n_in);
-	float		 acc[NT];
+	const uint8_t	*row[R];
+	float		 acc[R][NT];
 
-	if (o >= n_out)
+	if (o0 >= n_out)
 		return;
-	const uint8_t *row = w + o * row_bytes;
 #pragma unroll
-	for (int t = 0; t < NT; t++)
-		acc[t] = 0.0f;
+	for (int r = 0; r < R; r++) {
+		/* rows past the last read it again and write nothing */
+		row[r] = w + (o0 + r < n_out ? o0 + r : n_out - 1) * row_bytes;
+#pragma unroll
+		for (int t = 0; t < NT; t++)
+			acc[r][t] = 0.0f;
+	}
 	int64_t k = lane;
-	for (; k + RS_WARP < nc; k += 2 * RS_WARP) {
-		xq_chunk c0, c1;
-		xqc<TYPE>::load(row, k / 4, (int)(k % 4), &c0);
-		xqc<TYPE>::load(row, (k + RS_WARP) / 4, (int)(k % 4), &c1);
+	for (; k + (U - 1) * RS_WARP < nc; k += U * RS_WARP) {
+		xq_chunk c[U][R];
 #pragma unroll
-		for (int t = 0; t < NT; t++)
-			acc[t] = xq_chunk_dot<TYPE>(c0, xq + t * ldq, n_in,
-			    k / 4, acc[t]);
+		for (int u = 0; u < U; u++)
 #pragma unroll
-		for (int t = 0; t < NT; t++)
-			acc[t] = xq_chunk_dot<TYPE>(c1, xq + t * ldq, n_in,
-			    (k + RS_WARP) / 4, acc[t]);
+			for (int r = 0; r < R; r++)
+				xqc<TYPE>::load(row[r], (k + u * RS_WARP) / 4,
+				    (int)(k % 4), &c[u][r]);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+#pragma unroll
+			for (int r = 0; r < R; r++)
+				xq_chunk_dot<TYPE, NT>(c[u][r], xq, ldq, n_in,
+				    (k + u * RS_WARP) / 4, acc[r]);
 	}
-	if (k < nc) {
-		xq_chunk c0;
-		xqc<TYPE>::load(row, k / 4, (int)(k % 4), &c0);
+	for (; k < nc; k += RS_WARP) {
+		xq_chunk c[R];
 #pragma unroll
-		for (int t = 0; t < NT; t++)
-			acc[t] = xq_chunk_dot<TYPE>(c0, xq + t * ldq, n_in,
-			    k / 4, acc[t]);
+		for (int r = 0; r < R; r++)
+			xqc<TYPE>::load(row[r], k / 4, (int)(k % 4), &c[r]);
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			xq_chunk_dot<TYPE, NT>(c[r], xq, ldq, n_in, k / 4,
+			    acc[r]);
 	}
 #pragma unroll
-	for (int t = 0; t < NT; t++) {
-		float v = warp_sum(acc[t]);
-		if (lane == 0) {
-			float *dst = y + t * ldy + o;
-			*dst = accumulate ? *dst + v : v;
+	for (int r = 0; r < R; r++)
+#pragma unroll
+		for (int t = 0; t < NT; t++) {
+			float v = warp_sum(acc[r][t]);
+			if (lane == 0 && o0 + r < n_out) {
+				float *dst = y + t * ldy + o0 + r;
+				*dst = accumulate ? *dst + v : v;
+			}
 		}
-	}
 }
 
 /*
@@ -273,8 +288,16 @@ struct matvec_launch {
 				return;
 			}
 		}
-		dim3 grid((unsigned)((n_out + MV_WARPS - 1) / MV_WARPS));
-		matvec_xq_kernel<TYPE, NT><<<grid, MV_WARPS * RS_WARP, 0,
+		go_dp4a<TYPE, NT, XQ_R, XQ_U>();
+	}
+
+	template <int TYPE, int NT, int R, int U>
+	void
+	go_dp4a(void)
+	{
+		const int64_t rows = MV_WARPS * R;
+		dim3 grid((unsigned)((n_out + rows - 1) / rows));
+		matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP, 0,
 		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
 		    accumulate);
 	}
@@ -284,7 +307,8 @@ struct matvec_launch {
 	go_mma(void)
 	{
 		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
-		matvec_xq_mma_kernel<TYPE, NT><<<grid, MMA_WARPS * RS_WARP, 0,
+		matvec_xq_mma_kernel<TYPE, NT, MMA_CB><<<grid,
+		    MMA_WARPS * RS_WARP, 0,
 		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
 		    accumulate);
 	}

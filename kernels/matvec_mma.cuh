@@ -42,6 +42,9 @@
 
 #define MMA_WARPS	8
 #define MMA_ROWS	16
+#ifndef MMA_CB
+#define MMA_CB		4	/* chunks in flight, see the kernel */
+#endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
@@ -261,9 +264,11 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 /*
  * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
  * W Q4_K / Q5_K / Q6_K rows of n_in values (a multiple of 256).  Grid:
- * one CTA of MMA_WARPS warps per 16 rows.
+ * one CTA of MMA_WARPS warps per 16 rows.  CB: chunks (of a super-block's
+ * four) whose loads are in flight together, a tuning knob that changes no
+ * sum.
  */
-template <int TYPE, int NT>
+template <int TYPE, int NT, int CB>
 static __global__ void __launch_bounds__(MMA_WARPS * RS_WARP)
 matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
     int64_t n_out, int64_t row_bytes, const uint8_t *__restrict__ xq,
@@ -289,20 +294,23 @@ matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 			for (int e = 0; e < 4; e++)
 				p[nt][c][e] = 0.0f;
 	for (int64_t bi = wi; bi < nb; bi += MMA_WARPS) {
-		mma_chunk k[4];
 #pragma unroll
-		for (int c = 0; c < 4; c++)
-			mmac<TYPE>::load(r0, r1, bi, c, t, &k[c]);
+		for (int c0 = 0; c0 < 4; c0 += CB) {
+			mma_chunk k[CB];
 #pragma unroll
-		for (int nt = 0; nt < NTILE; nt++) {
-			const int cb = min(8 * nt + g, NT - 1);
-			const int cm0 = min(8 * nt + 2 * t, NT - 1);
-			const int cm1 = min(8 * nt + 2 * t + 1, NT - 1);
+			for (int c = 0; c < CB; c++)
+				mmac<TYPE>::load(r0, r1, bi, c0 + c, t, &k[c]);
 #pragma unroll
-			for (int c = 0; c < 4; c++)
-				mma_chunk_dot<TYPE>(k[c], xq + cb * ldq,
-				    xq + cm0 * ldq, xq + cm1 * ldq, n_in, bi, t,
-				    p[nt][c]);
+			for (int nt = 0; nt < NTILE; nt++) {
+				const int cb = min(8 * nt + g, NT - 1);
+				const int cm0 = min(8 * nt + 2 * t, NT - 1);
+				const int cm1 = min(8 * nt + 2 * t + 1, NT - 1);
+#pragma unroll
+				for (int c = 0; c < CB; c++)
+					mma_chunk_dot<TYPE>(k[c], xq + cb * ldq,
+					    xq + cm0 * ldq, xq + cm1 * ldq, n_in,
+					    bi, t, p[nt][c0 + c]);
+			}
 		}
 	}
 	/* the 32 virtual lanes of every output, added in warp_sum's tree */
@@ -364,7 +372,7 @@ has_mma_matvec(void)
 	if (known >= 0)
 		return (known);
 	if (cudaFuncGetAttributes(&fa,
-	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2>) != cudaSuccess) {
+	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, MMA_CB>) != cudaSuccess) {
 		(void)cudaGetLastError();	/* not sticky: clear it */
 		known = 0;
 	} else

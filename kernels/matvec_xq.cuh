@@ -142,13 +142,16 @@ q6_scale(const uint8_t *b, int i)
 /* ---- one lane, one whole chunk (the dp4a kernel) ---- */
 
 /*
- * A chunk decoded: the 32 quantized values of each block as bytes (Q6_K:
- * q' = q − 32, signed), and per block the float factors of its term.
+ * A chunk as loaded: its 32 bytes of low bits (Q4_K/Q5_K qs, Q6_K ql) and
+ * of high bits (Q5_K, Q6_K qh), and per block the float factors of its
+ * term.  The values are unpacked per block where they are used
+ * (xqc::unpack), which keeps loads in flight in fewer registers.
  */
 struct xq_chunk {
-	uint32_t	q[2][8];	/* [low/high][4 values per word] */
-	float		f[2][2];	/* Q4/Q5: a, m;  Q6: a0, a1 */
-	int		xb[2];		/* x-block index inside the super-block */
+	uint32_t	w[8];
+	uint32_t	h[8];		/* Q4_K: unused */
+	float		f[2][2];	/* [low/high] Q4/Q5: a, m;  Q6: a0, a1 */
+	int		c;		/* chunk index in its super-block */
 };
 
 template <int TYPE> struct xqc;
@@ -158,23 +161,26 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * 144;
-		const uint4 hdr = __ldg((const uint4 *)b);
 		const uint4 *qs = (const uint4 *)(b + 16 + 32 * c);
 		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
-		const uint32_t w[8] = { u0.x, u0.y, u0.z, u0.w,
-		    u1.x, u1.y, u1.z, u1.w };
 		float a[2], m[2];
 
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			k->q[0][i] = w[i] & 0x0F0F0F0Fu;
-			k->q[1][i] = (w[i] >> 4) & 0x0F0F0F0Fu;
-		}
-		k_scales(hdr, c, a, m);
+		k->w[0] = u0.x; k->w[1] = u0.y; k->w[2] = u0.z; k->w[3] = u0.w;
+		k->w[4] = u1.x; k->w[5] = u1.y; k->w[6] = u1.z; k->w[7] = u1.w;
+		k_scales(__ldg((const uint4 *)b), c, a, m);
 		k->f[0][0] = a[0]; k->f[0][1] = m[0];
 		k->f[1][0] = a[1]; k->f[1][1] = m[1];
-		k->xb[0] = 2 * c;
-		k->xb[1] = 2 * c + 1;
+		k->c = c;
+	}
+
+	/* block BLK's values, and its x-block inside the super-block */
+	static __device__ __forceinline__ int
+	unpack(const xq_chunk &k, int blk, uint32_t q[8])
+	{
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			q[i] = (k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu;
+		return (2 * k.c + blk);
 	}
 };
 
@@ -183,29 +189,31 @@ template <> struct xqc<RS_TYPE_Q5_K> {
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * 176;
-		const uint4 hdr = __ldg((const uint4 *)b);
 		const uint4 *qh = (const uint4 *)(b + 16);
 		const uint4 *qs = (const uint4 *)(b + 48 + 32 * c);
 		const uint4 h0 = __ldg(qh), h1 = __ldg(qh + 1);
 		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
-		const uint32_t w[8] = { u0.x, u0.y, u0.z, u0.w,
-		    u1.x, u1.y, u1.z, u1.w };
-		const uint32_t h[8] = { h0.x, h0.y, h0.z, h0.w,
-		    h1.x, h1.y, h1.z, h1.w };
 		float a[2], m[2];
 
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			k->q[0][i] = (w[i] & 0x0F0F0F0Fu) |
-			    ((h[i] >> (2 * c)) & 0x01010101u) << 4;
-			k->q[1][i] = ((w[i] >> 4) & 0x0F0F0F0Fu) |
-			    ((h[i] >> (2 * c + 1)) & 0x01010101u) << 4;
-		}
-		k_scales(hdr, c, a, m);
+		k->w[0] = u0.x; k->w[1] = u0.y; k->w[2] = u0.z; k->w[3] = u0.w;
+		k->w[4] = u1.x; k->w[5] = u1.y; k->w[6] = u1.z; k->w[7] = u1.w;
+		k->h[0] = h0.x; k->h[1] = h0.y; k->h[2] = h0.z; k->h[3] = h0.w;
+		k->h[4] = h1.x; k->h[5] = h1.y; k->h[6] = h1.z; k->h[7] = h1.w;
+		k_scales(__ldg((const uint4 *)b), c, a, m);
 		k->f[0][0] = a[0]; k->f[0][1] = m[0];
 		k->f[1][0] = a[1]; k->f[1][1] = m[1];
-		k->xb[0] = 2 * c;
-		k->xb[1] = 2 * c + 1;
+		k->c = c;
+	}
+
+	static __device__ __forceinline__ int
+	unpack(const xq_chunk &k, int blk, uint32_t q[8])
+	{
+		const int hb = 2 * k.c + blk;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			q[i] = ((k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu) |
+			    ((k.h[i] >> hb) & 0x01010101u) << 4;
+		return (hb);
 	}
 };
 
@@ -214,82 +222,88 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * 210;
-		const int h = c >> 1, kk = c & 1;
-		uint32_t ql[8], qh[8];
+		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
 
-		ld_a2<8>(b + 64 * h + 32 * kk, ql);
-		ld_a2<8>(b + 128 + 32 * h, qh);
-#pragma unroll
-		for (int i = 0; i < 8; i++) {
-			const uint32_t lo = (ql[i] & 0x0F0F0F0Fu) |
-			    ((qh[i] >> (2 * kk)) & 0x03030303u) << 4;
-			const uint32_t hi = ((ql[i] >> 4) & 0x0F0F0F0Fu) |
-			    ((qh[i] >> (2 * kk + 4)) & 0x03030303u) << 4;
-			k->q[0][i] = __vsub4(lo, 0x20202020u);
-			k->q[1][i] = __vsub4(hi, 0x20202020u);
-		}
+		ld_a2<8>(b + 64 * h + 32 * kk, k->w);
+		ld_a2<8>(b + 128 + 32 * h, k->h);
 		const float d = half_to_float(__ldg((const unsigned short *)
 		    (b + 208)));
-		const int s = 8 * h + 2 * kk;
 		k->f[0][0] = d * (float)q6_scale(b, s);
 		k->f[0][1] = d * (float)q6_scale(b, s + 1);
 		k->f[1][0] = d * (float)q6_scale(b, s + 4);
 		k->f[1][1] = d * (float)q6_scale(b, s + 5);
-		k->xb[0] = 4 * h + kk;
-		k->xb[1] = 4 * h + kk + 2;
+		k->c = c;
+	}
+
+	/* q' = q − 32 as signed bytes */
+	static __device__ __forceinline__ int
+	unpack(const xq_chunk &k, int blk, uint32_t q[8])
+	{
+		const int kk = k.c & 1, sh = 2 * kk + 4 * blk;
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			q[i] = __vsub4(((k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu) |
+			    ((k.h[i] >> sh) & 0x03030303u) << 4, 0x20202020u);
+		return (4 * (k.c >> 1) + kk + 2 * blk);
 	}
 };
 
 /*
- * ACC plus the terms of chunk K of super-block BI against the quantized
- * column XQ (N values): low block, then high block, in the canonical form.
+ * ACC[t] plus the terms of chunk K of super-block BI against the NT
+ * quantized columns at XQ (N values each, LDQ bytes apart): low block,
+ * then high block, in the canonical form.
  */
-template <int TYPE>
-static __device__ __forceinline__ float
-xq_chunk_dot(const xq_chunk &k, const uint8_t *__restrict__ xq, int64_t n,
-    int64_t bi, float acc)
+template <int TYPE, int NT>
+static __device__ __forceinline__ void
+xq_chunk_dot(const xq_chunk &k, const uint8_t *__restrict__ xq, int64_t ldq,
+    int64_t n, int64_t bi, float acc[NT])
 {
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
-		const int64_t xb = bi * 8 + k.xb[blk];
-		const uint4 *hp = (const uint4 *)(xq + 32 * xb);
-		const uint4 *lp = (const uint4 *)(xq + n + 32 * xb);
-		const uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
-		const uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1);
-		const float2 meta = __ldg((const float2 *)(xq + 2 * n) + xb);
-		const uint32_t hi[8] = { h0.x, h0.y, h0.z, h0.w,
-		    h1.x, h1.y, h1.z, h1.w };
-		const uint32_t lo[8] = { l0.x, l0.y, l0.z, l0.w,
-		    l1.x, l1.y, l1.z, l1.w };
-		const uint32_t *q = k.q[blk];
+		uint32_t q[8];
+		const int64_t xb = bi * 8 + xqc<TYPE>::unpack(k, blk, q);
+#pragma unroll
+		for (int t = 0; t < NT; t++) {
+			const uint8_t *col = xq + t * ldq;
+			const uint4 *hp = (const uint4 *)(col + 32 * xb);
+			const uint4 *lp = (const uint4 *)(col + n + 32 * xb);
+			const uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
+			const uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1);
+			const float2 meta = __ldg((const float2 *)(col + 2 * n)
+			    + xb);
+			const uint32_t hi[8] = { h0.x, h0.y, h0.z, h0.w,
+			    h1.x, h1.y, h1.z, h1.w };
+			const uint32_t lo[8] = { l0.x, l0.y, l0.z, l0.w,
+			    l1.x, l1.y, l1.z, l1.w };
 
-		if (TYPE == RS_TYPE_Q6_K) {
-			int p[2];
+			if (TYPE == RS_TYPE_Q6_K) {
+				int p[2];
 #pragma unroll
-			for (int g = 0; g < 2; g++) {
-				int sh = 0, sl = 0;
+				for (int g = 0; g < 2; g++) {
+					int sh = 0, sl = 0;
 #pragma unroll
-				for (int i = 4 * g; i < 4 * g + 4; i++) {
-					sh = __dp4a((int)q[i], (int)hi[i], sh);
-					sl = dp4a_su((int)q[i], lo[i], sl);
+					for (int i = 4 * g; i < 4 * g + 4; i++) {
+						sh = __dp4a((int)q[i], (int)hi[i],
+						    sh);
+						sl = dp4a_su((int)q[i], lo[i], sl);
+					}
+					p[g] = 256 * sh + sl;
 				}
-				p[g] = 256 * sh + sl;
-			}
-			acc = xq_term_q6(acc, k.f[blk][0], k.f[blk][1],
-			    meta.x, p[0], p[1]);
-		} else {
-			int sh = 0;
-			unsigned sl = 0;
+				acc[t] = xq_term_q6(acc[t], k.f[blk][0],
+				    k.f[blk][1], meta.x, p[0], p[1]);
+			} else {
+				int sh = 0;
+				unsigned sl = 0;
 #pragma unroll
-			for (int i = 0; i < 8; i++) {
-				sh = __dp4a((int)q[i], (int)hi[i], sh);
-				sl = __dp4a(q[i], lo[i], sl);
+				for (int i = 0; i < 8; i++) {
+					sh = __dp4a((int)q[i], (int)hi[i], sh);
+					sl = __dp4a(q[i], lo[i], sl);
+				}
+				acc[t] = xq_term_min(acc[t], k.f[blk][0],
+				    k.f[blk][1], meta, 256 * sh + (int)sl);
 			}
-			acc = xq_term_min(acc, k.f[blk][0], k.f[blk][1], meta,
-			    256 * sh + (int)sl);
 		}
 	}
-	return (acc);
 }
 
 #endif /* RS_MATVEC_XQ_CUH */

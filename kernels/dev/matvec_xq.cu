@@ -1,27 +1,24 @@
 /*
  * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu and
- * matvec_mma.cuh through rs_k_matvec): the cost of 1..16 columns on the
- * shapes of a Qwen3.8-27B Q4_K_M token.
+ * matvec_mma.cuh): the one-column dp4a kernel's shapes (rows per warp R,
+ * chunks in flight per lane U) and the cost of 1..16 columns through
+ * rs_k_matvec, on the shapes of a Qwen3.8-27B Q4_K_M token.
  *
  *   make CUDA=1 build/dev/matvec_xq && build/dev/matvec_xq
  *
- * Every column count is first compared bit for bit with the same columns
- * one at a time (the kernel's contract: tests/check_cuda.c checks it
- * against the CPU oracle too); then 20 launches are timed with CUDA
- * events, over matrices larger than the L2.  One JSON line per shape and
- * column count: microseconds, GB/s of weight bytes, cost against one
- * column.
+ * Every variant and column count is first compared bit for bit with the
+ * same columns one at a time through rs_k_matvec (the kernel's contract:
+ * tests/check_cuda.c checks it against the CPU oracle too); then 20
+ * launches are timed with CUDA events, over matrices larger than the L2.
+ * One JSON line per shape and variant or column count: microseconds, GB/s
+ * of weight bytes, cost against one column.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rs_kernels.h"
-#include "rs_types.h"
-extern "C" {
-#include "rs_xq.h"
-}
+#include "../matvec.cu"
 
 struct shape {
 	const char	*name;
@@ -67,6 +64,73 @@ fill(int type, uint8_t *b, size_t bytes)
 			b[off + 3] = 0x21;
 		}
 	}
+}
+
+typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, int64_t,
+    const uint8_t *, float *, int64_t);
+
+template <int TYPE, int R, int U>
+static void
+launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
+    const uint8_t *xq, float *y, int64_t ldy)
+{
+	dim3 grid((unsigned)((n_out + MV_WARPS * R - 1) / (MV_WARPS * R)));
+	matvec_xq_kernel<TYPE, 1, R, U><<<grid, MV_WARPS * RS_WARP>>>(w,
+	    n_in, n_out, rb, xq, y, ldy, 0);
+}
+
+template <int TYPE, int NT, int CB>
+static void
+launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
+    const uint8_t *xq, float *y, int64_t ldy)
+{
+	dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
+	matvec_xq_mma_kernel<TYPE, NT, CB><<<grid, MMA_WARPS * RS_WARP>>>(w,
+	    n_in, n_out, rb, xq, y, ldy, 0);
+}
+
+struct variant {
+	const char	*name;
+	int		 nt;
+	launch_fn	 fn[3];		/* Q4_K, Q5_K, Q6_K */
+};
+
+#define V(r, u) { "r" #r "_u" #u, 1, { launch<RS_TYPE_Q4_K, r, u>, \
+	launch<RS_TYPE_Q5_K, r, u>, launch<RS_TYPE_Q6_K, r, u> } }
+#define M(nt, cb) { "mma" #nt "_cb" #cb, nt, { \
+	launch_mma<RS_TYPE_Q4_K, nt, cb>, launch_mma<RS_TYPE_Q5_K, nt, cb>, \
+	launch_mma<RS_TYPE_Q6_K, nt, cb> } }
+
+static const struct variant variants[] = {
+	V(1, 1), V(1, 2), V(1, 3), V(1, 4), V(2, 1), V(2, 2), V(4, 1),
+	M(2, 1), M(2, 2), M(2, 4), M(8, 1), M(8, 2), M(8, 4), M(16, 1),
+	M(16, 2), M(16, 4),
+};
+
+static int
+type_index(int type)
+{
+	return (type == RS_TYPE_Q4_K ? 0 : type == RS_TYPE_Q5_K ? 1 : 2);
+}
+
+static double
+time_variant(launch_fn fn, const struct shape *sh, const uint8_t *dw,
+    int64_t rb, const uint8_t *dq, float *dy, int reps)
+{
+	cudaEvent_t a, b;
+	float ms;
+
+	cudaEventCreate(&a);
+	cudaEventCreate(&b);
+	cudaEventRecord(a);
+	for (int r = 0; r < reps; r++)
+		fn(dw, sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
+	cudaEventRecord(b);
+	die("time", cudaEventSynchronize(b));
+	cudaEventElapsedTime(&ms, a, b);
+	cudaEventDestroy(a);
+	cudaEventDestroy(b);
+	return (ms * 1e3 / reps);
 }
 
 static double
@@ -142,6 +206,25 @@ main(void)
 			    dy + t * sh->n_out, 1, 1);
 		die("ref", cudaMemcpy(ref, dy, (size_t)(nt_max * sh->n_out) * 4,
 		    cudaMemcpyDeviceToHost));
+		for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]);
+		    v++) {
+			launch_fn fn = variants[v].fn[type_index(sh->type)];
+
+			const size_t outs = (size_t)(variants[v].nt * sh->n_out);
+			fn(dw, sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
+			die("run", cudaMemcpy(got, dy, outs * 4,
+			    cudaMemcpyDeviceToHost));
+			const int same = memcmp(got, ref, outs * 4) == 0;
+			const double us = time_variant(fn, sh, dw, rb, dq, dy,
+			    reps);
+			printf("{\"shape\":\"%s\",\"variant\":\"%s\","
+			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"
+			    "%s}\n", sh->name, variants[v].name, us,
+			    wbytes / (us * 1e-6) / 1e9, same ? "true" :
+			    "false");
+			if (!same)
+				status = 1;
+		}
 		double us1 = 0.0;
 		for (size_t v = 0; v < sizeof(cols) / sizeof(cols[0]); v++) {
 			const int nt = cols[v];
