@@ -45,10 +45,6 @@ extern "C" {
 }
 
 #define MV_WARPS	4	/* warps per block */
-#ifndef XQ_R
-#define XQ_R		1	/* dp4a kernel: rows per warp */
-#define XQ_U		2	/* dp4a kernel: chunks in flight per lane */
-#endif
 /*
  * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
  * one warp per row walks the row's super-blocks in order, U per step so
@@ -288,7 +284,17 @@ struct matvec_launch {
 				return;
 			}
 		}
-		go_dp4a<TYPE, NT, XQ_R, XQ_U>();
+		/*
+		 * Rows per warp and chunks in flight per lane, the fastest
+		 * one-column shapes of kernels/dev/matvec_xq.cu on the 27B's
+		 * matrices (docs/perf-log.md): they change no sum.
+		 */
+		if (TYPE == RS_TYPE_Q4_K)
+			go_dp4a<TYPE, NT, 2, 2>();
+		else if (TYPE == RS_TYPE_Q5_K)
+			go_dp4a<TYPE, NT, 2, 1>();
+		else
+			go_dp4a<TYPE, NT, 4, 1>();
 	}
 
 	template <int TYPE, int NT, int R, int U>
@@ -307,8 +313,7 @@ struct matvec_launch {
 	go_mma(void)
 	{
 		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
-		matvec_xq_mma_kernel<TYPE, NT, MMA_CB><<<grid,
-		    MMA_WARPS * RS_WARP, 0,
+		matvec_xq_mma_kernel<TYPE, NT><<<grid, MMA_WARPS * RS_WARP, 0,
 		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
 		    accumulate);
 	}

@@ -42,9 +42,6 @@
 
 #define MMA_WARPS	8
 #define MMA_ROWS	16
-#ifndef MMA_CB
-#define MMA_CB		4	/* chunks in flight, see the kernel */
-#endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
@@ -98,108 +95,159 @@ ld_pair_a2(const uint8_t *p, uint32_t *w0, uint32_t *w4)
 }
 
 /*
- * One chunk of the warp's 16 rows, decoded into A fragments: for each
- * block (low, high) the rows' quantized bytes and each row's two float
- * factors (Q4/Q5: a, m; Q6_K: a0, a1).
+ * One super-block of the warp's two rows (g and g + 8) as lane t loads
+ * it: the raw bytes its fragments need, so that the next super-block's
+ * loads can be in flight while this one is multiplied.
+ *   Q4_K/Q5_K  hd: the 16-byte head; q[c]: qs bytes 32c + 8t .. + 7;
+ *              h[0]: Q5_K's qh bytes 8t .. 8t + 7 (bits of every chunk)
+ *   Q6_K       hd: the 16 scale bytes; q[c]: ql bytes 64h + 32kk + 4t
+ *              and + 16 (c = 2h + kk); h[hh]: qh bytes 32hh + 4t and
+ *              + 16; d: the super-block scale
  */
+struct mma_raw {
+	uint32_t	hd[2][4];
+	uint32_t	q[2][4][2];
+	uint32_t	h[2][2][2];
+	float		d[2];
+};
+
+/* One chunk decoded into A fragments and each row's float factors. */
 struct mma_chunk {
-	uint32_t	a[2][4];	/* Q6_K: [blk][half * 2 + row] */
+	uint32_t	a[2][4];	/* [blk]: Q4/Q5 a0..a3; Q6 [half*2+row] */
 	float		f[2][2][2];	/* [blk][row g / g + 8][factor] */
-	int		xb[2];
+	int		xb[2];		/* x-blocks inside the super-block */
 };
 
 template <int TYPE> struct mmac;
 
 /* Q4_K and Q5_K share everything but the fifth bit. */
 template <int TYPE>
-static __device__ __forceinline__ void
-mma_load_k(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
-    mma_chunk *k)
-{
-	constexpr int BB = TYPE == RS_TYPE_Q5_K ? 176 : 144;
-	constexpr int QS = TYPE == RS_TYPE_Q5_K ? 48 : 16;
-	const uint8_t *b[2] = { r0 + bi * BB, r1 + bi * BB };
+struct mmac_k {
+	static constexpr int BB = TYPE == RS_TYPE_Q5_K ? 176 : 144;
+	static constexpr int QS = TYPE == RS_TYPE_Q5_K ? 48 : 16;
+
+	static __device__ __forceinline__ void
+	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int t,
+	    mma_raw *w)
+	{
+		const uint8_t *b[2] = { r0 + bi * BB, r1 + bi * BB };
 
 #pragma unroll
-	for (int r = 0; r < 2; r++) {
-		const uint2 q = __ldg((const uint2 *)(b[r] + QS + 32 * c +
-		    8 * t));
-		uint32_t lo[2] = { q.x & 0x0F0F0F0Fu, q.y & 0x0F0F0F0Fu };
-		uint32_t hi[2] = { (q.x >> 4) & 0x0F0F0F0Fu,
-		    (q.y >> 4) & 0x0F0F0F0Fu };
-		if (TYPE == RS_TYPE_Q5_K) {
-			const uint2 h = __ldg((const uint2 *)(b[r] + 16 +
-			    8 * t));
-			lo[0] |= ((h.x >> (2 * c)) & 0x01010101u) << 4;
-			lo[1] |= ((h.y >> (2 * c)) & 0x01010101u) << 4;
-			hi[0] |= ((h.x >> (2 * c + 1)) & 0x01010101u) << 4;
-			hi[1] |= ((h.y >> (2 * c + 1)) & 0x01010101u) << 4;
+		for (int r = 0; r < 2; r++) {
+			const uint4 hd = __ldg((const uint4 *)b[r]);
+			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
+			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				const uint2 q = __ldg((const uint2 *)(b[r] + QS +
+				    32 * c + 8 * t));
+				w->q[r][c][0] = q.x;
+				w->q[r][c][1] = q.y;
+			}
+			if (TYPE == RS_TYPE_Q5_K) {
+				const uint2 h = __ldg((const uint2 *)(b[r] + 16 +
+				    8 * t));
+				w->h[r][0][0] = h.x;
+				w->h[r][0][1] = h.y;
+			}
 		}
-		/* a0/a2: row g, slots 4t.. / 16 + 4t..; a1/a3: row g + 8 */
-		k->a[0][r] = lo[0];
-		k->a[0][r + 2] = lo[1];
-		k->a[1][r] = hi[0];
-		k->a[1][r + 2] = hi[1];
-		float a[2], m[2];
-		k_scales(__ldg((const uint4 *)b[r]), c, a, m);
-		k->f[0][r][0] = a[0]; k->f[0][r][1] = m[0];
-		k->f[1][r][0] = a[1]; k->f[1][r][1] = m[1];
 	}
-	k->xb[0] = 2 * c;
-	k->xb[1] = 2 * c + 1;
-}
 
-template <> struct mmac<RS_TYPE_Q4_K> {
 	static __device__ __forceinline__ void
-	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
-	    mma_chunk *k)
+	chunk(const mma_raw &w, int c, mma_chunk *k)
 	{
-		mma_load_k<RS_TYPE_Q4_K>(r0, r1, bi, c, t, k);
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+#pragma unroll
+			for (int i = 0; i < 2; i++) {
+				uint32_t lo = w.q[r][c][i] & 0x0F0F0F0Fu;
+				uint32_t hi = (w.q[r][c][i] >> 4) & 0x0F0F0F0Fu;
+				if (TYPE == RS_TYPE_Q5_K) {
+					lo |= ((w.h[r][0][i] >> (2 * c)) &
+					    0x01010101u) << 4;
+					hi |= ((w.h[r][0][i] >> (2 * c + 1)) &
+					    0x01010101u) << 4;
+				}
+				/* a0/a2: row g, slots 4t.. / 16 + 4t..;
+				   a1/a3: row g + 8 */
+				k->a[0][r + 2 * i] = lo;
+				k->a[1][r + 2 * i] = hi;
+			}
+			float a[2], m[2];
+			k_scales(make_uint4(w.hd[r][0], w.hd[r][1], w.hd[r][2],
+			    w.hd[r][3]), c, a, m);
+			k->f[0][r][0] = a[0]; k->f[0][r][1] = m[0];
+			k->f[1][r][0] = a[1]; k->f[1][r][1] = m[1];
+		}
+		k->xb[0] = 2 * c;
+		k->xb[1] = 2 * c + 1;
 	}
 };
 
-template <> struct mmac<RS_TYPE_Q5_K> {
-	static __device__ __forceinline__ void
-	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
-	    mma_chunk *k)
-	{
-		mma_load_k<RS_TYPE_Q5_K>(r0, r1, bi, c, t, k);
-	}
-};
+template <> struct mmac<RS_TYPE_Q4_K> : mmac_k<RS_TYPE_Q4_K> {};
+template <> struct mmac<RS_TYPE_Q5_K> : mmac_k<RS_TYPE_Q5_K> {};
 
 template <> struct mmac<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ void
-	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int c, int t,
-	    mma_chunk *k)
+	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int t,
+	    mma_raw *w)
 	{
-		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
 		const uint8_t *b[2] = { r0 + bi * 210, r1 + bi * 210 };
 
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
-			uint32_t ql[2], qh[2];
-			ld_pair_a2(b[r] + 64 * h + 32 * kk + 4 * t, &ql[0],
-			    &ql[1]);
-			ld_pair_a2(b[r] + 128 + 32 * h + 4 * t, &qh[0], &qh[1]);
+#pragma unroll
+			for (int c = 0; c < 4; c++)
+				ld_pair_a2(b[r] + 32 * c + 4 * t,
+				    &w->q[r][c][0], &w->q[r][c][1]);
+#pragma unroll
+			for (int hh = 0; hh < 2; hh++)
+				ld_pair_a2(b[r] + 128 + 32 * hh + 4 * t,
+				    &w->h[r][hh][0], &w->h[r][hh][1]);
+			/* 16-bit loads: a word load could pass the block's
+			   end (2-byte aligned), at the end of the tensor */
+			const unsigned short *sc = (const unsigned short *)
+			    (b[r] + 192);
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				w->hd[r][i] = (uint32_t)__ldg(sc + 2 * i) |
+				    (uint32_t)__ldg(sc + 2 * i + 1) << 16;
+			w->d[r] = half_to_float(__ldg((const unsigned short *)
+			    (b[r] + 208)));
+		}
+	}
+
+	/* Q6_K scale byte I of row R, signed */
+	static __device__ __forceinline__ float
+	scale(const mma_raw &w, int r, int i)
+	{
+		return ((float)(int8_t)(w.hd[r][i >> 2] >> (8 * (i & 3))));
+	}
+
+	static __device__ __forceinline__ void
+	chunk(const mma_raw &w, int c, mma_chunk *k)
+	{
+		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
+
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
 #pragma unroll
 			for (int half = 0; half < 2; half++) {
-				const uint32_t lo = (ql[half] & 0x0F0F0F0Fu) |
-				    ((qh[half] >> (2 * kk)) & 0x03030303u) << 4;
-				const uint32_t hi =
-				    ((ql[half] >> 4) & 0x0F0F0F0Fu) |
-				    ((qh[half] >> (2 * kk + 4)) & 0x03030303u)
-				    << 4;
+				const uint32_t ql = w.q[r][c][half];
+				const uint32_t qh = w.h[r][h][half];
+				const uint32_t lo = (ql & 0x0F0F0F0Fu) |
+				    ((qh >> (2 * kk)) & 0x03030303u) << 4;
+				const uint32_t hi = ((ql >> 4) & 0x0F0F0F0Fu) |
+				    ((qh >> (2 * kk + 4)) & 0x03030303u) << 4;
 				k->a[0][2 * half + r] = __vsub4(lo,
 				    0x20202020u);
 				k->a[1][2 * half + r] = __vsub4(hi,
 				    0x20202020u);
 			}
-			const float d = half_to_float(__ldg(
-			    (const unsigned short *)(b[r] + 208)));
-			k->f[0][r][0] = d * (float)q6_scale(b[r], s);
-			k->f[0][r][1] = d * (float)q6_scale(b[r], s + 1);
-			k->f[1][r][0] = d * (float)q6_scale(b[r], s + 4);
-			k->f[1][r][1] = d * (float)q6_scale(b[r], s + 5);
+			k->f[0][r][0] = w.d[r] * scale(w, r, s);
+			k->f[0][r][1] = w.d[r] * scale(w, r, s + 1);
+			k->f[1][r][0] = w.d[r] * scale(w, r, s + 4);
+			k->f[1][r][1] = w.d[r] * scale(w, r, s + 5);
 		}
 		k->xb[0] = 4 * h + kk;
 		k->xb[1] = 4 * h + kk + 2;
@@ -264,11 +312,9 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 /*
  * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
  * W Q4_K / Q5_K / Q6_K rows of n_in values (a multiple of 256).  Grid:
- * one CTA of MMA_WARPS warps per 16 rows.  CB: chunks (of a super-block's
- * four) whose loads are in flight together, a tuning knob that changes no
- * sum.
+ * one CTA of MMA_WARPS warps per 16 rows.
  */
-template <int TYPE, int NT, int CB>
+template <int TYPE, int NT>
 static __global__ void __launch_bounds__(MMA_WARPS * RS_WARP)
 matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
     int64_t n_out, int64_t row_bytes, const uint8_t *__restrict__ xq,
@@ -293,25 +339,28 @@ matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 				p[nt][c][e] = 0.0f;
+	mma_raw cur, nxt;
+	if (wi < nb)
+		mmac<TYPE>::load(r0, r1, wi, t, &cur);
 	for (int64_t bi = wi; bi < nb; bi += MMA_WARPS) {
+		/* the next super-block's loads fly while this one computes */
+		if (bi + MMA_WARPS < nb)
+			mmac<TYPE>::load(r0, r1, bi + MMA_WARPS, t, &nxt);
 #pragma unroll
-		for (int c0 = 0; c0 < 4; c0 += CB) {
-			mma_chunk k[CB];
-#pragma unroll
-			for (int c = 0; c < CB; c++)
-				mmac<TYPE>::load(r0, r1, bi, c0 + c, t, &k[c]);
+		for (int c = 0; c < 4; c++) {
+			mma_chunk k;
+			mmac<TYPE>::chunk(cur, c, &k);
 #pragma unroll
 			for (int nt = 0; nt < NTILE; nt++) {
 				const int cb = min(8 * nt + g, NT - 1);
 				const int cm0 = min(8 * nt + 2 * t, NT - 1);
 				const int cm1 = min(8 * nt + 2 * t + 1, NT - 1);
-#pragma unroll
-				for (int c = 0; c < CB; c++)
-					mma_chunk_dot<TYPE>(k[c], xq + cb * ldq,
-					    xq + cm0 * ldq, xq + cm1 * ldq, n_in,
-					    bi, t, p[nt][c0 + c]);
+				mma_chunk_dot<TYPE>(k, xq + cb * ldq,
+				    xq + cm0 * ldq, xq + cm1 * ldq, n_in, bi, t,
+				    p[nt][c]);
 			}
 		}
+		cur = nxt;
 	}
 	/* the 32 virtual lanes of every output, added in warp_sum's tree */
 #pragma unroll
@@ -372,7 +421,7 @@ has_mma_matvec(void)
 	if (known >= 0)
 		return (known);
 	if (cudaFuncGetAttributes(&fa,
-	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, MMA_CB>) != cudaSuccess) {
+	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2>) != cudaSuccess) {
 		(void)cudaGetLastError();	/* not sticky: clear it */
 		known = 0;
 	} else
