@@ -313,7 +313,8 @@ struct matvec_launch {
 	go_mma(void)
 	{
 		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
-		matvec_xq_mma_kernel<TYPE, NT><<<grid, MMA_WARPS * RS_WARP, 0,
+		matvec_xq_mma_kernel<TYPE, NT, MMA_SPW><<<grid,
+		    8 / MMA_SPW * RS_WARP, 0,
 		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
 		    accumulate);
 	}

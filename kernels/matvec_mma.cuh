@@ -11,11 +11,13 @@
  * the float tail of matvec_xq.cuh's canonical order (about five
  * instructions), which the decode step's memory time hides.
  *
- * Layout: a CTA of MMA_WARPS = 8 warps owns 16 rows.  Warp w takes the
- * super-blocks w, w + 8, w + 16 ... of those rows; chunk c of super-block
+ * Layout: a CTA of 8 / SPW warps owns 16 rows.  Warp w takes SPW
+ * consecutive super-blocks of every eight, bi = 8i + SPW·w + s, loads
+ * them all (bytes in flight), then multiplies them; chunk c of super-block
  * bi is chunk k = 4·bi + c, whose virtual lane (matvec_xq.cuh) is k % 32
- * = 4·w + c, so warp w keeps four partial sums per output, one per virtual
- * lane it owns, each adding its chunks in increasing k as that lane would.
+ * = 4·(SPW·w + s) + c, so warp w keeps 4·SPW partial sums per output, one
+ * per virtual lane it owns, each adding its chunks in increasing k as
+ * that lane would.
  * At the end the 32 partials of every output meet in shared memory and one
  * thread adds them in warp_sum's tree: the same bits as the dp4a kernel.
  *
@@ -40,8 +42,8 @@
 
 #include "matvec_xq.cuh"
 
-#define MMA_WARPS	8
 #define MMA_ROWS	16
+#define MMA_SPW		2	/* super-blocks per warp and step */
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
@@ -312,10 +314,10 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 /*
  * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
  * W Q4_K / Q5_K / Q6_K rows of n_in values (a multiple of 256).  Grid:
- * one CTA of MMA_WARPS warps per 16 rows.
+ * one CTA of 8 / SPW warps per 16 rows.
  */
-template <int TYPE, int NT>
-static __global__ void __launch_bounds__(MMA_WARPS * RS_WARP)
+template <int TYPE, int NT, int SPW>
+static __global__ void __launch_bounds__(8 / SPW * RS_WARP)
 matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
     int64_t n_out, int64_t row_bytes, const uint8_t *__restrict__ xq,
     float *__restrict__ y, int64_t ldy, int accumulate)
@@ -325,55 +327,62 @@ matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 	__shared__ float red[RS_WARP][MMA_ROWS][8];
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
+	static_assert(SPW == 1 || SPW == 2 || SPW == 4, "8 / SPW warps");
 	const int64_t	 o0 = (int64_t)blockIdx.x * MMA_ROWS;
 	const int64_t	 nb = n_in / 256, ldq = RS_XQ_COL_BYTES(n_in);
 	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
 	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
 	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
-	float		 p[NTILE][4][4];
+	float		 p[NTILE][4 * SPW][4];
 
 #pragma unroll
 	for (int nt = 0; nt < NTILE; nt++)
 #pragma unroll
-		for (int c = 0; c < 4; c++)
+		for (int c = 0; c < 4 * SPW; c++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
 				p[nt][c][e] = 0.0f;
-	mma_raw cur, nxt;
-	if (wi < nb)
-		mmac<TYPE>::load(r0, r1, wi, t, &cur);
-	for (int64_t bi = wi; bi < nb; bi += MMA_WARPS) {
-		/* the next super-block's loads fly while this one computes */
-		if (bi + MMA_WARPS < nb)
-			mmac<TYPE>::load(r0, r1, bi + MMA_WARPS, t, &nxt);
+	for (int64_t i = 0; 8 * i + SPW * wi < nb; i++) {
+		mma_raw raw[SPW];
 #pragma unroll
-		for (int c = 0; c < 4; c++) {
-			mma_chunk k;
-			mmac<TYPE>::chunk(cur, c, &k);
+		for (int sb = 0; sb < SPW; sb++)
+			if (8 * i + SPW * wi + sb < nb)
+				mmac<TYPE>::load(r0, r1, 8 * i + SPW * wi + sb, t,
+				    &raw[sb]);
 #pragma unroll
-			for (int nt = 0; nt < NTILE; nt++) {
-				const int cb = min(8 * nt + g, NT - 1);
-				const int cm0 = min(8 * nt + 2 * t, NT - 1);
-				const int cm1 = min(8 * nt + 2 * t + 1, NT - 1);
-				mma_chunk_dot<TYPE>(k, xq + cb * ldq,
-				    xq + cm0 * ldq, xq + cm1 * ldq, n_in, bi, t,
-				    p[nt][c]);
+		for (int sb = 0; sb < SPW; sb++) {
+			const int64_t bi = 8 * i + SPW * wi + sb;
+			if (bi >= nb)
+				break;
+#pragma unroll
+			for (int c = 0; c < 4; c++) {
+				mma_chunk k;
+				mmac<TYPE>::chunk(raw[sb], c, &k);
+#pragma unroll
+				for (int nt = 0; nt < NTILE; nt++) {
+					const int cb = min(8 * nt + g, NT - 1);
+					const int cm0 = min(8 * nt + 2 * t, NT - 1);
+					const int cm1 = min(8 * nt + 2 * t + 1,
+					    NT - 1);
+					mma_chunk_dot<TYPE>(k, xq + cb * ldq,
+					    xq + cm0 * ldq, xq + cm1 * ldq, n_in,
+					    bi, t, p[nt][4 * sb + c]);
+				}
 			}
 		}
-		cur = nxt;
 	}
 	/* the 32 virtual lanes of every output, added in warp_sum's tree */
 #pragma unroll
 	for (int nt = 0; nt < NTILE; nt++) {
 #pragma unroll
-		for (int c = 0; c < 4; c++)
+		for (int c = 0; c < 4 * SPW; c++)
 #pragma unroll
 			for (int e = 0; e < 4; e++)
-				red[4 * wi + c][g + 8 * (e >> 1)][2 * t +
+				red[4 * SPW * wi + c][g + 8 * (e >> 1)][2 * t +
 				    (e & 1)] = p[nt][c][e];
 		__syncthreads();
-		if (threadIdx.x < MMA_ROWS * 8) {
-			const int row = threadIdx.x / 8, col = threadIdx.x % 8;
+		for (int el = threadIdx.x; el < MMA_ROWS * 8; el += blockDim.x) {
+			const int row = el / 8, col = el % 8;
 			float s[RS_WARP];
 #pragma unroll
 			for (int v = 0; v < RS_WARP; v++)
@@ -421,7 +430,7 @@ has_mma_matvec(void)
 	if (known >= 0)
 		return (known);
 	if (cudaFuncGetAttributes(&fa,
-	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2>) != cudaSuccess) {
+	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, MMA_SPW>) != cudaSuccess) {
 		(void)cudaGetLastError();	/* not sticky: clear it */
 		known = 0;
 	} else
