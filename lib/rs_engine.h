@@ -41,6 +41,7 @@
 #include "rs_err.h"
 #include "rs_model.h"
 #include "rs_state.h"
+#include "rs_top.h"
 
 enum rs_backend {
 	RS_BACKEND_AUTO = 0,	/* cuda when built with it and a GPU is present */
@@ -162,6 +163,26 @@ int		rs_engine_max_batch(const struct rs_engine *e);
 enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 		    const int32_t *tokens, int32_t n, float *logits,
 		    enum rs_logits_mode mode, float *hidden,
+		    struct rs_err *err);
+
+/*
+ * rs_engine_forward, but instead of the logits rows MODE asks for, the K
+ * best tokens of each (rs_top.h: best first, the lower id on ties): TOP
+ * receives K entries per row, exactly rs_top_select() of the row
+ * rs_engine_forward would have returned.  This is all that greedy decoding
+ * (K = 1) and rs_sample_next_top() need: the CUDA backend selects on the
+ * GPU and copies back K·8 bytes a row instead of n_vocab floats (1 MB for
+ * the 27B); the CPU backend computes the rows and selects on the host, the
+ * reference.  Every logit of a row asked for is still checked.
+ *
+ * Fails as rs_engine_forward (RS_ERR_FORMAT: a NaN or ±Inf anywhere in a
+ * row asked for), and with RS_ERR_INVALID_ARG for MODE NONE, TOP NULL, K
+ * outside [1, RS_TOP_MAX], or RS_LOGITS_ALL over more than
+ * RS_ENGINE_EXACT_MAX tokens (verification passes are never longer).
+ */
+enum rs_status	rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
+		    const int32_t *tokens, int32_t n, enum rs_logits_mode mode,
+		    int32_t k, struct rs_top *top, float *hidden,
 		    struct rs_err *err);
 
 /*

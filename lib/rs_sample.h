@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "rs_err.h"
+#include "rs_top.h"
 
 struct rs_sampler;
 
@@ -103,5 +104,25 @@ void		rs_sample_penalize(const struct rs_sampler *s, float *logits);
  */
 enum rs_status	rs_sample_next(struct rs_sampler *s, const float *logits,
 		    int32_t *out, struct rs_err *err);
+
+/*
+ * How many best tokens of a row (rs_top.h) rs_sample_next_top() needs to
+ * choose exactly as rs_sample_next() would from the whole row: 1 for
+ * greedy, top_k for top-k sampling with top_k <= RS_TOP_MAX; 0 when it
+ * needs the whole row (penalties or logit biases that touch the row,
+ * top-k off or beyond RS_TOP_MAX).  Changes as tokens are recorded (a
+ * penalty applies once a token is seen); ask before each step.
+ */
+int32_t		rs_sample_top_need(const struct rs_sampler *s);
+
+/*
+ * rs_sample_next() from the K best tokens of the row (rs_engine_forward_top)
+ * instead of the row: the same token, the same draw from the stream, when
+ * K >= rs_sample_top_need(S) > 0.  RS_ERR_INVALID_ARG otherwise, or when
+ * TOP holds no token (every logit banned or not finite).
+ */
+enum rs_status	rs_sample_next_top(struct rs_sampler *s,
+		    const struct rs_top *top, int32_t k, int32_t *out,
+		    struct rs_err *err);
 
 #endif /* RS_SAMPLE_H */
