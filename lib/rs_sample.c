@@ -471,9 +471,8 @@ rs_sample_next(struct rs_sampler *s, const float *logits, int32_t *out,
 int32_t
 rs_sample_top_need(const struct rs_sampler *s)
 {
-	if (s->p.n_bias > 0 || (s->n_touched > 0 &&
-	    (s->p.repetition_penalty != 1 || s->p.frequency_penalty != 0 ||
-	    s->p.presence_penalty != 0)))
+	if (s->p.n_bias > 0 || s->p.repetition_penalty != 1 ||
+	    s->p.frequency_penalty != 0 || s->p.presence_penalty != 0)
 		return (0);
 	if (s->p.temperature == 0)
 		return (1);

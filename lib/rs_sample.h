@@ -109,9 +109,9 @@ enum rs_status	rs_sample_next(struct rs_sampler *s, const float *logits,
  * How many best tokens of a row (rs_top.h) rs_sample_next_top() needs to
  * choose exactly as rs_sample_next() would from the whole row: 1 for
  * greedy, top_k for top-k sampling with top_k <= RS_TOP_MAX; 0 when it
- * needs the whole row (penalties or logit biases that touch the row,
- * top-k off or beyond RS_TOP_MAX).  Changes as tokens are recorded (a
- * penalty applies once a token is seen); ask before each step.
+ * needs the whole row (a penalty or a logit bias set, top-k off or beyond
+ * RS_TOP_MAX).  A function of the parameters alone: it holds for the
+ * sampler's lifetime.
  */
 int32_t		rs_sample_top_need(const struct rs_sampler *s);
 
