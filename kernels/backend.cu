@@ -76,6 +76,7 @@ struct cuda {
 	struct rs_top *d_top;
 	int64_t	*d_bad;
 	void	*top_scr;
+	unsigned char *d_skip;	/* (n_vocab) rs_engine_set_top_skip's mask */
 	/* pinned host staging */
 	int32_t	*h_tokens, *h_params;
 	float	*h_logits, *h_hidden;
@@ -84,7 +85,7 @@ struct cuda {
 	/* the decode graph and what it was captured for */
 	cudaGraphExec_t	 graph;
 	uint64_t	 g_serial;	/* the state's serial (not its address) */
-	int		 g_logits, g_hidden, g_top;
+	int		 g_logits, g_hidden, g_top, g_skip;
 };
 
 /* ---- state memory on the device ---- */
@@ -442,11 +443,11 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int64_t max_keys,
  * call's length), each piece copied to LOGITS (host) when not NULL, else
  * left in c->logits.  TOP_K > 0: each piece's rows also go through top-k
  * selection into c->d_top and c->d_bad (row r − FROM; N − FROM must not
- * exceed EXACT_ROWS).
+ * exceed EXACT_ROWS), leaving out c->d_skip's tokens when SKIP.
  */
 static enum rs_status
 head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
-    int32_t from, float *logits, int top_k, struct rs_err *err)
+    int32_t from, float *logits, int top_k, int skip, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
@@ -465,8 +466,9 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 		}
 		if (top_k > 0)
 			TRY(rs_k_top(c->logits, v, v, (int)k, top_k,
-			    c->d_top + (r - from) * top_k, c->d_bad + (r - from),
-			    c->top_scr, c->s, err));
+			    skip ? c->d_skip : NULL, c->d_top + (r - from) *
+			    top_k, c->d_bad + (r - from), c->top_scr, c->s,
+			    err));
 		if (logits != NULL)
 			RS_CUDA_TRY(err, cudaMemcpyAsync(logits + (r - from) *
 			    v, c->logits, (size_t)(k * v) * sizeof(float),
@@ -481,7 +483,7 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
  */
 static enum rs_status
 fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
-    int32_t logits_from, float *logits, int top_k, float *hidden,
+    int32_t logits_from, float *logits, int top_k, int skip, float *hidden,
     struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
@@ -489,7 +491,7 @@ fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 	enum rs_status s;
 
 	if (logits != NULL || top_k > 0)
-		TRY(head(e, w, n, logits_from, logits, top_k, err));
+		TRY(head(e, w, n, logits_from, logits, top_k, skip, err));
 	if (top_k > 0) {
 		const int64_t rows = n - logits_from;
 		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_top, c->d_top,
@@ -523,12 +525,12 @@ upload_inputs(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
 
 /*
  * One-token decode as a graph: inputs from pinned memory, the trunk,
- * outputs to pinned memory.  Captured for (state, logits?, top k,
+ * outputs to pinned memory.  Captured for (state, logits?, top k, skip?,
  * hidden?).
  */
 static enum rs_status
 decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
-    int top_k, int want_hidden, struct rs_err *err)
+    int top_k, int skip, int want_hidden, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
@@ -537,7 +539,7 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 
 	if (c->graph != NULL && c->g_serial == st->serial &&
 	    c->g_logits == want_logits && c->g_top == top_k &&
-	    c->g_hidden == want_hidden)
+	    c->g_skip == skip && c->g_hidden == want_hidden)
 		return (RS_OK);
 	if (c->graph != NULL) {
 		cudaGraphExecDestroy(c->graph);
@@ -554,7 +556,7 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	if (s == RS_OK)
 		s = trunk(e, st, 1, st->n_ctx, err);
 	if (s == RS_OK && (want_logits || top_k > 0))
-		s = head(e, e->model->output, 1, 0, NULL, top_k, err);
+		s = head(e, e->model->output, 1, 0, NULL, top_k, skip, err);
 	if (s == RS_OK && want_logits &&
 	    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)v * sizeof(float),
 	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
@@ -588,19 +590,21 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	c->g_serial = st->serial;
 	c->g_logits = want_logits;
 	c->g_top = top_k;
+	c->g_skip = skip;
 	c->g_hidden = want_hidden;
 	return (RS_OK);
 }
 
 /*
  * A forward call: logits rows to LOGITS, or (TOP_K > 0) the TOP_K best
- * of each row to TOP with *BAD the index (row·n_vocab + token) of the first
- * non-finite logit and *BAD_VAL its value, or −1.
+ * of each row (less c->d_skip's tokens when SKIP) to TOP with *BAD the
+ * index (row·n_vocab + token) of the first non-finite logit and *BAD_VAL
+ * its value, or −1.
  */
 static enum rs_status
 run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
     int32_t n, int32_t snap_from, float *logits, int32_t logits_from,
-    int top_k, struct rs_top *top, int64_t *bad, float *bad_val,
+    int top_k, int skip, struct rs_top *top, int64_t *bad, float *bad_val,
     float *hidden, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
@@ -616,8 +620,8 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 		c->h_tokens[0] = tokens[0];
 		c->h_params[RS_K_PARAM_POS0] = p0;
 		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
-		TRY(decode_graph(e, st, logits != NULL, top_k, hidden != NULL,
-		    err));
+		TRY(decode_graph(e, st, logits != NULL, top_k, skip,
+		    hidden != NULL, err));
 		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph, c->s));
 		RS_CUDA_TRY(err, cudaStreamSynchronize(c->s));
 		if (logits != NULL)
@@ -628,7 +632,7 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 		TRY(upload_inputs(c, tokens, n, p0, snap_from, err));
 		TRY(trunk(e, st, n, (int64_t)p0 + n, err));
 		TRY(fetch(e, e->model->output, n, logits_from, logits, top_k,
-		    hidden, err));
+		    skip, hidden, err));
 	}
 	st->pos = p0 + n;
 	if (top_k > 0) {
@@ -653,18 +657,30 @@ cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
     int32_t n, int32_t snap_from, float *logits, int32_t logits_from,
     float *hidden, struct rs_err *err)
 {
-	return (run(e, st, tokens, n, snap_from, logits, logits_from, 0, NULL,
-	    NULL, NULL, hidden, err));
+	return (run(e, st, tokens, n, snap_from, logits, logits_from, 0, 0,
+	    NULL, NULL, NULL, hidden, err));
 }
 
 static enum rs_status
 cuda_forward_top(struct rs_engine *e, struct rs_state *st,
     const int32_t *tokens, int32_t n, int32_t snap_from, int32_t logits_from,
-    int32_t k, struct rs_top *top, int64_t *bad, float *bad_val,
+    int32_t k, int skip, struct rs_top *top, int64_t *bad, float *bad_val,
     float *hidden, struct rs_err *err)
 {
-	return (run(e, st, tokens, n, snap_from, NULL, logits_from, k, top,
-	    bad, bad_val, hidden, err));
+	return (run(e, st, tokens, n, snap_from, NULL, logits_from, k, skip,
+	    top, bad, bad_val, hidden, err));
+}
+
+/* The mask arrives between calls: no graph or kernel is reading it. */
+static enum rs_status
+cuda_set_top_skip(struct rs_engine *e, const unsigned char *mask,
+    struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+
+	RS_CUDA_TRY(err, cudaMemcpy(c->d_skip, mask, e->model->hp.n_vocab,
+	    cudaMemcpyHostToDevice));
+	return (RS_OK);
 }
 
 /* ---- the MTP block (§6.1) ---- */
@@ -696,7 +712,7 @@ cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	    (int64_t)pos + n, err));
 	TRY(ffn_block(e, l, n, err));
 	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
-	TRY(fetch(e, l->mtp_head, n, 0, logits, 0, h_out, err));
+	TRY(fetch(e, l->mtp_head, n, 0, logits, 0, 0, h_out, err));
 	st->mtp_pos = pos + n;
 	return (RS_OK);
 }
@@ -721,6 +737,7 @@ cuda_free(struct rs_engine *e)
 	cudaFree(c->d_top);
 	cudaFree(c->d_bad);
 	cudaFree(c->top_scr);
+	cudaFree(c->d_skip);
 	rs_k_mm_free(c->mm);
 	cudaFree(c->d_tokens);
 	cudaFree(c->d_params);
@@ -816,7 +833,8 @@ scratch_bufs(struct cuda *c, const struct rs_hparams *hp, int64_t b,
 	return (mix > wide ? mix : wide);
 }
 
-/* The top-k selection's candidates, bad indices and scratch. */
+/* The top-k selection's candidates, bad indices and scratch (the skip
+   mask, n_vocab bytes, comes on top). */
 static size_t
 top_bytes(void)
 {
@@ -830,7 +848,8 @@ rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
 	struct cuda dummy;
 	struct sbuf bufs[N_SBUF];
 	int64_t wide = scratch_bufs(&dummy, hp, b, bufs);
-	uint64_t bytes = (uint64_t)(b * RS_XQ_COL_BYTES(wide)) + top_bytes();
+	uint64_t bytes = (uint64_t)(b * RS_XQ_COL_BYTES(wide)) + top_bytes() +
+	    hp->n_vocab;
 
 	for (int i = 0; i < N_SBUF; i++)
 		bytes += (uint64_t)bufs[i].n * sizeof(float);
@@ -869,7 +888,8 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 	    sizeof(int64_t)));
 	RS_CUDA_TRY(err, cudaMalloc(&c->top_scr,
 	    rs_k_top_scratch(EXACT_ROWS, RS_TOP_MAX)));
-	c->scratch_bytes += top_bytes();
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_skip, hp->n_vocab));
+	c->scratch_bytes += top_bytes() + hp->n_vocab;
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_tokens, (size_t)b *
 	    sizeof(int32_t)));
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_params, RS_K_N_PARAMS *
@@ -929,5 +949,5 @@ cuda_memory(const struct rs_engine *e, uint64_t *weights, uint64_t *scratch)
 
 extern "C" const struct rs_backend_ops rs_cuda_backend = {
 	"cuda", &cuda_mem, cuda_init, cuda_free, cuda_forward, cuda_probe,
-	cuda_memory, cuda_mtp, cuda_forward_top
+	cuda_memory, cuda_mtp, cuda_forward_top, cuda_set_top_skip
 };

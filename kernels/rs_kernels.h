@@ -255,14 +255,16 @@ enum rs_status	rs_k_argmax(const float *d_x, int64_t ldx, int64_t n,
 /*
  * The K (1 .. RS_TOP_MAX) best finite values of each of ROWS rows of N
  * values of X (stride LDX) into TOP (rows, k), best first in rs_top.h's
- * order (rs_top_select() per row, exactly); BAD[r] = the first index of a
+ * order, leaving out i where SKIP (NULL or N device flags) is set
+ * (rs_top_select() per row, exactly); BAD[r] = the first index of a
  * non-finite value in row r, or −1.  SCRATCH: rs_k_top_scratch() bytes.
  * top.cu.
  */
 size_t		rs_k_top_scratch(int rows, int k);
 enum rs_status	rs_k_top(const float *d_x, int64_t ldx, int64_t n, int rows,
-		    int k, struct rs_top *d_top, int64_t *d_bad,
-		    void *d_scratch, cudaStream_t stream, struct rs_err *err);
+		    int k, const unsigned char *d_skip, struct rs_top *d_top,
+		    int64_t *d_bad, void *d_scratch, cudaStream_t stream,
+		    struct rs_err *err);
 
 /*
  * Streaming-read bandwidth of the current device: REPS timed reads of a

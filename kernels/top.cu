@@ -3,8 +3,8 @@
  * larger logit first, lower id on ties), so a decode step copies back
  * K·8 bytes instead of the n_vocab floats of the row (1 MB for the 27B).
  *
- *   top[r][0..K) = the K best finite x[r][i],  bad[r] = min{ i : x[r][i]
- *   not finite } or −1.
+ *   top[r][0..K) = the K best finite x[r][i] with skip[i] = 0,
+ *   bad[r] = min{ i : x[r][i] not finite } or −1.
  *
  * Two kernels.  top_part: TOP_BLOCKS blocks per row, each over a contiguous
  * slice; K rounds, each a block-wide argmax over the elements strictly
@@ -98,7 +98,8 @@ block_min_i64(int64_t v, int64_t *sm)
 
 static __global__ void __launch_bounds__(TOP_THREADS)
 top_part(const float *__restrict__ x, int64_t ldx, int64_t n, int k,
-    struct cand *__restrict__ part, int64_t *__restrict__ pbad)
+    const unsigned char *__restrict__ skip, struct cand *__restrict__ part,
+    int64_t *__restrict__ pbad)
 {
 	__shared__ struct cand	sm[32];
 	__shared__ int64_t	smb[32];
@@ -120,7 +121,7 @@ top_part(const float *__restrict__ x, int64_t ldx, int64_t n, int k,
 		struct cand c = { -INFINITY, -1 };
 		for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x) {
 			struct cand e = { row[i], (int32_t)i };
-			if (!isfinite(e.l))
+			if (!isfinite(e.l) || (skip != NULL && skip[i]))
 				continue;
 			/* strictly after the last one taken */
 			if (round > 0 && !better(last, e))
@@ -179,8 +180,8 @@ rs_k_top_scratch(int rows, int k)
 
 extern "C" enum rs_status
 rs_k_top(const float *d_x, int64_t ldx, int64_t n, int rows, int k,
-    struct rs_top *d_top, int64_t *d_bad, void *d_scratch,
-    cudaStream_t stream, struct rs_err *err)
+    const unsigned char *d_skip, struct rs_top *d_top, int64_t *d_bad,
+    void *d_scratch, cudaStream_t stream, struct rs_err *err)
 {
 	struct cand	*part = (struct cand *)d_scratch;
 	int64_t		*pbad = (int64_t *)(part + (size_t)rows * TOP_BLOCKS * k);
@@ -191,7 +192,7 @@ rs_k_top(const float *d_x, int64_t ldx, int64_t n, int rows, int k,
 		    "(stride %lld), k %d (1 .. %d)", rows, (long long)n,
 		    (long long)ldx, k, RS_TOP_MAX));
 	top_part<<<dim3(TOP_BLOCKS, (unsigned)rows), TOP_THREADS, 0,
-	    stream>>>(d_x, ldx, n, k, part, pbad);
+	    stream>>>(d_x, ldx, n, k, d_skip, part, pbad);
 	RS_LAUNCH_CHECK(err, "top part");
 	top_merge<<<(unsigned)rows, TOP_BLOCKS, 0, stream>>>(part, pbad, k,
 	    d_top, d_bad);

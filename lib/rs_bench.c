@@ -206,10 +206,10 @@ decode_sampled(struct bench *b, const char *test, struct rs_err *err)
 	t0 = now_ms();
 	for (int i = 0; i < n; i++) {
 		/* the best tokens only, when they are all the sampler needs */
-		int32_t k = rs_sample_top_need(smp);
+		int32_t k = rs_sample_top_need(smp, NULL);
 		if (k > 0)
 			s = rs_engine_forward_top(b->e, b->st, &t, 1,
-			    RS_LOGITS_LAST, k, top, NULL, err);
+			    RS_LOGITS_LAST, k, 0, top, NULL, err);
 		else
 			s = rs_engine_forward(b->e, b->st, &t, 1, b->logits,
 			    RS_LOGITS_LAST, NULL, err);

@@ -89,6 +89,7 @@ rs_engine_free(struct rs_engine *e)
 	if (e->ops != NULL)
 		e->ops->free(e);
 	free(e->top_rows);
+	free(e->top_skip);
 	free(e);
 }
 
@@ -350,7 +351,8 @@ rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 static enum rs_status
 forward_top_chunk(struct rs_engine *e, struct rs_state *st,
     const int32_t *tokens, int32_t c, int32_t snap_from, int32_t lfrom,
-    int32_t k, struct rs_top *top, float *hidden, struct rs_err *err)
+    int32_t k, int skip, struct rs_top *top, float *hidden,
+    struct rs_err *err)
 {
 	const int64_t	 vocab = e->model->hp.n_vocab;
 	const int32_t	 pos = st->pos + lfrom;
@@ -360,7 +362,7 @@ forward_top_chunk(struct rs_engine *e, struct rs_state *st,
 
 	if (e->ops->forward_top != NULL) {
 		if ((s = e->ops->forward_top(e, st, tokens, c, snap_from, lfrom,
-		    k, top, &bad, &v, hidden, err)) != RS_OK)
+		    k, skip, top, &bad, &v, hidden, err)) != RS_OK)
 			return (s);
 		return (bad < 0 ? RS_OK : nonfinite(v, bad % vocab,
 		    pos + (int32_t)(bad / vocab), err));
@@ -370,9 +372,33 @@ forward_top_chunk(struct rs_engine *e, struct rs_state *st,
 		return (s);
 	for (int32_t r = 0; r < c - lfrom; r++) {
 		const float *row = e->top_rows + (int64_t)r * vocab;
-		if ((bad = rs_top_select(row, vocab, k, top + (int64_t)r *
-		    k)) >= 0)
+		if ((bad = rs_top_select(row, vocab, k, skip ? e->top_skip :
+		    NULL, top + (int64_t)r * k)) >= 0)
 			return (nonfinite(row[bad], bad, pos + r, err));
+	}
+	return (RS_OK);
+}
+
+enum rs_status
+rs_engine_set_top_skip(struct rs_engine *e, const unsigned char *mask,
+    struct rs_err *err)
+{
+	const size_t	 v = e->model->hp.n_vocab;
+	enum rs_status	 s;
+
+	if (mask == NULL) {
+		free(e->top_skip);
+		e->top_skip = NULL;
+		return (RS_OK);
+	}
+	if (e->top_skip == NULL && (e->top_skip = malloc(v)) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	memcpy(e->top_skip, mask, v);
+	if (e->ops->set_top_skip != NULL &&
+	    (s = e->ops->set_top_skip(e, mask, err)) != RS_OK) {
+		free(e->top_skip);
+		e->top_skip = NULL;
+		return (s);
 	}
 	return (RS_OK);
 }
@@ -380,7 +406,7 @@ forward_top_chunk(struct rs_engine *e, struct rs_state *st,
 enum rs_status
 rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
     const int32_t *tokens, int32_t n, enum rs_logits_mode mode, int32_t k,
-    struct rs_top *top, float *hidden, struct rs_err *err)
+    int skip, struct rs_top *top, float *hidden, struct rs_err *err)
 {
 	const int64_t	 embd = e->model->hp.n_embd;
 	const int32_t	 chunk = e->max_batch < RS_ENGINE_EXACT_MAX ?
@@ -401,6 +427,7 @@ rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
 	if (mode == RS_LOGITS_ALL && n > RS_ENGINE_EXACT_MAX)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of every row of "
 		    "%d tokens: at most %d", n, RS_ENGINE_EXACT_MAX));
+	skip = skip && e->top_skip != NULL;
 	snap_from = rs_state_snap_begin(st, st->pos + n);
 	/* ALL: chunks of at most CHUNK rows; LAST: max_batch chunks, the
 	   last one's last row */
@@ -411,10 +438,10 @@ rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
 
 		if (mode == RS_LOGITS_ALL)
 			s = forward_top_chunk(e, st, tokens + i, c, snap_from,
-			    0, k, top + (int64_t)i * k, h, err);
+			    0, k, skip, top + (int64_t)i * k, h, err);
 		else if (i + c == n)
 			s = forward_top_chunk(e, st, tokens + i, c, snap_from,
-			    c - 1, k, top, h, err);
+			    c - 1, k, skip, top, h, err);
 		else
 			s = e->ops->forward(e, st, tokens + i, c, snap_from,
 			    NULL, 0, h, err);

@@ -169,7 +169,8 @@ enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
  * rs_engine_forward, but instead of the logits rows MODE asks for, the K
  * best tokens of each (rs_top.h: best first, the lower id on ties): TOP
  * receives K entries per row, exactly rs_top_select() of the row
- * rs_engine_forward would have returned.  This is all that greedy decoding
+ * rs_engine_forward would have returned, with the mask of
+ * rs_engine_set_top_skip() when SKIP is not 0 (else none).  This is all that greedy decoding
  * (K = 1) and rs_sample_next_top() need: the CUDA backend selects on the
  * GPU and copies back K·8 bytes a row instead of n_vocab floats (1 MB for
  * the 27B); the CPU backend computes the rows and selects on the host, the
@@ -182,8 +183,18 @@ enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
  */
 enum rs_status	rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
 		    const int32_t *tokens, int32_t n, enum rs_logits_mode mode,
-		    int32_t k, struct rs_top *top, float *hidden,
+		    int32_t k, int skip, struct rs_top *top, float *hidden,
 		    struct rs_err *err);
+
+/*
+ * The tokens rs_engine_forward_top leaves out of its candidates when
+ * asked to skip: MASK[i] != 0 for token i (n_vocab flags, copied; NULL:
+ * none), e.g. the control tokens a chat never samples (rs_gen's bans).
+ * The mask stays until the next call; it is uploaded once, not per call.
+ * Fails with RS_ERR_NOMEM or RS_ERR_CUDA.
+ */
+enum rs_status	rs_engine_set_top_skip(struct rs_engine *e,
+		    const unsigned char *mask, struct rs_err *err);
 
 /*
  * The MTP block (§6.1) on N tokens at positions POS .. POS + N − 1 of the

@@ -187,7 +187,8 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 		rs_gen_free(g);
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	}
-	if ((rc = build_ban(g, err)) != RS_OK) {
+	if ((rc = build_ban(g, err)) != RS_OK ||
+	    (rc = rs_engine_set_top_skip(e, g->banned, err)) != RS_OK) {
 		rs_gen_free(g);
 		return (rc);
 	}
@@ -443,8 +444,10 @@ setup(struct rs_gen_job *u)
 		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if ((st = make_sampler(u)) != RS_OK)
 		return (st);
-	/* logprobs read whole rows; otherwise the sampler may need less */
-	u->top_k = r->logprobs ? 0 : rs_sample_top_need(u->smp);
+	/* logprobs read whole rows; otherwise the sampler may need less
+	   (a chat's bans are the engine's skip mask, set in rs_gen_new) */
+	u->top_k = r->logprobs ? 0 : rs_sample_top_need(u->smp,
+	    r->kind == RS_GEN_CHAT ? g->banned : NULL);
 	if ((st = rs_stop_new(&u->stop, r->stop_ids, r->n_stop_ids,
 	    (const char *const *)r->stop, r->n_stop, &u->err)) != RS_OK)
 		return (st);

@@ -349,8 +349,8 @@ rs_gen_prefill(struct rs_gen_job *u)
 			save(u);
 		if (to == n && u->top_k > 0)
 			st = rs_engine_forward_top(g->e, g->st, p + from,
-			    to - from, RS_LOGITS_LAST, u->top_k, g->top, NULL,
-			    &u->err);
+			    to - from, RS_LOGITS_LAST, u->top_k,
+			    u->r->kind == RS_GEN_CHAT, g->top, NULL, &u->err);
 		else
 			st = rs_engine_forward(g->e, g->st, p + from, to - from,
 			    to == n ? g->logits : NULL, to == n ?
@@ -524,8 +524,8 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 		toks[i + 1] = ps->drafts[i];
 	if (u->top_k > 0)
 		return (rs_engine_forward_top(g->e, g->st, toks, kk + 1,
-		    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, u->top_k, g->top,
-		    NULL, &u->err));
+		    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, u->top_k,
+		    u->r->kind == RS_GEN_CHAT, g->top, NULL, &u->err));
 	return (rs_engine_forward(g->e, g->st, toks, kk + 1, g->logits,
 	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, NULL, &u->err));
 }

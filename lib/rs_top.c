@@ -5,6 +5,7 @@
  * O(n) on real rows (insertions are rare once the list is full).
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "rs_top.h"
 
@@ -16,7 +17,8 @@ better(float la, int32_t ia, float lb, int32_t ib)
 }
 
 int64_t
-rs_top_select(const float *x, int64_t n, int32_t k, struct rs_top *out)
+rs_top_select(const float *x, int64_t n, int32_t k,
+    const unsigned char *skip, struct rs_top *out)
 {
 	int64_t	bad = -1;
 	int32_t	m = 0;
@@ -30,6 +32,8 @@ rs_top_select(const float *x, int64_t n, int32_t k, struct rs_top *out)
 				bad = i;
 			continue;
 		}
+		if (skip != NULL && skip[i])
+			continue;
 		if (m == k && !better(l, (int32_t)i, out[k - 1].logit,
 		    out[k - 1].id))
 			continue;

@@ -7,6 +7,8 @@
  * breaks ties the same way), a total order, so the selection is a function
  * of the row alone.  Non-finite logits are never candidates: a row holding
  * one is an error (rs_engine.c's check), and −∞ would be a banned token.
+ * Tokens flagged in a SKIP mask (a chat's control tokens, banned by its
+ * sampler) are left out too, though still checked.
  * rs_top_select() is the host reference; the CUDA backend selects on the
  * GPU (kernels/top.cu, checked against it in tests/check_cuda.c "top").
  */
@@ -25,11 +27,12 @@ struct rs_top {
 
 /*
  * The K (1 .. RS_TOP_MAX) best of the N logits at X into OUT[0..K), best
- * first; slots past the row's finite logits get { −1, −∞ }.  Returns the
- * index of the first non-finite logit of the row, or −1 when all are
- * finite.
+ * first, leaving out token i where SKIP (NULL or N flags) has SKIP[i] != 0;
+ * slots past the row's candidates get { −1, −∞ }.  Returns the index of
+ * the first non-finite logit of the row (skipped or not), or −1 when all
+ * are finite.
  */
 int64_t		rs_top_select(const float *x, int64_t n, int32_t k,
-		    struct rs_top *out);
+		    const unsigned char *skip, struct rs_top *out);
 
 #endif /* RS_TOP_H */

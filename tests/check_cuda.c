@@ -826,7 +826,8 @@ END_TEST
  * first non-finite index.
  */
 static void
-check_top(const float *x, int64_t n, int rows, int k)
+check_top(const float *x, int64_t n, int rows, int k,
+    const unsigned char *skip)
 {
 	struct rs_top	*got = malloc((size_t)rows * k * sizeof(*got));
 	struct rs_top	*want = malloc((size_t)k * sizeof(*want));
@@ -837,12 +838,13 @@ check_top(const float *x, int64_t n, int rows, int k)
 	struct rs_top *dtop = dup_dev(NULL, (size_t)rows * k * sizeof(*got));
 	int64_t *dbad = dup_dev(NULL, (size_t)rows * sizeof(*bad));
 	void *scr = dup_dev(NULL, rs_k_top_scratch(rows, k));
-	ck_assert_msg(rs_k_top(dx, n, n, rows, k, dtop, dbad, scr, 0, &err) ==
+	unsigned char *dskip = skip == NULL ? NULL : dup_dev(skip, (size_t)n);
+	ck_assert_msg(rs_k_top(dx, n, n, rows, k, dskip, dtop, dbad, scr, 0, &err) ==
 	    RS_OK, "top: %s", err.msg);
 	to_host(got, dtop, (size_t)rows * k * sizeof(*got));
 	to_host(bad, dbad, (size_t)rows * sizeof(*bad));
 	for (int r = 0; r < rows; r++) {
-		int64_t b = rs_top_select(x + r * n, n, k, want);
+		int64_t b = rs_top_select(x + r * n, n, k, skip, want);
 		ck_assert_msg(bad[r] == b, "top n %lld k %d row %d: bad %lld, "
 		    "expected %lld", (long long)n, k, r, (long long)bad[r],
 		    (long long)b);
@@ -855,6 +857,7 @@ check_top(const float *x, int64_t n, int rows, int k)
 			    want[i].logit);
 	}
 	cudaFree(dx); cudaFree(dtop); cudaFree(dbad); cudaFree(scr);
+	cudaFree(dskip);
 	free(got); free(want); free(bad);
 }
 
@@ -862,35 +865,51 @@ check_top(const float *x, int64_t n, int rows, int k)
  * rs_k_top against rs_top_select: the fixture's reference logits (every
  * row, k 1, 20, 64); rows the 27B's width with coarse values (ties
  * between ids in and around the top) and a NaN and an Inf planted;
- * rows shorter than k and than a slice per block.
+ * rows shorter than k and than a slice per block; a skip mask that takes
+ * out each row's best and a quarter of the rest.
  */
 START_TEST(top)
 {
 	struct t_npy	 ref;
 	const int64_t	 wide = 248320;
 	float		*x = malloc((size_t)4 * wide * 4);
+	unsigned char	*skip = malloc((size_t)wide);
 
 	t_npy_load(t_fixture("tiny/ref-logits.npy"), &ref);
 	ck_assert_int_eq(ref.ndim, 2);
 	for (int64_t r = 0; r < ref.shape[0]; r += RS_ENGINE_EXACT_MAX) {
 		int rows = (int)(ref.shape[0] - r < RS_ENGINE_EXACT_MAX ?
 		    ref.shape[0] - r : RS_ENGINE_EXACT_MAX);
-		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows, 1);
-		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows, 20);
+		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows, 1,
+		    NULL);
+		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows, 20,
+		    NULL);
 		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows,
-		    RS_TOP_MAX);
+		    RS_TOP_MAX, NULL);
 	}
 	for (int64_t i = 0; i < 4 * wide; i++)
 		x[i] = (float)((int)((frand() + 1.0f) * 40.0f)) * 0.5f;
 	x[wide + 77777] = NAN;
 	x[2 * wide + 5] = INFINITY;
 	x[2 * wide + 9] = -INFINITY;
-	check_top(x, wide, 4, 1);
-	check_top(x, wide, 4, 37);
-	check_top(x, wide, 4, RS_TOP_MAX);
-	check_top(x, 50, 3, RS_TOP_MAX);
-	check_top(x, 1, 1, 3);
-	check_top(x, 1000, 2, 16);
+	check_top(x, wide, 4, 1, NULL);
+	check_top(x, wide, 4, 37, NULL);
+	check_top(x, wide, 4, RS_TOP_MAX, NULL);
+	check_top(x, 50, 3, RS_TOP_MAX, NULL);
+	check_top(x, 1, 1, 3, NULL);
+	check_top(x, 1000, 2, 16, NULL);
+	/* a skip mask over the best of each row and ~1/8 of the rest */
+	for (int64_t i = 0; i < wide; i++)
+		skip[i] = frand() > 0.75f;
+	for (int r = 0; r < 4; r++) {
+		struct rs_top best;
+		rs_top_select(x + r * wide, wide, 1, NULL, &best);
+		if (best.id >= 0)
+			skip[best.id] = 1;
+	}
+	check_top(x, wide, 4, 1, skip);
+	check_top(x, wide, 4, RS_TOP_MAX, skip);
+	free(skip);
 	free(x);
 	free(ref.data);
 }
@@ -1300,8 +1319,8 @@ END_TEST
 /*
  * rs_engine_forward_top on the GPU: every row of a verification-sized call
  * (ALL) and the decode graph's row (LAST, one token) are rs_top_select of
- * the rows rs_engine_forward returns for the same calls, k 1 and 64, also
- * along a greedy continuation fed from the top path.
+ * the rows rs_engine_forward returns for the same calls, k 1 and 64 (with
+ * a skip mask), also along a greedy continuation fed from the top path.
  */
 START_TEST(engine_top)
 {
@@ -1316,6 +1335,11 @@ START_TEST(engine_top)
 	    &err), RS_OK);
 	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
 	const int64_t V = m->hp.n_vocab;
+	/* k 64 runs with a skip mask: every third token */
+	unsigned char *mask = malloc((size_t)V);
+	for (int64_t i = 0; i < V; i++)
+		mask[i] = i % 3 == 0;
+	ck_assert_int_eq(rs_engine_set_top_skip(gpu, mask, &err), RS_OK);
 	for (int i = 0; i < p.n; i++) {
 		int n = p.len[i] < RS_ENGINE_EXACT_MAX ? p.len[i] :
 		    RS_ENGINE_EXACT_MAX;
@@ -1324,11 +1348,11 @@ START_TEST(engine_top)
 			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st,
 			    &err), RS_OK);
 			ck_assert_msg(rs_engine_forward_top(gpu, st, p.tok[i], n,
-			    RS_LOGITS_ALL, k, top, NULL, &err) == RS_OK, "%s",
-			    err.msg);
+			    RS_LOGITS_ALL, k, k > 1, top, NULL, &err) == RS_OK,
+			    "%s", err.msg);
 			for (int r = 0; r < n; r++) {
 				ck_assert_int_eq(rs_top_select(lg + r * V, V, k,
-				    want), -1);
+				    k > 1 ? mask : NULL, want), -1);
 				ck_assert_msg(memcmp(want, top + r * k, (size_t)k *
 				    sizeof(*top)) == 0, "prompt %d row %d k %d",
 				    i, r, k);
@@ -1347,18 +1371,19 @@ START_TEST(engine_top)
 		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &s2, &err),
 		    RS_OK);
 		ck_assert_int_eq(rs_engine_forward_top(gpu, st, pr,
-		    p.len[p.greedy_prompt], RS_LOGITS_LAST, k, top, NULL, &err),
-		    RS_OK);
+		    p.len[p.greedy_prompt], RS_LOGITS_LAST, k, k > 1, top, NULL,
+		    &err), RS_OK);
 		ck_assert_int_eq(rs_engine_forward(gpu, s2, pr,
 		    p.len[p.greedy_prompt], lg, RS_LOGITS_LAST, NULL, &err),
 		    RS_OK);
 		for (int i = 0; i < p.n_greedy; i++) {
 			int32_t tok = top[0].id;
-			ck_assert_int_eq(rs_top_select(lg, V, k, want), -1);
+			ck_assert_int_eq(rs_top_select(lg, V, k, k > 1 ?
+			    mask : NULL, want), -1);
 			ck_assert(memcmp(want, top, (size_t)k * sizeof(*top)) ==
 			    0);
 			ck_assert_int_eq(rs_engine_forward_top(gpu, st, &tok, 1,
-			    RS_LOGITS_LAST, k, top, NULL, &err), RS_OK);
+			    RS_LOGITS_LAST, k, k > 1, top, NULL, &err), RS_OK);
 			ck_assert_int_eq(rs_engine_forward(gpu, s2, &tok, 1, lg,
 			    RS_LOGITS_LAST, NULL, &err), RS_OK);
 		}
@@ -1366,6 +1391,7 @@ START_TEST(engine_top)
 		rs_state_free(s2);
 	}
 	free(lg);
+	free(mask);
 	rs_engine_free(gpu);
 	rs_model_close(m);
 }

@@ -24,24 +24,32 @@ START_TEST(select_order)
 	float		 y[4] = { 2, NAN, 5, -INFINITY };
 	struct rs_top	 t[8];
 
-	ck_assert_int_eq(rs_top_select(x, 8, 5, t), -1);
+	ck_assert_int_eq(rs_top_select(x, 8, 5, NULL, t), -1);
 	ck_assert_int_eq(t[0].id, 4);
 	ck_assert_int_eq(t[1].id, 7);
 	ck_assert_int_eq(t[2].id, 1);
 	ck_assert_int_eq(t[3].id, 2);
 	ck_assert_int_eq(t[4].id, 5);
 	ck_assert(t[4].logit == 3.0f);
-	ck_assert_int_eq(rs_top_select(x, 8, 1, t), -1);
+	ck_assert_int_eq(rs_top_select(x, 8, 1, NULL, t), -1);
 	ck_assert_int_eq(t[0].id, 4);
-	ck_assert_int_eq(rs_top_select(y, 4, 4, t), 1);
+	ck_assert_int_eq(rs_top_select(y, 4, 4, NULL, t), 1);
 	ck_assert_int_eq(t[0].id, 2);
 	ck_assert_int_eq(t[1].id, 0);
 	ck_assert_int_eq(t[2].id, -1);
 	ck_assert(t[3].logit == -INFINITY);
-	ck_assert_int_eq(rs_top_select(x, 8, 8, t), -1);
+	ck_assert_int_eq(rs_top_select(x, 8, 8, NULL, t), -1);
 	for (int i = 1; i < 8; i++)
 		ck_assert(t[i - 1].logit > t[i].logit ||
 		    (t[i - 1].logit == t[i].logit && t[i - 1].id < t[i].id));
+	/* skipped tokens are left out, and still checked */
+	const unsigned char skip[8] = { 0, 0, 1, 0, 1, 0, 0, 0 };
+	ck_assert_int_eq(rs_top_select(x, 8, 3, skip, t), -1);
+	ck_assert_int_eq(t[0].id, 7);
+	ck_assert_int_eq(t[1].id, 1);
+	ck_assert_int_eq(t[2].id, 5);
+	const unsigned char skip1[4] = { 0, 1, 0, 0 };
+	ck_assert_int_eq(rs_top_select(y, 4, 1, skip1, t), 1);
 }
 END_TEST
 
@@ -63,31 +71,48 @@ START_TEST(engine_rows)
 	    RS_LOGITS_ALL, NULL, &err), RS_OK);
 	rs_state_reset(lm.st);
 	ck_assert_msg(rs_engine_forward_top(lm.e, lm.st, tok, n, RS_LOGITS_ALL,
-	    k, top, NULL, &err) == RS_OK, "%s", err.msg);
+	    k, 0, top, NULL, &err) == RS_OK, "%s", err.msg);
 	ck_assert_int_eq(rs_state_pos(lm.st), n);
 	for (int r = 0; r < n; r++) {
-		ck_assert_int_eq(rs_top_select(lg + r * v, v, k, want), -1);
+		ck_assert_int_eq(rs_top_select(lg + r * v, v, k, NULL, want), -1);
 		ck_assert(memcmp(want, top + r * k, sizeof(want)) == 0);
 	}
 	rs_state_reset(lm.st);
 	ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, tok, n,
-	    RS_LOGITS_LAST, 1, top, NULL, &err), RS_OK);
+	    RS_LOGITS_LAST, 1, 0, top, NULL, &err), RS_OK);
 	ck_assert_int_eq(top[0].id, rs_logits_argmax(lg + (n - 1) * v, v));
+	/* a skip mask: the argmax and every even token left out */
+	unsigned char *mask = calloc((size_t)v, 1);
+	for (int64_t i = 0; i < v; i += 2)
+		mask[i] = 1;
+	mask[top[0].id] = 1;
+	ck_assert_int_eq(rs_engine_set_top_skip(lm.e, mask, &err), RS_OK);
+	for (int skip = 0; skip < 2; skip++) {
+		rs_state_reset(lm.st);
+		ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, tok, n,
+		    RS_LOGITS_ALL, k, skip, top, NULL, &err), RS_OK);
+		for (int r = 0; r < n; r++) {
+			rs_top_select(lg + r * v, v, k, skip ? mask : NULL, want);
+			ck_assert(memcmp(want, top + r * k, sizeof(want)) == 0);
+		}
+	}
+	free(mask);
+	ck_assert_int_eq(rs_engine_set_top_skip(lm.e, NULL, &err), RS_OK);
 	/* refused: mode, k, buffer, too many rows; the state unchanged */
 	ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, tok, 1,
-	    RS_LOGITS_NONE, 1, top, NULL, &err), RS_ERR_INVALID_ARG);
+	    RS_LOGITS_NONE, 1, 0, top, NULL, &err), RS_ERR_INVALID_ARG);
 	ck_assert(strstr(err.msg, "mode") != NULL);
 	ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, tok, 1,
-	    RS_LOGITS_LAST, 0, top, NULL, &err), RS_ERR_INVALID_ARG);
+	    RS_LOGITS_LAST, 0, 0, top, NULL, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, tok, 1,
-	    RS_LOGITS_LAST, RS_TOP_MAX + 1, top, NULL, &err),
+	    RS_LOGITS_LAST, RS_TOP_MAX + 1, 0, top, NULL, &err),
 	    RS_ERR_INVALID_ARG);
 	ck_assert(strstr(err.msg, "candidates") != NULL);
 	ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, tok, 1,
-	    RS_LOGITS_LAST, 1, NULL, NULL, &err), RS_ERR_INVALID_ARG);
+	    RS_LOGITS_LAST, 1, 0, NULL, NULL, &err), RS_ERR_INVALID_ARG);
 	int32_t many[RS_ENGINE_EXACT_MAX + 1] = { 0 };
 	ck_assert_int_eq(rs_engine_forward_top(lm.e, lm.st, many,
-	    RS_ENGINE_EXACT_MAX + 1, RS_LOGITS_ALL, 1, top, NULL, &err),
+	    RS_ENGINE_EXACT_MAX + 1, RS_LOGITS_ALL, 1, 0, top, NULL, &err),
 	    RS_ERR_INVALID_ARG);
 	ck_assert(strstr(err.msg, "at most") != NULL);
 	ck_assert_int_eq(rs_state_pos(lm.st), n);
@@ -126,7 +151,7 @@ START_TEST(sampler)
 		}
 		ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
 		ck_assert_int_eq(rs_sample_new(&b, &p, V, &err), RS_OK);
-		ck_assert_int_eq(rs_sample_top_need(b), mode == 0 ? 1 :
+		ck_assert_int_eq(rs_sample_top_need(b, NULL), mode == 0 ? 1 :
 		    p.top_k);
 		for (int r = 0; r < ROWS; r++) {
 			for (int i = 0; i < V; i++) {
@@ -136,7 +161,7 @@ START_TEST(sampler)
 				/* coarse values: ties between ids happen */
 				row[i] = (float)(rng % 64) * 0.25f;
 			}
-			ck_assert_int_eq(rs_top_select(row, V, RS_TOP_MAX, top),
+			ck_assert_int_eq(rs_top_select(row, V, RS_TOP_MAX, NULL, top),
 			    -1);
 			ck_assert_int_eq(rs_sample_next(a, row, &ta, &err),
 			    RS_OK);
@@ -149,10 +174,55 @@ START_TEST(sampler)
 		rs_sample_free(a);
 		rs_sample_free(b);
 	}
+	/* bans as a skip mask: exactly the −∞ biases, each once */
+	{
+		unsigned char *mask = calloc(V, 1);
+		struct rs_logit_bias bans[3] = { { 9, -INFINITY },
+		    { 4000, -INFINITY }, { 17, -INFINITY } };
+		mask[9] = mask[4000] = mask[17] = 1;
+		rs_sample_params_init(&p);
+		p.top_k = 20;
+		p.bias = bans;
+		p.n_bias = 3;
+		ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
+		ck_assert_int_eq(rs_sample_new(&b, &p, V, &err), RS_OK);
+		ck_assert_int_eq(rs_sample_top_need(a, NULL), 0);
+		ck_assert_int_eq(rs_sample_top_need(a, mask), 20);
+		for (int r = 0; r < ROWS; r++) {
+			for (int i = 0; i < V; i++) {
+				rng ^= rng << 13;
+				rng ^= rng >> 7;
+				rng ^= rng << 17;
+				row[i] = (float)(rng % 64) * 0.25f;
+			}
+			row[4000] = 100.0f;	/* banned: never chosen */
+			rs_top_select(row, V, 20, mask, top);
+			ck_assert_int_eq(rs_sample_next(a, row, &ta, &err),
+			    RS_OK);
+			ck_assert_int_eq(rs_sample_next_top(b, top, 20, &tb,
+			    &err), RS_OK);
+			ck_assert_int_eq(ta, tb);
+			ck_assert_int_ne(ta, 4000);
+		}
+		mask[5] = 1;		/* a flagged token the sampler allows */
+		ck_assert_int_eq(rs_sample_top_need(a, mask), 0);
+		rs_sample_free(a);
+		rs_sample_free(b);
+		bans[2].token = 9;	/* the same ban twice */
+		mask[5] = 0;
+		ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
+		ck_assert_int_eq(rs_sample_top_need(a, mask), 0);
+		rs_sample_free(a);
+		bans[2].bias = -1.0f;	/* not a ban */
+		ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
+		ck_assert_int_eq(rs_sample_top_need(a, mask), 0);
+		rs_sample_free(a);
+		free(mask);
+	}
 	/* what needs the row */
 	rs_sample_params_init(&p);
 	ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
-	ck_assert_int_eq(rs_sample_top_need(a), 0);	/* top-k off */
+	ck_assert_int_eq(rs_sample_top_need(a, NULL), 0);	/* top-k off */
 	ck_assert_int_eq(rs_sample_next_top(a, top, RS_TOP_MAX, &ta, &err),
 	    RS_ERR_INVALID_ARG);
 	rs_sample_free(a);
@@ -160,12 +230,12 @@ START_TEST(sampler)
 	p.bias = &bias;
 	p.n_bias = 1;
 	ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
-	ck_assert_int_eq(rs_sample_top_need(a), 0);
+	ck_assert_int_eq(rs_sample_top_need(a, NULL), 0);
 	rs_sample_free(a);
 	p.n_bias = 0;
 	p.repetition_penalty = 1.1f;
 	ck_assert_int_eq(rs_sample_new(&a, &p, V, &err), RS_OK);
-	ck_assert_int_eq(rs_sample_top_need(a), 0);
+	ck_assert_int_eq(rs_sample_top_need(a, NULL), 0);
 	rs_sample_free(a);
 	free(row);
 }
