@@ -10,6 +10,9 @@
  *   rs_engine_forward()    T tokens at the state's position: prefill,
  *                          verification of drafts, or a decode step (T = 1);
  *                          logits and/or the post-output_norm hidden state
+ *   rs_engine_forward_top() the same, returning only the K best tokens of
+ *                          each row (selected on the GPU with cuda): what
+ *                          greedy decoding and top-k sampling need
  *   rs_engine_mtp_batch()  the MTP block (§6.1) over N tokens with their
  *                          input hidden states: the catch-up pass that
  *                          fills the MTP KV cache, or (N = 1, rs_engine_mtp)
