@@ -595,6 +595,36 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	return (RS_OK);
 }
 
+static int64_t
+rows_of(int32_t n, int32_t from)
+{
+	return ((int64_t)n - from);
+}
+
+/*
+ * After a synchronised fetch of ROWS rows' TOP_K best: them to TOP, and
+ * *BAD (row·n_vocab + token of the first non-finite logit, or −1) with its
+ * value in *BAD_VAL, read from c->logits, which still holds the rows (they
+ * are at most EXACT_ROWS: one piece).
+ */
+static enum rs_status
+take_top(struct rs_engine *e, int64_t rows, int top_k, struct rs_top *top,
+    int64_t *bad, float *bad_val, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t v = e->model->hp.n_vocab;
+
+	memcpy(top, c->h_top, (size_t)(rows * top_k) * sizeof(struct rs_top));
+	*bad = -1;
+	for (int64_t r = 0; r < rows && *bad < 0; r++)
+		if (c->h_bad[r] >= 0) {
+			*bad = r * v + c->h_bad[r];
+			RS_CUDA_TRY(err, cudaMemcpy(bad_val, c->logits + *bad,
+			    sizeof(float), cudaMemcpyDeviceToHost));
+		}
+	return (RS_OK);
+}
+
 /*
  * A forward call: logits rows to LOGITS, or (TOP_K > 0) the TOP_K best
  * of each row (less c->d_skip's tokens when SKIP) to TOP with *BAD the
@@ -635,21 +665,8 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 		    skip, hidden, err));
 	}
 	st->pos = p0 + n;
-	if (top_k > 0) {
-		const int64_t rows = n - logits_from;
-		memcpy(top, c->h_top, (size_t)(rows * top_k) *
-		    sizeof(struct rs_top));
-		*bad = -1;
-		for (int64_t r = 0; r < rows && *bad < 0; r++)
-			if (c->h_bad[r] >= 0) {
-				/* the row is still in c->logits (one piece) */
-				*bad = r * v + c->h_bad[r];
-				RS_CUDA_TRY(err, cudaMemcpy(bad_val, c->logits +
-				    *bad, sizeof(float),
-				    cudaMemcpyDeviceToHost));
-			}
-	}
-	return (RS_OK);
+	return (top_k > 0 ? take_top(e, rows_of(n, logits_from), top_k, top,
+	    bad, bad_val, err) : RS_OK);
 }
 
 static enum rs_status
@@ -685,9 +702,11 @@ cuda_set_top_skip(struct rs_engine *e, const unsigned char *mask,
 
 /* ---- the MTP block (§6.1) ---- */
 
+/* LOGITS, or (TOP_K > 0) each row's TOP_K best as run() gives them. */
 static enum rs_status
-cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
-    int32_t n, int32_t pos, const float *h_in, float *logits, float *h_out,
+mtp_run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, float *logits, int top_k,
+    struct rs_top *top, int64_t *bad, float *bad_val, float *h_out,
     struct rs_err *err)
 {
 	const struct rs_model *m = e->model;
@@ -712,9 +731,31 @@ cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	    (int64_t)pos + n, err));
 	TRY(ffn_block(e, l, n, err));
 	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
-	TRY(fetch(e, l->mtp_head, n, 0, logits, 0, 0, h_out, err));
+	TRY(fetch(e, l->mtp_head, n, 0, logits, top_k, 0, h_out, err));
 	st->mtp_pos = pos + n;
-	return (RS_OK);
+	return (top_k > 0 ? take_top(e, n, top_k, top, bad, bad_val, err) :
+	    RS_OK);
+}
+
+static enum rs_status
+cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, float *logits, float *h_out,
+    struct rs_err *err)
+{
+	return (mtp_run(e, st, tokens, n, pos, h_in, logits, 0, NULL, NULL,
+	    NULL, h_out, err));
+}
+
+static enum rs_status
+cuda_mtp_top(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, int32_t k, struct rs_top *top,
+    int64_t *bad, float *bad_val, float *h_out, struct rs_err *err)
+{
+	if (n > EXACT_ROWS)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of %d MTP "
+		    "rows: at most %d", n, EXACT_ROWS));
+	return (mtp_run(e, st, tokens, n, pos, h_in, NULL, k, top, bad,
+	    bad_val, h_out, err));
 }
 
 /* ---- lifecycle ---- */
@@ -949,5 +990,6 @@ cuda_memory(const struct rs_engine *e, uint64_t *weights, uint64_t *scratch)
 
 extern "C" const struct rs_backend_ops rs_cuda_backend = {
 	"cuda", &cuda_mem, cuda_init, cuda_free, cuda_forward, cuda_probe,
-	cuda_memory, cuda_mtp, cuda_forward_top, cuda_set_top_skip
+	cuda_memory, cuda_mtp, cuda_forward_top, cuda_set_top_skip,
+	cuda_mtp_top
 };

@@ -129,7 +129,8 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 		rs_engine_free(e);
 		return (st);
 	}
-	if (e->ops->forward_top == NULL && (e->top_rows = malloc((size_t)
+	if ((e->ops->forward_top == NULL || e->ops->mtp_top == NULL) &&
+	    (e->top_rows = malloc((size_t)
 	    (o.max_batch < RS_ENGINE_EXACT_MAX ? o.max_batch :
 	    RS_ENGINE_EXACT_MAX) * m->hp.n_vocab * sizeof(float))) == NULL) {
 		rs_engine_free(e);
@@ -497,6 +498,47 @@ rs_engine_mtp(struct rs_engine *e, struct rs_state *st, int32_t token,
 {
 	return (rs_engine_mtp_batch(e, st, &token, 1, pos, h_in, logits, h_out,
 	    err));
+}
+
+enum rs_status
+rs_engine_mtp_top(struct rs_engine *e, struct rs_state *st, int32_t token,
+    int32_t pos, const float *h_in, int32_t k, struct rs_top *top,
+    float *h_out, struct rs_err *err)
+{
+	const int64_t	 vocab = e->model->hp.n_vocab;
+	enum rs_status	 s;
+	int64_t		 bad;
+	float		 v;
+
+	if (e->model->hp.n_nextn == 0)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "model has no MTP block"));
+	if ((s = check_tokens(e, &token, 1, err)) != RS_OK ||
+	    (s = check_state(e, st, pos, 1, err)) != RS_OK)
+		return (s);
+	if (pos < 0 || pos > st->mtp_pos)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "MTP position %d outside [0, %d]: the MTP cache would "
+		    "have a gap", pos, st->mtp_pos));
+	if (h_in == NULL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "MTP input hidden state is NULL"));
+	if (top == NULL || k < 1 || k > RS_TOP_MAX)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k: %d candidates "
+		    "into %s (expected 1 .. %d)", k, top == NULL ? "NULL" :
+		    "a buffer", RS_TOP_MAX));
+	if (e->ops->mtp_top != NULL) {
+		if ((s = e->ops->mtp_top(e, st, &token, 1, pos, h_in, k, top,
+		    &bad, &v, h_out, err)) != RS_OK)
+			return (s);
+		return (bad < 0 ? RS_OK : nonfinite(v, bad % vocab, pos, err));
+	}
+	if ((s = e->ops->mtp(e, st, &token, 1, pos, h_in, e->top_rows, h_out,
+	    err)) != RS_OK)
+		return (s);
+	if ((bad = rs_top_select(e->top_rows, vocab, k, NULL, top)) >= 0)
+		return (nonfinite(e->top_rows[bad], bad, pos, err));
+	return (RS_OK);
 }
 
 enum rs_status

@@ -227,6 +227,16 @@ enum rs_status	rs_engine_mtp(struct rs_engine *e, struct rs_state *st,
 		    float *logits, float *h_out, struct rs_err *err);
 
 /*
+ * rs_engine_mtp with the K best tokens of the row into TOP (K entries, as
+ * rs_engine_forward_top gives them, no skip mask) instead of the row: a
+ * greedy draft step needs only TOP[0].  Fails as rs_engine_mtp, and with
+ * RS_ERR_INVALID_ARG for K outside [1, RS_TOP_MAX] or TOP NULL.
+ */
+enum rs_status	rs_engine_mtp_top(struct rs_engine *e, struct rs_state *st,
+		    int32_t token, int32_t pos, const float *h_in, int32_t k,
+		    struct rs_top *top, float *h_out, struct rs_err *err);
+
+/*
  * Truncate ST to POS tokens exactly, whatever it takes: rs_state_truncate()
  * when a snapshot, the checkpoint or a reset covers it; otherwise roll back
  * to the checkpoint (if at or below POS) or reset, and replay the token

@@ -58,6 +58,16 @@ struct rs_backend_ops {
 	/* With forward_top: take MASK (n_vocab flags) as the skip mask. */
 	enum rs_status	(*set_top_skip)(struct rs_engine *e,
 			    const unsigned char *mask, struct rs_err *err);
+	/*
+	 * Optional, with forward_top (NULL: mtp into e->top_rows, then
+	 * rs_top_select): mtp on N <= RS_ENGINE_EXACT_MAX tokens with each
+	 * row's K best into TOP, *BAD and *BAD_VAL as forward_top's.
+	 */
+	enum rs_status	(*mtp_top)(struct rs_engine *e, struct rs_state *st,
+			    const int32_t *tokens, int32_t n, int32_t pos,
+			    const float *h_in, int32_t k, struct rs_top *top,
+			    int64_t *bad, float *bad_val, float *h_out,
+			    struct rs_err *err);
 };
 
 struct rs_engine {
@@ -68,7 +78,8 @@ struct rs_engine {
 	int			 max_batch;
 	void			*be;		/* backend private */
 	/* (min(max_batch, RS_ENGINE_EXACT_MAX), n_vocab) logits rows for
-	   rs_engine_forward_top on a backend without forward_top; else NULL */
+	   rs_engine_forward_top and rs_engine_mtp_top on a backend without
+	   forward_top or mtp_top; else NULL */
 	float			*top_rows;
 	unsigned char		*top_skip;	/* (n_vocab) or NULL: none */
 };

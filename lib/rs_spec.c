@@ -7,7 +7,6 @@
 
 #include "rs_spec.h"
 #include "rs_state.h"
-#include "rs_verify.h"
 
 struct spec {
 	struct rs_engine *e;
@@ -16,9 +15,8 @@ struct spec {
 	int		 k;
 	int		 mtp;		/* drafting with the MTP head */
 	const struct rs_spec_opts *o;
-	float		*logits;	/* (v) an MTP draft step's row */
-	struct rs_top	*top;		/* (k + 1) each trunk row's argmax
-					   (rs_engine_forward_top, k = 1) */
+	struct rs_top	*top;		/* (k + 1) each row's argmax
+					   (rs_engine_*_top, k = 1) */
 	float		*hidden;	/* (max(chunk, k + 1), d) */
 	float		*h_in;		/* (max(chunk, k + 1), d) MTP inputs */
 	float		*h_draft;	/* (d) */
@@ -95,10 +93,10 @@ draft(struct spec *s, int32_t p, const float *h_star, int kk, int *n,
 	}
 	*n = kk;
 	for (int i = 0; i < kk; i++) {
-		if ((st = rs_engine_mtp(s->e, s->st, s->toks[i], p + i, h,
-		    s->logits, s->h_draft, err)) != RS_OK)
+		if ((st = rs_engine_mtp_top(s->e, s->st, s->toks[i], p + i, h,
+		    1, s->top, s->h_draft, err)) != RS_OK)
 			return (st);
-		s->toks[i + 1] = rs_logits_argmax(s->logits, s->v);
+		s->toks[i + 1] = s->top[0].id;
 		h = s->h_draft;
 	}
 	return (RS_OK);
@@ -192,14 +190,13 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st,
 		return (r);
 	s.chunk = rs_engine_max_batch(e);
 	rows = s.chunk > k + 1 ? s.chunk : k + 1;
-	s.logits = malloc((size_t)s.v * sizeof(float));
 	s.top = malloc((size_t)(k + 1) * sizeof(*s.top));
 	s.hidden = malloc((size_t)rows * s.d * sizeof(float));
 	s.h_in = malloc((size_t)rows * s.d * sizeof(float));
 	s.h_draft = malloc((size_t)s.d * sizeof(float));
 	s.toks = malloc((size_t)(k + 1) * sizeof(int32_t));
 	h_star = malloc((size_t)s.d * sizeof(float));
-	if (!s.logits || !s.top || !s.hidden || !s.h_in || !s.h_draft ||
+	if (!s.top || !s.hidden || !s.h_in || !s.h_draft ||
 	    !s.toks || !h_star) {
 		r = rs_errf(err, RS_ERR_NOMEM, "out of memory");
 		goto out;
@@ -225,7 +222,6 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st,
 	stats->generated = gen;
 	stats->decode_ms = now_ms() - t0;
 out:
-	free(s.logits);
 	free(s.top);
 	free(s.hidden);
 	free(s.h_in);

@@ -1320,7 +1320,8 @@ END_TEST
  * rs_engine_forward_top on the GPU: every row of a verification-sized call
  * (ALL) and the decode graph's row (LAST, one token) are rs_top_select of
  * the rows rs_engine_forward returns for the same calls, k 1 and 64 (with
- * a skip mask), also along a greedy continuation fed from the top path.
+ * a skip mask), also along a greedy continuation fed from the top path;
+ * an MTP step's row against rs_engine_mtp's.
  */
 START_TEST(engine_top)
 {
@@ -1389,6 +1390,28 @@ START_TEST(engine_top)
 		}
 		rs_state_free(st);
 		rs_state_free(s2);
+	}
+	/* an MTP draft step on the GPU (k 1 and 64, no mask) */
+	{
+		const int64_t d = m->hp.n_embd;
+		float *h = calloc((size_t)d, sizeof(float));
+		for (int k = 1; k <= RS_TOP_MAX; k += RS_TOP_MAX - 1) {
+			struct rs_state *s2;
+			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st,
+			    &err), RS_OK);
+			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &s2,
+			    &err), RS_OK);
+			ck_assert_int_eq(rs_engine_mtp(gpu, st, 42, 0, h, lg,
+			    NULL, &err), RS_OK);
+			ck_assert_msg(rs_engine_mtp_top(gpu, s2, 42, 0, h, k,
+			    top, NULL, &err) == RS_OK, "%s", err.msg);
+			rs_top_select(lg, V, k, NULL, want);
+			ck_assert(memcmp(want, top, (size_t)k * sizeof(*top)) ==
+			    0);
+			rs_state_free(st);
+			rs_state_free(s2);
+		}
+		free(h);
 	}
 	free(lg);
 	free(mask);

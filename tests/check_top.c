@@ -116,6 +116,28 @@ START_TEST(engine_rows)
 	    RS_ERR_INVALID_ARG);
 	ck_assert(strstr(err.msg, "at most") != NULL);
 	ck_assert_int_eq(rs_state_pos(lm.st), n);
+	/* an MTP step: its row's best as rs_engine_mtp's row gives them */
+	{
+		const int64_t d = rs_engine_model(lm.e)->hp.n_embd;
+		float *h = calloc((size_t)d, sizeof(float));
+		float *h1 = malloc((size_t)d * sizeof(float));
+		float *h2 = malloc((size_t)d * sizeof(float));
+		struct rs_state *s2 = t_state(&lm, 0, 0);
+		rs_state_reset(lm.st);
+		ck_assert_int_eq(rs_engine_mtp(lm.e, lm.st, 42, 0, h, lg, h1,
+		    &err), RS_OK);
+		ck_assert_int_eq(rs_engine_mtp_top(lm.e, s2, 42, 0, h, k, top,
+		    h2, &err), RS_OK);
+		rs_top_select(lg, v, k, NULL, want);
+		ck_assert(memcmp(want, top, sizeof(want)) == 0);
+		ck_assert(memcmp(h1, h2, (size_t)d * sizeof(float)) == 0);
+		ck_assert_int_eq(rs_engine_mtp_top(lm.e, s2, 42, 0, h, 0, top,
+		    h2, &err), RS_ERR_INVALID_ARG);
+		rs_state_free(s2);
+		free(h);
+		free(h1);
+		free(h2);
+	}
 	free(lg);
 	t_lm_close(&lm);
 }
