@@ -5,19 +5,40 @@
  *   o_h = Σ_s softmax_s(scale·q_h·K_j[s]) · V_j[s] ⊙ sigmoid(gate_h),
  *   j = h / (n_head / n_head_kv),  s ≤ position of the query token.
  *
- * Flash-decoding: the keys of each (head, token) are split into
- * RS_K_ATTN_SPLITS ranges, one block each; a block's four warps stride over
- * its keys keeping a running max, sum and output (online softmax, so no
- * score buffer of context length), then merge in shared memory and write
- * (m, l, o) partials.  A second kernel merges the splits, divides by the sum
- * and applies the gate.  K is stored after k-norm and RoPE, as llama.cpp
- * does (§4.10: its default f16 KV cache is the rounding we replicate).
- * Oracle: rs_cpu_attn_ref; test: tests/check_cuda.c "attn".
+ * Flash-decoding with splits of a fixed size.  The n keys of a query row
+ * are cut into splits of S(n) keys, S(n) = 128·2^k, the least such that
+ * at most RS_K_ATTN_MAX_SPLITS splits cover n: 128 keys up to 8,192,
+ * 512 at 32,768.  One block per (token, group of GB query heads sharing a
+ * KV head, split) reads each K/V row of its split once for its GB heads:
+ * lane i owns dims [i·d/32, (i+1)·d/32) of q, K and V (one 16-byte load
+ * per row at d = 256).  Each of the four warps takes tiles of 32 keys:
+ * the GB scores of each key (a warp sum), then one online-softmax rescale
+ * per tile (max, e^(s − m), kept per lane), then the tile's V rows
+ * weighted by the probabilities, broadcast from shared memory.  The
+ * warps merge in shared memory into a (m, l, o) partial per (token,
+ * head, split); a second kernel merges a row's splits in split order,
+ * divides by the sum and applies the gate.
+ *
+ * Batch invariance: S(n), the splits, the tiles and every reduction order
+ * depend only on n = position + 1 of the query row, never on how many
+ * tokens the call holds or on MAX_KEYS (which only sizes the grid: blocks
+ * past a row's last split return at once), so a verification pass gives
+ * exactly the outputs of single decode steps.
+ *
+ * K is stored after k-norm and RoPE, as llama.cpp does (§4.10: its
+ * default f16 KV cache is the rounding we replicate).  Scores, softmax
+ * and sums are f32 (__expf).  Oracle: rs_cpu_attn_ref; test:
+ * tests/check_cuda.c "attn" (5,000 keys, split-size boundaries, batch vs
+ * single rows bit for bit).
  *
  * Napkin math, 27B decode at depth P: each attention layer reads
- * 2·P·1024 halves = 4 KB per position, 16 layers: 64 KB per position; at
- * P = 32768 that is 2.1 GB per token, more than an eighth of the weights,
- * so long contexts shift decode toward attention (H200: 0.45 ms).
+ * 2·P·1024 halves = 4 KB per position (K and V rows read once per KV
+ * head, not once per query head: GB = 6), 16 layers: 64 KB per position;
+ * at P = 32768 that is 2.1 GB per token, 0.45 ms at the H200's 4.8 TB/s,
+ * 2.3 ms at the V100's 0.9 TB/s.  Per key and KV head a warp issues ~180
+ * instructions (2 loads, 96 FMA, 30 shuffles for the 6 score sums, the
+ * V weights): at 32,768 keys ~1,000 keys per SM per layer, ~25 µs on an
+ * H200, about the memory time.
  */
 #include <math.h>
 
@@ -25,6 +46,7 @@
 #include "rs_kernels.h"
 
 #define ATTN_WARPS	4
+#define ATTN_UNROLL	8	/* K or V rows loaded ahead per warp */
 
 static __global__ void
 kv_store_kernel(const float *__restrict__ k, int64_t ldk,
@@ -55,102 +77,203 @@ rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v, int64_t ldv,
 	return (RS_OK);
 }
 
+/* S(n): the keys per split of a row of N keys (the top comment). */
+static __host__ __device__ __forceinline__ int64_t
+split_keys(int64_t n)
+{
+	int64_t s = RS_K_ATTN_SPLIT_MIN;
+
+	while (s * RS_K_ATTN_MAX_SPLITS < n)
+		s *= 2;
+	return (s);
+}
+
+extern "C" int64_t
+rs_k_attn_split_keys(int64_t n_keys)
+{
+	return (split_keys(n_keys));
+}
+
 size_t
 rs_k_attn_scratch(int n_head, int n_tok, int dv)
 {
-	return ((size_t)n_tok * n_head * RS_K_ATTN_SPLITS * (2 + dv));
+	return ((size_t)n_tok * n_head * RS_K_ATTN_MAX_SPLITS * (2 + dv));
+}
+
+/* W 32-bit words (2·W halves) from P, 4·W-byte aligned. */
+template <int W>
+static __device__ __forceinline__ void
+load_words(const uint16_t *p, uint32_t *w)
+{
+	if (W == 4) {
+		uint4 u = *(const uint4 *)p;
+		w[0] = u.x; w[1] = u.y; w[2] = u.z; w[3] = u.w;
+	} else if (W == 2) {
+		uint2 u = *(const uint2 *)p;
+		w[0] = u.x; w[1] = u.y;
+	} else
+		w[0] = *(const uint32_t *)p;
+}
+
+/* Half I of the words W as f32. */
+static __device__ __forceinline__ float
+word_half(const uint32_t *w, int i)
+{
+	return (half_to_float((uint16_t)(i % 2 == 0 ? w[i / 2] & 0xffffu :
+	    w[i / 2] >> 16)));
 }
 
 /*
- * One (head, token, split).  VPL = dv / 32 output values per lane.
- * Partial record: m (running max), l (sum of e^(s − m)), o[dv].
+ * One (token, GB query heads of one KV head, split).  DPL = d / 32 dims
+ * per lane.  Partial record per head: m (max score), l (Σ e^(s − m)),
+ * o[d] (Σ e^(s − m)·V[s]).
  */
-template <int VPL>
+template <int DPL, int GB>
 static __global__ void __launch_bounds__(ATTN_WARPS * RS_WARP)
 attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
     const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
-    int n_head, int n_head_kv, int d, const int32_t *__restrict__ pos0,
+    int n_head, int n_head_kv, const int32_t *__restrict__ pos0,
     float scale, float *__restrict__ part)
 {
-	const int dv = VPL * RS_WARP;
-	int	h = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
-	int	lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
-	int	j = h / (n_head / n_head_kv);
-	int64_t	n_keys = (int64_t)*pos0 + t + 1;
-	int64_t	chunk = (n_keys + RS_K_ATTN_SPLITS - 1) / RS_K_ATTN_SPLITS;
-	int64_t	k0 = split * chunk, k1 = min(n_keys, k0 + chunk);
-	int64_t	krow = (int64_t)n_head_kv * d, vrow = (int64_t)n_head_kv * dv;
-	extern __shared__ float sm[];	/* q[d], then per warp m, l, o[dv] */
-	float	*sq = sm, *wpart = sm + d;
-	float	 m = -INFINITY, l = 0.0f, o[VPL];
+	const int	d = DPL * RS_WARP, nw = DPL / 2;
+	const int	t = blockIdx.x, h0 = blockIdx.y * GB, split = blockIdx.z;
+	const int	lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
+	const int	j = h0 / (n_head / n_head_kv);
+	const int64_t	n_keys = (int64_t)*pos0 + t + 1, sk = split_keys(n_keys);
+	const int64_t	k0 = split * sk, k1 = min(n_keys, k0 + sk);
+	const int64_t	row = (int64_t)n_head_kv * d;
+	const uint16_t	*kb = kc + (int64_t)j * d + lane * DPL;
+	const uint16_t	*vb = vc + (int64_t)j * d + lane * DPL;
+	/* the tile's probabilities, [warp][key][head] */
+	__shared__ float sp[ATTN_WARPS][RS_WARP][GB];
+	/* per warp and head m, l, o[d], merged at the end */
+	extern __shared__ float wpart[];
+	float		qr[GB][DPL], o[GB][DPL], m[GB], l[GB];
 
-	for (int i = threadIdx.x; i < d; i += blockDim.x)
-		sq[i] = q[t * ldq + h * qs + i] * scale;
-	for (int i = 0; i < VPL; i++)
-		o[i] = 0.0f;
+	if (k0 >= n_keys)
+		return;		/* past this row's last split */
+	for (int g = 0; g < GB; g++) {
+		const float *qh = q + t * ldq + (h0 + g) * qs + lane * DPL;
+		for (int i = 0; i < DPL; i++) {
+			qr[g][i] = qh[i] * scale;
+			o[g][i] = 0.0f;
+		}
+		m[g] = -INFINITY;
+		l[g] = 0.0f;
+	}
+	for (int64_t base = k0 + warp * RS_WARP; base < k1;
+	    base += ATTN_WARPS * RS_WARP) {
+		const int nk = (int)min((int64_t)RS_WARP, k1 - base);
+		float	  sc[GB];	/* the scores of key base + lane */
+
+		for (int g = 0; g < GB; g++)
+			sc[g] = -INFINITY;
+		for (int c = 0; c < nk; c += ATTN_UNROLL) {
+			uint32_t w[ATTN_UNROLL][nw];
+#pragma unroll
+			for (int u = 0; u < ATTN_UNROLL; u++)
+				if (c + u < nk)
+					load_words<nw>(kb + (base + c + u) * row,
+					    w[u]);
+#pragma unroll
+			for (int u = 0; u < ATTN_UNROLL; u++) {
+				if (c + u >= nk)
+					break;
+				float kf[DPL];
+				for (int i = 0; i < DPL; i++)
+					kf[i] = word_half(w[u], i);
+				for (int g = 0; g < GB; g++) {
+					float acc = 0.0f;
+					for (int i = 0; i < DPL; i++)
+						acc = fmaf(qr[g][i], kf[i], acc);
+					acc = warp_sum(acc);
+					if (lane == c + u)
+						sc[g] = acc;
+				}
+			}
+		}
+		/* one rescale per tile; l stays a per-lane partial sum */
+		for (int g = 0; g < GB; g++) {
+			float mn = fmaxf(m[g], warp_max(sc[g]));
+			float a = __expf(m[g] - mn), p = __expf(sc[g] - mn);
+			l[g] = l[g] * a + p;
+			for (int i = 0; i < DPL; i++)
+				o[g][i] *= a;
+			m[g] = mn;
+			sp[warp][lane][g] = p;
+		}
+		__syncwarp();
+		for (int c = 0; c < nk; c += ATTN_UNROLL) {
+			uint32_t w[ATTN_UNROLL][nw];
+#pragma unroll
+			for (int u = 0; u < ATTN_UNROLL; u++)
+				if (c + u < nk)
+					load_words<nw>(vb + (base + c + u) * row,
+					    w[u]);
+#pragma unroll
+			for (int u = 0; u < ATTN_UNROLL; u++) {
+				if (c + u >= nk)
+					break;
+				for (int i = 0; i < DPL; i++) {
+					float v = word_half(w[u], i);
+					for (int g = 0; g < GB; g++)
+						o[g][i] = fmaf(sp[warp][c + u][g],
+						    v, o[g][i]);
+				}
+			}
+		}
+		__syncwarp();
+	}
+	for (int g = 0; g < GB; g++) {
+		float *mine = wpart + (warp * GB + g) * (2 + d);
+		float ls = warp_sum(l[g]);
+		if (lane == 0) {
+			mine[0] = m[g];
+			mine[1] = ls;
+		}
+		for (int i = 0; i < DPL; i++)
+			mine[2 + lane * DPL + i] = o[g][i];
+	}
 	__syncthreads();
-	for (int64_t s = k0 + warp; s < k1; s += ATTN_WARPS) {
-		const uint16_t *kr = kc + s * krow + (int64_t)j * d;
-		float acc = 0.0f;
-		for (int i = lane; i < d; i += RS_WARP)
-			acc += sq[i] * half_to_float(kr[i]);
-		float sc = warp_sum(acc);
-		float mn = fmaxf(m, sc);
-		float a = __expf(m - mn), b = __expf(sc - mn);
-		const uint16_t *vr = vc + s * vrow + (int64_t)j * dv;
-		l = l * a + b;
-		for (int i = 0; i < VPL; i++)
-			o[i] = o[i] * a + b * half_to_float(vr[lane + RS_WARP * i]);
-		m = mn;
+	/* merge the warps in warp order (a warp without keys has m = −inf) */
+	for (int x = threadIdx.x; x < GB * d; x += blockDim.x) {
+		int g = x / d, i = x % d;
+		float M = -INFINITY, L = 0.0f, out = 0.0f;
+		for (int w = 0; w < ATTN_WARPS; w++)
+			M = fmaxf(M, wpart[(w * GB + g) * (2 + d)]);
+		for (int w = 0; w < ATTN_WARPS; w++) {
+			const float *p = wpart + (w * GB + g) * (2 + d);
+			float f = p[0] == -INFINITY ? 0.0f : __expf(p[0] - M);
+			L += p[1] * f;
+			out += p[2 + i] * f;
+		}
+		float *dst = part + (((int64_t)t * n_head + h0 + g) *
+		    RS_K_ATTN_MAX_SPLITS + split) * (2 + d);
+		if (i == 0) {
+			dst[0] = M;
+			dst[1] = L;
+		}
+		dst[2 + i] = out;
 	}
-	/* merge the warps: each writes (m, l, o) and warp 0 combines */
-	float *mine = wpart + warp * (2 + dv);
-	if (lane == 0) {
-		mine[0] = m;
-		mine[1] = l;
-	}
-	for (int i = 0; i < VPL; i++)
-		mine[2 + lane + RS_WARP * i] = o[i];
-	__syncthreads();
-	if (warp != 0)
-		return;
-	float M = -INFINITY;
-	for (int w = 0; w < ATTN_WARPS; w++)
-		M = fmaxf(M, wpart[w * (2 + dv)]);
-	float L = 0.0f, out[VPL];
-	for (int i = 0; i < VPL; i++)
-		out[i] = 0.0f;
-	for (int w = 0; w < ATTN_WARPS; w++) {
-		const float *p = wpart + w * (2 + dv);
-		float f = p[0] == -INFINITY ? 0.0f : __expf(p[0] - M);
-		L += p[1] * f;
-		for (int i = 0; i < VPL; i++)
-			out[i] += p[2 + lane + RS_WARP * i] * f;
-	}
-	float *dst = part + (((int64_t)t * n_head + h) * RS_K_ATTN_SPLITS +
-	    split) * (2 + dv);
-	if (lane == 0) {
-		dst[0] = M;
-		dst[1] = L;
-	}
-	for (int i = 0; i < VPL; i++)
-		dst[2 + lane + RS_WARP * i] = out[i];
 }
 
-/* Merge the splits of (head, token), normalise, gate. */
+/* Merge the splits of (token, head) in split order, normalise, gate. */
 static __global__ void
 attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
     int64_t ldq, int64_t qs, int64_t gate_off, int n_head, int dv,
-    float *__restrict__ o)
+    const int32_t *__restrict__ pos0, float *__restrict__ o)
 {
-	int	h = blockIdx.x, t = blockIdx.y;
-	const float *p = part + ((int64_t)t * n_head + h) * RS_K_ATTN_SPLITS *
-	    (2 + dv);
-	float	M = -INFINITY, L = 0.0f;
+	const int	t = blockIdx.x, h = blockIdx.y;
+	const int64_t	n_keys = (int64_t)*pos0 + t + 1;
+	const int64_t	sk = split_keys(n_keys);
+	const int	ns = (int)((n_keys + sk - 1) / sk);
+	const float	*p = part + ((int64_t)t * n_head + h) *
+	    RS_K_ATTN_MAX_SPLITS * (2 + dv);
+	float		 M = -INFINITY, L = 0.0f;
 
-	for (int s = 0; s < RS_K_ATTN_SPLITS; s++)
+	for (int s = 0; s < ns; s++)
 		M = fmaxf(M, p[s * (2 + dv)]);
-	for (int s = 0; s < RS_K_ATTN_SPLITS; s++) {
+	for (int s = 0; s < ns; s++) {
 		float ms = p[s * (2 + dv)];
 		if (ms != -INFINITY)
 			L += p[s * (2 + dv) + 1] * __expf(ms - M);
@@ -158,7 +281,7 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 	const float *gate = q + t * ldq + h * qs + gate_off;
 	for (int i = threadIdx.x; i < dv; i += blockDim.x) {
 		float acc = 0.0f;
-		for (int s = 0; s < RS_K_ATTN_SPLITS; s++) {
+		for (int s = 0; s < ns; s++) {
 			float ms = p[s * (2 + dv)];
 			if (ms != -INFINITY)
 				acc += p[s * (2 + dv) + 2 + i] * __expf(ms - M);
@@ -168,39 +291,77 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 	}
 }
 
+template <int DPL, int GB>
+static void
+launch_split(dim3 grid, cudaStream_t stream, const float *d_q, int64_t ldq,
+    int64_t qs, const uint16_t *d_kc, const uint16_t *d_vc, int n_head,
+    int n_head_kv, const int32_t *d_params, float scale, float *d_scratch)
+{
+	size_t shm = (size_t)ATTN_WARPS * GB * (2 + DPL * RS_WARP) *
+	    sizeof(float);
+
+	attn_split_kernel<DPL, GB><<<grid, ATTN_WARPS * RS_WARP, shm,
+	    stream>>>(d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d_params,
+	    scale, d_scratch);
+}
+
+template <int DPL>
+static void
+launch_dpl(int gb, dim3 grid, cudaStream_t stream, const float *d_q,
+    int64_t ldq, int64_t qs, const uint16_t *d_kc, const uint16_t *d_vc,
+    int n_head, int n_head_kv, const int32_t *d_params, float scale,
+    float *d_scratch)
+{
+	switch (gb) {
+	case 6: launch_split<DPL, 6>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	case 4: launch_split<DPL, 4>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	case 2: launch_split<DPL, 2>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	default: launch_split<DPL, 1>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	}
+}
+
 extern "C" enum rs_status
 rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
     const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
-    int d, int dv, int n_tok, const int32_t *d_params, float scale, float *d_o,
-    float *d_scratch, cudaStream_t stream, struct rs_err *err)
+    int d, int dv, int n_tok, const int32_t *d_params, int64_t max_keys,
+    float scale, float *d_o, float *d_scratch, cudaStream_t stream,
+    struct rs_err *err)
 {
-	dim3	grid((unsigned)n_head, (unsigned)n_tok, RS_K_ATTN_SPLITS);
-	size_t	shm = ((size_t)d + ATTN_WARPS * (2 + (size_t)dv)) * sizeof(float);
-	int	vpl = dv / RS_WARP;
+	int64_t	ns;
+	int	group, gb;
 
 	if (n_tok < 1 || n_head < 1 || n_head_kv < 1 ||
-	    n_head % n_head_kv != 0 || d < 1 || d > 1024 ||
-	    dv % RS_WARP != 0 || !(vpl == 1 || vpl == 2 || vpl == 4 || vpl == 8))
+	    n_head % n_head_kv != 0 || d != dv ||
+	    !(d == 64 || d == 128 || d == 256))
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "attn: heads %d/%d, d %d, dv %d (dv must be 32, 64, 128 "
-		    "or 256)", n_head, n_head_kv, d, dv));
-	switch (vpl) {
-	case 1: attn_split_kernel<1><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
-	    d_scratch); break;
-	case 2: attn_split_kernel<2><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
-	    d_scratch); break;
-	case 4: attn_split_kernel<4><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
-	    d_scratch); break;
-	case 8: attn_split_kernel<8><<<grid, ATTN_WARPS * RS_WARP, shm, stream>>>(
-	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d, d_params, scale,
-	    d_scratch); break;
+		    "attn: heads %d/%d, d %d, dv %d (d = dv in 64, 128, 256)",
+		    n_head, n_head_kv, d, dv));
+	if (max_keys < n_tok)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "attn: %d tokens but at most %lld keys", n_tok,
+		    (long long)max_keys));
+	group = n_head / n_head_kv;
+	gb = group % 6 == 0 ? 6 : group % 4 == 0 ? 4 : group % 2 == 0 ? 2 : 1;
+	/* splits of the longest row: at most ⌈n / S_min⌉ and MAX_SPLITS */
+	ns = (max_keys + RS_K_ATTN_SPLIT_MIN - 1) / RS_K_ATTN_SPLIT_MIN;
+	ns = ns < RS_K_ATTN_MAX_SPLITS ? ns : RS_K_ATTN_MAX_SPLITS;
+	dim3 grid((unsigned)n_tok, (unsigned)(n_head / gb), (unsigned)ns);
+	switch (d) {
+	case 64: launch_dpl<2>(gb, grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	case 128: launch_dpl<4>(gb, grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	default: launch_dpl<8>(gb, grid, stream, d_q, ldq, qs, d_kc, d_vc,
+	    n_head, n_head_kv, d_params, scale, d_scratch); break;
 	}
 	RS_LAUNCH_CHECK(err, "attn split");
-	attn_combine_kernel<<<dim3((unsigned)n_head, (unsigned)n_tok), 128, 0,
-	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_o);
+	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head), 128, 0,
+	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params,
+	    d_o);
 	RS_LAUNCH_CHECK(err, "attn combine");
 	return (RS_OK);
 }

@@ -71,13 +71,21 @@ struct cuda {
 	int64_t	 xq_width, xq_ld, xq_rows;
 	size_t	 scratch_bytes;
 	int32_t	*d_tokens, *d_params;
+	/* top-k selection of the exact path's logits rows (top.cu):
+	   (EXACT_ROWS, RS_TOP_MAX) candidates, (EXACT_ROWS) first bad index */
+	struct rs_top *d_top;
+	int64_t	*d_bad;
+	void	*top_scr;
+	unsigned char *d_skip;	/* (n_vocab) rs_engine_set_top_skip's mask */
 	/* pinned host staging */
 	int32_t	*h_tokens, *h_params;
 	float	*h_logits, *h_hidden;
+	struct rs_top *h_top;
+	int64_t	*h_bad;
 	/* the decode graph and what it was captured for */
 	cudaGraphExec_t	 graph;
 	uint64_t	 g_serial;	/* the state's serial (not its address) */
-	int		 g_logits, g_hidden;
+	int		 g_logits, g_hidden, g_top, g_skip;
 };
 
 /* ---- state memory on the device ---- */
@@ -345,10 +353,13 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	return (mv(e, l->ssm_out, c->mix, di, c->x, d, n, 1, err));
 }
 
-/* h (n, n_embd) → x += ATTN(h), K/V to the f16 caches KC/VC at params[0]. */
+/*
+ * h (n, n_embd) → x += ATTN(h), K/V to the f16 caches KC/VC at params[0];
+ * MAX_KEYS bounds params[0] + n (rs_k_attn).
+ */
 static enum rs_status
 attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
-    uint16_t *vc, int64_t n, struct rs_err *err)
+    uint16_t *vc, int64_t n, int64_t max_keys, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const struct rs_hparams *hp = &e->model->hp;
@@ -378,8 +389,8 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 		    c->mix, c->s, err));
 	else
 		TRY(rs_k_attn(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd,
-		    hdv, (int)n, c->d_params, 1.0f / sqrtf((float)hd), c->mix,
-		    c->attn, c->s, err));
+		    hdv, (int)n, c->d_params, max_keys,
+		    1.0f / sqrtf((float)hd), c->mix, c->attn, c->s, err));
 	TRY(quant(e, c->mix, (int64_t)nh * hdv, (int64_t)nh * hdv, n, err));
 	return (mv(e, l->wo, c->mix, (int64_t)nh * hdv, c->x, d, n, 1, err));
 }
@@ -395,10 +406,12 @@ kv_layer(float *buf, const struct rs_state *st, int32_t slot, int64_t row)
 
 /*
  * Everything of a forward call after the inputs are on the device, up to
- * the final norm (c->h).
+ * the final norm (c->h).  MAX_KEYS bounds params[0] + n: the state's
+ * n_ctx for a captured graph, whose position changes between launches.
  */
 static enum rs_status
-trunk(struct rs_engine *e, struct rs_state *st, int64_t n, struct rs_err *err)
+trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int64_t max_keys,
+    struct rs_err *err)
 {
 	const struct rs_model *m = e->model;
 	struct cuda *c = (struct cuda *)e->be;
@@ -418,7 +431,7 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, struct rs_err *err)
 		else
 			TRY(attn_block(e, l, kv_layer(st->k, st, slot,
 			    st->kv_row), kv_layer(st->v, st, slot, st->kv_row_v),
-			    n, err));
+			    n, max_keys, err));
 		TRY(ffn_block(e, l, n, err));
 	}
 	return (norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
@@ -428,11 +441,13 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, struct rs_err *err)
  * The head W (output or the MTP's) on rows FROM .. N − 1 of c->h,
  * EXACT_ROWS at a time on the exact path (logits never depend on the
  * call's length), each piece copied to LOGITS (host) when not NULL, else
- * left in c->logits.
+ * left in c->logits.  TOP_K > 0: each piece's rows also go through top-k
+ * selection into c->d_top and c->d_bad (row r − FROM; N − FROM must not
+ * exceed EXACT_ROWS), leaving out c->d_skip's tokens when SKIP.
  */
 static enum rs_status
 head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
-    int32_t from, float *logits, struct rs_err *err)
+    int32_t from, float *logits, int top_k, int skip, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
@@ -449,6 +464,11 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 			TRY(mv(e, w, c->h + (r + i) * d, d,
 			    c->logits + i * v, v, j, 0, err));
 		}
+		if (top_k > 0)
+			TRY(rs_k_top(c->logits, v, v, (int)k, top_k,
+			    skip ? c->d_skip : NULL, c->d_top + (r - from) *
+			    top_k, c->d_bad + (r - from), c->top_scr, c->s,
+			    err));
 		if (logits != NULL)
 			RS_CUDA_TRY(err, cudaMemcpyAsync(logits + (r - from) *
 			    v, c->logits, (size_t)(k * v) * sizeof(float),
@@ -457,17 +477,30 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 	return (RS_OK);
 }
 
-/* Logits of rows LOGITS_FROM .. and hidden rows to the caller, then wait. */
+/*
+ * Logits of rows LOGITS_FROM .. (or their TOP_K best into c->h_top and
+ * c->h_bad) and hidden rows to the caller, then wait.
+ */
 static enum rs_status
 fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
-    int32_t logits_from, float *logits, float *hidden, struct rs_err *err)
+    int32_t logits_from, float *logits, int top_k, int skip, float *hidden,
+    struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd;
 	enum rs_status s;
 
-	if (logits != NULL)
-		TRY(head(e, w, n, logits_from, logits, err));
+	if (logits != NULL || top_k > 0)
+		TRY(head(e, w, n, logits_from, logits, top_k, skip, err));
+	if (top_k > 0) {
+		const int64_t rows = n - logits_from;
+		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_top, c->d_top,
+		    (size_t)(rows * top_k) * sizeof(struct rs_top),
+		    cudaMemcpyDeviceToHost, c->s));
+		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_bad, c->d_bad,
+		    (size_t)rows * sizeof(int64_t), cudaMemcpyDeviceToHost,
+		    c->s));
+	}
 	if (hidden != NULL)
 		RS_CUDA_TRY(err, cudaMemcpyAsync(hidden, c->h,
 		    (size_t)(n * d) * sizeof(float), cudaMemcpyDeviceToHost,
@@ -492,11 +525,12 @@ upload_inputs(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
 
 /*
  * One-token decode as a graph: inputs from pinned memory, the trunk,
- * outputs to pinned memory.  Captured for (state, logits?, hidden?).
+ * outputs to pinned memory.  Captured for (state, logits?, top k, skip?,
+ * hidden?).
  */
 static enum rs_status
 decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
-    int want_hidden, struct rs_err *err)
+    int top_k, int skip, int want_hidden, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
@@ -504,8 +538,8 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	enum rs_status s;
 
 	if (c->graph != NULL && c->g_serial == st->serial &&
-	    c->g_logits == want_logits &&
-	    c->g_hidden == want_hidden)
+	    c->g_logits == want_logits && c->g_top == top_k &&
+	    c->g_skip == skip && c->g_hidden == want_hidden)
 		return (RS_OK);
 	if (c->graph != NULL) {
 		cudaGraphExecDestroy(c->graph);
@@ -520,13 +554,19 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	    sizeof(int32_t), cudaMemcpyHostToDevice, c->s) != cudaSuccess)
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: input copy");
 	if (s == RS_OK)
-		s = trunk(e, st, 1, err);
-	if (s == RS_OK && want_logits)
-		s = head(e, e->model->output, 1, 0, NULL, err);
+		s = trunk(e, st, 1, st->n_ctx, err);
+	if (s == RS_OK && (want_logits || top_k > 0))
+		s = head(e, e->model->output, 1, 0, NULL, top_k, skip, err);
 	if (s == RS_OK && want_logits &&
 	    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)v * sizeof(float),
 	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: logits copy");
+	if (s == RS_OK && top_k > 0 &&
+	    (cudaMemcpyAsync(c->h_top, c->d_top, (size_t)top_k *
+	    sizeof(struct rs_top), cudaMemcpyDeviceToHost, c->s) !=
+	    cudaSuccess || cudaMemcpyAsync(c->h_bad, c->d_bad,
+	    sizeof(int64_t), cudaMemcpyDeviceToHost, c->s) != cudaSuccess))
+		s = rs_errf(err, RS_ERR_CUDA, "graph capture: top copy");
 	if (s == RS_OK && want_hidden &&
 	    cudaMemcpyAsync(c->h_hidden, c->h, (size_t)d * sizeof(float),
 	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
@@ -549,13 +589,52 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	}
 	c->g_serial = st->serial;
 	c->g_logits = want_logits;
+	c->g_top = top_k;
+	c->g_skip = skip;
 	c->g_hidden = want_hidden;
 	return (RS_OK);
 }
 
+static int64_t
+rows_of(int32_t n, int32_t from)
+{
+	return ((int64_t)n - from);
+}
+
+/*
+ * After a synchronised fetch of ROWS rows' TOP_K best: them to TOP, and
+ * *BAD (row·n_vocab + token of the first non-finite logit, or −1) with its
+ * value in *BAD_VAL, read from c->logits, which still holds the rows (they
+ * are at most EXACT_ROWS: one piece).
+ */
 static enum rs_status
-cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+take_top(struct rs_engine *e, int64_t rows, int top_k, struct rs_top *top,
+    int64_t *bad, float *bad_val, struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+	const int64_t v = e->model->hp.n_vocab;
+
+	memcpy(top, c->h_top, (size_t)(rows * top_k) * sizeof(struct rs_top));
+	*bad = -1;
+	for (int64_t r = 0; r < rows && *bad < 0; r++)
+		if (c->h_bad[r] >= 0) {
+			*bad = r * v + c->h_bad[r];
+			RS_CUDA_TRY(err, cudaMemcpy(bad_val, c->logits + *bad,
+			    sizeof(float), cudaMemcpyDeviceToHost));
+		}
+	return (RS_OK);
+}
+
+/*
+ * A forward call: logits rows to LOGITS, or (TOP_K > 0) the TOP_K best
+ * of each row (less c->d_skip's tokens when SKIP) to TOP with *BAD the
+ * index (row·n_vocab + token) of the first non-finite logit and *BAD_VAL
+ * its value, or −1.
+ */
+static enum rs_status
+run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
     int32_t n, int32_t snap_from, float *logits, int32_t logits_from,
+    int top_k, int skip, struct rs_top *top, int64_t *bad, float *bad_val,
     float *hidden, struct rs_err *err)
 {
 	struct cuda *c = (struct cuda *)e->be;
@@ -563,12 +642,16 @@ cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	const int32_t p0 = st->pos;
 	enum rs_status s;
 
+	if (top_k > 0 && n - logits_from > EXACT_ROWS)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of %d rows: "
+		    "at most %d", n - logits_from, EXACT_ROWS));
 	memmove(st->tokens + p0, tokens, (size_t)n * sizeof(*tokens));
 	if (n == 1 && logits_from == 0) {
 		c->h_tokens[0] = tokens[0];
 		c->h_params[RS_K_PARAM_POS0] = p0;
 		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
-		TRY(decode_graph(e, st, logits != NULL, hidden != NULL, err));
+		TRY(decode_graph(e, st, logits != NULL, top_k, skip,
+		    hidden != NULL, err));
 		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph, c->s));
 		RS_CUDA_TRY(err, cudaStreamSynchronize(c->s));
 		if (logits != NULL)
@@ -577,19 +660,53 @@ cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 			memcpy(hidden, c->h_hidden, (size_t)d * sizeof(float));
 	} else {
 		TRY(upload_inputs(c, tokens, n, p0, snap_from, err));
-		TRY(trunk(e, st, n, err));
-		TRY(fetch(e, e->model->output, n, logits_from, logits, hidden,
-		    err));
+		TRY(trunk(e, st, n, (int64_t)p0 + n, err));
+		TRY(fetch(e, e->model->output, n, logits_from, logits, top_k,
+		    skip, hidden, err));
 	}
 	st->pos = p0 + n;
+	return (top_k > 0 ? take_top(e, rows_of(n, logits_from), top_k, top,
+	    bad, bad_val, err) : RS_OK);
+}
+
+static enum rs_status
+cuda_forward(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t snap_from, float *logits, int32_t logits_from,
+    float *hidden, struct rs_err *err)
+{
+	return (run(e, st, tokens, n, snap_from, logits, logits_from, 0, 0,
+	    NULL, NULL, NULL, hidden, err));
+}
+
+static enum rs_status
+cuda_forward_top(struct rs_engine *e, struct rs_state *st,
+    const int32_t *tokens, int32_t n, int32_t snap_from, int32_t logits_from,
+    int32_t k, int skip, struct rs_top *top, int64_t *bad, float *bad_val,
+    float *hidden, struct rs_err *err)
+{
+	return (run(e, st, tokens, n, snap_from, NULL, logits_from, k, skip,
+	    top, bad, bad_val, hidden, err));
+}
+
+/* The mask arrives between calls: no graph or kernel is reading it. */
+static enum rs_status
+cuda_set_top_skip(struct rs_engine *e, const unsigned char *mask,
+    struct rs_err *err)
+{
+	struct cuda *c = (struct cuda *)e->be;
+
+	RS_CUDA_TRY(err, cudaMemcpy(c->d_skip, mask, e->model->hp.n_vocab,
+	    cudaMemcpyHostToDevice));
 	return (RS_OK);
 }
 
 /* ---- the MTP block (§6.1) ---- */
 
+/* LOGITS, or (TOP_K > 0) each row's TOP_K best as run() gives them. */
 static enum rs_status
-cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
-    int32_t n, int32_t pos, const float *h_in, float *logits, float *h_out,
+mtp_run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, float *logits, int top_k,
+    struct rs_top *top, int64_t *bad, float *bad_val, float *h_out,
     struct rs_err *err)
 {
 	const struct rs_model *m = e->model;
@@ -611,12 +728,34 @@ cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	TRY(mv(e, l->eh_proj, c->cat, 2 * d, c->x, d, n, 0, err));
 	TRY(norm_rows(e, c->x, l->attn_norm, c->h, d, n, err));
 	TRY(attn_block(e, l, (uint16_t *)st->mtp_k, (uint16_t *)st->mtp_v, n,
-	    err));
+	    (int64_t)pos + n, err));
 	TRY(ffn_block(e, l, n, err));
 	TRY(norm_rows(e, c->x, l->head_norm, c->h, d, n, err));
-	TRY(fetch(e, l->mtp_head, n, 0, logits, h_out, err));
+	TRY(fetch(e, l->mtp_head, n, 0, logits, top_k, 0, h_out, err));
 	st->mtp_pos = pos + n;
-	return (RS_OK);
+	return (top_k > 0 ? take_top(e, n, top_k, top, bad, bad_val, err) :
+	    RS_OK);
+}
+
+static enum rs_status
+cuda_mtp(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, float *logits, float *h_out,
+    struct rs_err *err)
+{
+	return (mtp_run(e, st, tokens, n, pos, h_in, logits, 0, NULL, NULL,
+	    NULL, h_out, err));
+}
+
+static enum rs_status
+cuda_mtp_top(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
+    int32_t n, int32_t pos, const float *h_in, int32_t k, struct rs_top *top,
+    int64_t *bad, float *bad_val, float *h_out, struct rs_err *err)
+{
+	if (n > EXACT_ROWS)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of %d MTP "
+		    "rows: at most %d", n, EXACT_ROWS));
+	return (mtp_run(e, st, tokens, n, pos, h_in, NULL, k, top, bad,
+	    bad_val, h_out, err));
 }
 
 /* ---- lifecycle ---- */
@@ -636,6 +775,10 @@ cuda_free(struct rs_engine *e)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		cudaFree(bufs[i]);
 	cudaFree(c->xq);
+	cudaFree(c->d_top);
+	cudaFree(c->d_bad);
+	cudaFree(c->top_scr);
+	cudaFree(c->d_skip);
 	rs_k_mm_free(c->mm);
 	cudaFree(c->d_tokens);
 	cudaFree(c->d_params);
@@ -644,6 +787,8 @@ cuda_free(struct rs_engine *e)
 	cudaFreeHost(c->h_params);
 	cudaFreeHost(c->h_logits);
 	cudaFreeHost(c->h_hidden);
+	cudaFreeHost(c->h_top);
+	cudaFreeHost(c->h_bad);
 	if (c->s != NULL)
 		cudaStreamDestroy(c->s);
 	free(c->w);
@@ -729,13 +874,23 @@ scratch_bufs(struct cuda *c, const struct rs_hparams *hp, int64_t b,
 	return (mix > wide ? mix : wide);
 }
 
+/* The top-k selection's candidates, bad indices and scratch (the skip
+   mask, n_vocab bytes, comes on top). */
+static size_t
+top_bytes(void)
+{
+	return (EXACT_ROWS * (RS_TOP_MAX * sizeof(struct rs_top) +
+	    sizeof(int64_t)) + rs_k_top_scratch(EXACT_ROWS, RS_TOP_MAX));
+}
+
 extern "C" uint64_t
 rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
 {
 	struct cuda dummy;
 	struct sbuf bufs[N_SBUF];
 	int64_t wide = scratch_bufs(&dummy, hp, b, bufs);
-	uint64_t bytes = (uint64_t)(b * RS_XQ_COL_BYTES(wide));
+	uint64_t bytes = (uint64_t)(b * RS_XQ_COL_BYTES(wide)) + top_bytes() +
+	    hp->n_vocab;
 
 	for (int i = 0; i < N_SBUF; i++)
 		bytes += (uint64_t)bufs[i].n * sizeof(float);
@@ -768,6 +923,14 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 			return (s);
 		c->scratch_bytes += rs_k_mm_bytes(c->mm);
 	}
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_top, EXACT_ROWS *
+	    RS_TOP_MAX * sizeof(struct rs_top)));
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_bad, EXACT_ROWS *
+	    sizeof(int64_t)));
+	RS_CUDA_TRY(err, cudaMalloc(&c->top_scr,
+	    rs_k_top_scratch(EXACT_ROWS, RS_TOP_MAX)));
+	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_skip, hp->n_vocab));
+	c->scratch_bytes += top_bytes() + hp->n_vocab;
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_tokens, (size_t)b *
 	    sizeof(int32_t)));
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->d_params, RS_K_N_PARAMS *
@@ -780,6 +943,10 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 	    (size_t)hp->n_vocab * sizeof(float)));
 	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_hidden,
 	    (size_t)hp->n_embd * sizeof(float)));
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_top, EXACT_ROWS *
+	    RS_TOP_MAX * sizeof(struct rs_top)));
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_bad, EXACT_ROWS *
+	    sizeof(int64_t)));
 	return (RS_OK);
 }
 
@@ -823,5 +990,6 @@ cuda_memory(const struct rs_engine *e, uint64_t *weights, uint64_t *scratch)
 
 extern "C" const struct rs_backend_ops rs_cuda_backend = {
 	"cuda", &cuda_mem, cuda_init, cuda_free, cuda_forward, cuda_probe,
-	cuda_memory, cuda_mtp
+	cuda_memory, cuda_mtp, cuda_forward_top, cuda_set_top_skip,
+	cuda_mtp_top
 };

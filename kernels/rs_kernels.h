@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "rs_err.h"
+#include "rs_top.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -157,17 +158,25 @@ enum rs_status	rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v,
  * h / (n_head / n_head_kv)).  Q head h of token t starts at t·LDQ + h·QS and
  * its gate at + GATE_OFF (the interleaved attn_q layout); the output
  * O (n_tok, n_head·dv) is softmax(q·Kᵀ·scale)·V ⊙ sigmoid(gate).
- * Flash-decoding: the keys of each (head, token) are split over
- * RS_K_ATTN_SPLITS blocks with an online softmax, then combined.
- * SCRATCH: rs_k_attn_scratch() floats.  attn.cu.
+ * D = DV in {64, 128, 256}, the caches D/16-byte aligned.
+ * Flash-decoding: the n keys of a row are cut into splits of
+ * rs_k_attn_split_keys(n) keys (at most RS_K_ATTN_MAX_SPLITS), one block
+ * per (token, heads of a KV head, split), then merged in split order: a
+ * row's output depends on its position only, never on N_TOK (batch
+ * invariance).  MAX_KEYS bounds params[0] + n_tok (the grid's size; a
+ * captured graph passes the cache's n_ctx); a smaller value leaves keys
+ * out.  SCRATCH: rs_k_attn_scratch() floats.  attn.cu.
  */
-#define RS_K_ATTN_SPLITS	32
+#define RS_K_ATTN_MAX_SPLITS	64
+#define RS_K_ATTN_SPLIT_MIN	128
+int64_t		rs_k_attn_split_keys(int64_t n_keys);
 size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);
 enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
 		    int64_t gate_off, const uint16_t *d_kc,
 		    const uint16_t *d_vc, int n_head, int n_head_kv, int d,
-		    int dv, int n_tok, const int32_t *d_params, float scale,
-		    float *d_o, float *d_scratch, cudaStream_t stream,
+		    int dv, int n_tok, const int32_t *d_params,
+		    int64_t max_keys, float scale, float *d_o,
+		    float *d_scratch, cudaStream_t stream,
 		    struct rs_err *err);
 
 /*
@@ -241,6 +250,20 @@ enum rs_status	rs_k_swiglu(const float *d_g, const float *d_u, float *d_h,
  */
 enum rs_status	rs_k_argmax(const float *d_x, int64_t ldx, int64_t n,
 		    int n_rows, int32_t *d_out, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
+ * The K (1 .. RS_TOP_MAX) best finite values of each of ROWS rows of N
+ * values of X (stride LDX) into TOP (rows, k), best first in rs_top.h's
+ * order, leaving out i where SKIP (NULL or N device flags) is set
+ * (rs_top_select() per row, exactly); BAD[r] = the first index of a
+ * non-finite value in row r, or −1.  SCRATCH: rs_k_top_scratch() bytes.
+ * top.cu.
+ */
+size_t		rs_k_top_scratch(int rows, int k);
+enum rs_status	rs_k_top(const float *d_x, int64_t ldx, int64_t n, int rows,
+		    int k, const unsigned char *d_skip, struct rs_top *d_top,
+		    int64_t *d_bad, void *d_scratch, cudaStream_t stream,
 		    struct rs_err *err);
 
 /*

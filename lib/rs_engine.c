@@ -88,6 +88,8 @@ rs_engine_free(struct rs_engine *e)
 		return;
 	if (e->ops != NULL)
 		e->ops->free(e);
+	free(e->top_rows);
+	free(e->top_skip);
 	free(e);
 }
 
@@ -126,6 +128,13 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 	if ((st = e->ops->init(e, err)) != RS_OK) {
 		rs_engine_free(e);
 		return (st);
+	}
+	if ((e->ops->forward_top == NULL || e->ops->mtp_top == NULL) &&
+	    (e->top_rows = malloc((size_t)
+	    (o.max_batch < RS_ENGINE_EXACT_MAX ? o.max_batch :
+	    RS_ENGINE_EXACT_MAX) * m->hp.n_vocab * sizeof(float))) == NULL) {
+		rs_engine_free(e);
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	}
 	*out = e;
 	return (RS_OK);
@@ -260,6 +269,15 @@ check_state(const struct rs_engine *e, const struct rs_state *st,
  * with null log-probabilities and look like an answer, so it is an error.
  */
 static enum rs_status
+nonfinite(float v, int64_t tok, int32_t pos, struct rs_err *err)
+{
+	return (rs_errf(err, RS_ERR_FORMAT, "non-finite logit (%s) for token "
+	    "%lld at position %d: the model's weights or activations are not "
+	    "finite (see rs-inspect --check)", isnan(v) ? "nan" : "inf",
+	    (long long)tok, pos));
+}
+
+static enum rs_status
 check_finite(const float *lg, int32_t rows, int64_t vocab, int32_t pos,
     struct rs_err *err)
 {
@@ -278,13 +296,8 @@ check_finite(const float *lg, int32_t rows, int64_t vocab, int32_t pos,
 	for (int32_t r = 0; r < rows; r++)
 		for (int64_t i = 0; i < vocab; i++)
 			if (!isfinite(lg[r * vocab + i]))
-				return (rs_errf(err, RS_ERR_FORMAT,
-				    "non-finite logit (%s) for token %lld at "
-				    "position %d: the model's weights or "
-				    "activations are not finite (see "
-				    "rs-inspect --check)", isnan(lg[r * vocab +
-				    i]) ? "nan" : "inf", (long long)i,
-				    pos + r));
+				return (nonfinite(lg[r * vocab + i], i,
+				    pos + r, err));
 	return (RS_OK);
 }
 
@@ -328,6 +341,114 @@ rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 		    c : 1, vocab, st->pos - c + (mode == RS_LOGITS_ALL ? 0 :
 		    c - 1), err)) != RS_OK)
 			return (s);
+	}
+	return (RS_OK);
+}
+
+/*
+ * One chunk of rs_engine_forward_top: C tokens, rows LFROM .. C − 1 (the
+ * first at position POS) into TOP.
+ */
+static enum rs_status
+forward_top_chunk(struct rs_engine *e, struct rs_state *st,
+    const int32_t *tokens, int32_t c, int32_t snap_from, int32_t lfrom,
+    int32_t k, int skip, struct rs_top *top, float *hidden,
+    struct rs_err *err)
+{
+	const int64_t	 vocab = e->model->hp.n_vocab;
+	const int32_t	 pos = st->pos + lfrom;
+	enum rs_status	 s;
+	int64_t		 bad;
+	float		 v;
+
+	if (e->ops->forward_top != NULL) {
+		if ((s = e->ops->forward_top(e, st, tokens, c, snap_from, lfrom,
+		    k, skip, top, &bad, &v, hidden, err)) != RS_OK)
+			return (s);
+		return (bad < 0 ? RS_OK : nonfinite(v, bad % vocab,
+		    pos + (int32_t)(bad / vocab), err));
+	}
+	if ((s = e->ops->forward(e, st, tokens, c, snap_from, e->top_rows,
+	    lfrom, hidden, err)) != RS_OK)
+		return (s);
+	for (int32_t r = 0; r < c - lfrom; r++) {
+		const float *row = e->top_rows + (int64_t)r * vocab;
+		if ((bad = rs_top_select(row, vocab, k, skip ? e->top_skip :
+		    NULL, top + (int64_t)r * k)) >= 0)
+			return (nonfinite(row[bad], bad, pos + r, err));
+	}
+	return (RS_OK);
+}
+
+enum rs_status
+rs_engine_set_top_skip(struct rs_engine *e, const unsigned char *mask,
+    struct rs_err *err)
+{
+	const size_t	 v = e->model->hp.n_vocab;
+	enum rs_status	 s;
+
+	if (mask == NULL) {
+		free(e->top_skip);
+		e->top_skip = NULL;
+		return (RS_OK);
+	}
+	if (e->top_skip == NULL && (e->top_skip = malloc(v)) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	memcpy(e->top_skip, mask, v);
+	if (e->ops->set_top_skip != NULL &&
+	    (s = e->ops->set_top_skip(e, mask, err)) != RS_OK) {
+		free(e->top_skip);
+		e->top_skip = NULL;
+		return (s);
+	}
+	return (RS_OK);
+}
+
+enum rs_status
+rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
+    const int32_t *tokens, int32_t n, enum rs_logits_mode mode, int32_t k,
+    int skip, struct rs_top *top, float *hidden, struct rs_err *err)
+{
+	const int64_t	 embd = e->model->hp.n_embd;
+	const int32_t	 chunk = e->max_batch < RS_ENGINE_EXACT_MAX ?
+	    e->max_batch : RS_ENGINE_EXACT_MAX;
+	enum rs_status	 s;
+	int32_t		 snap_from;
+
+	if ((s = check_tokens(e, tokens, n, err)) != RS_OK ||
+	    (s = check_state(e, st, st->pos, n, err)) != RS_OK)
+		return (s);
+	if (mode != RS_LOGITS_LAST && mode != RS_LOGITS_ALL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k with logits "
+		    "mode %d: expected LAST or ALL", (int)mode));
+	if (top == NULL || k < 1 || k > RS_TOP_MAX)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k: %d candidates "
+		    "into %s (expected 1 .. %d)", k, top == NULL ? "NULL" :
+		    "a buffer", RS_TOP_MAX));
+	if (mode == RS_LOGITS_ALL && n > RS_ENGINE_EXACT_MAX)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of every row of "
+		    "%d tokens: at most %d", n, RS_ENGINE_EXACT_MAX));
+	skip = skip && e->top_skip != NULL;
+	snap_from = rs_state_snap_begin(st, st->pos + n);
+	/* ALL: chunks of at most CHUNK rows; LAST: max_batch chunks, the
+	   last one's last row */
+	for (int32_t i = 0; i < n;) {
+		int32_t	 step = mode == RS_LOGITS_ALL ? chunk : e->max_batch;
+		int32_t	 c = n - i < step ? n - i : step;
+		float	*h = hidden != NULL ? hidden + (int64_t)i * embd : NULL;
+
+		if (mode == RS_LOGITS_ALL)
+			s = forward_top_chunk(e, st, tokens + i, c, snap_from,
+			    0, k, skip, top + (int64_t)i * k, h, err);
+		else if (i + c == n)
+			s = forward_top_chunk(e, st, tokens + i, c, snap_from,
+			    c - 1, k, skip, top, h, err);
+		else
+			s = e->ops->forward(e, st, tokens + i, c, snap_from,
+			    NULL, 0, h, err);
+		if (s != RS_OK)
+			return (s);
+		i += c;
 	}
 	return (RS_OK);
 }
@@ -377,6 +498,47 @@ rs_engine_mtp(struct rs_engine *e, struct rs_state *st, int32_t token,
 {
 	return (rs_engine_mtp_batch(e, st, &token, 1, pos, h_in, logits, h_out,
 	    err));
+}
+
+enum rs_status
+rs_engine_mtp_top(struct rs_engine *e, struct rs_state *st, int32_t token,
+    int32_t pos, const float *h_in, int32_t k, struct rs_top *top,
+    float *h_out, struct rs_err *err)
+{
+	const int64_t	 vocab = e->model->hp.n_vocab;
+	enum rs_status	 s;
+	int64_t		 bad;
+	float		 v;
+
+	if (e->model->hp.n_nextn == 0)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "model has no MTP block"));
+	if ((s = check_tokens(e, &token, 1, err)) != RS_OK ||
+	    (s = check_state(e, st, pos, 1, err)) != RS_OK)
+		return (s);
+	if (pos < 0 || pos > st->mtp_pos)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "MTP position %d outside [0, %d]: the MTP cache would "
+		    "have a gap", pos, st->mtp_pos));
+	if (h_in == NULL)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "MTP input hidden state is NULL"));
+	if (top == NULL || k < 1 || k > RS_TOP_MAX)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k: %d candidates "
+		    "into %s (expected 1 .. %d)", k, top == NULL ? "NULL" :
+		    "a buffer", RS_TOP_MAX));
+	if (e->ops->mtp_top != NULL) {
+		if ((s = e->ops->mtp_top(e, st, &token, 1, pos, h_in, k, top,
+		    &bad, &v, h_out, err)) != RS_OK)
+			return (s);
+		return (bad < 0 ? RS_OK : nonfinite(v, bad % vocab, pos, err));
+	}
+	if ((s = e->ops->mtp(e, st, &token, 1, pos, h_in, e->top_rows, h_out,
+	    err)) != RS_OK)
+		return (s);
+	if ((bad = rs_top_select(e->top_rows, vocab, k, NULL, top)) >= 0)
+		return (nonfinite(e->top_rows[bad], bad, pos, err));
+	return (RS_OK);
 }
 
 enum rs_status

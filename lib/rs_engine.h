@@ -10,6 +10,9 @@
  *   rs_engine_forward()    T tokens at the state's position: prefill,
  *                          verification of drafts, or a decode step (T = 1);
  *                          logits and/or the post-output_norm hidden state
+ *   rs_engine_forward_top() the same, returning only the K best tokens of
+ *                          each row (selected on the GPU with cuda): what
+ *                          greedy decoding and top-k sampling need
  *   rs_engine_mtp_batch()  the MTP block (§6.1) over N tokens with their
  *                          input hidden states: the catch-up pass that
  *                          fills the MTP KV cache, or (N = 1, rs_engine_mtp)
@@ -41,6 +44,7 @@
 #include "rs_err.h"
 #include "rs_model.h"
 #include "rs_state.h"
+#include "rs_top.h"
 
 enum rs_backend {
 	RS_BACKEND_AUTO = 0,	/* cuda when built with it and a GPU is present */
@@ -165,6 +169,37 @@ enum rs_status	rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 		    struct rs_err *err);
 
 /*
+ * rs_engine_forward, but instead of the logits rows MODE asks for, the K
+ * best tokens of each (rs_top.h: best first, the lower id on ties): TOP
+ * receives K entries per row, exactly rs_top_select() of the row
+ * rs_engine_forward would have returned, with the mask of
+ * rs_engine_set_top_skip() when SKIP is not 0 (else none).  This is all that greedy decoding
+ * (K = 1) and rs_sample_next_top() need: the CUDA backend selects on the
+ * GPU and copies back K·8 bytes a row instead of n_vocab floats (1 MB for
+ * the 27B); the CPU backend computes the rows and selects on the host, the
+ * reference.  Every logit of a row asked for is still checked.
+ *
+ * Fails as rs_engine_forward (RS_ERR_FORMAT: a NaN or ±Inf anywhere in a
+ * row asked for), and with RS_ERR_INVALID_ARG for MODE NONE, TOP NULL, K
+ * outside [1, RS_TOP_MAX], or RS_LOGITS_ALL over more than
+ * RS_ENGINE_EXACT_MAX tokens (verification passes are never longer).
+ */
+enum rs_status	rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
+		    const int32_t *tokens, int32_t n, enum rs_logits_mode mode,
+		    int32_t k, int skip, struct rs_top *top, float *hidden,
+		    struct rs_err *err);
+
+/*
+ * The tokens rs_engine_forward_top leaves out of its candidates when
+ * asked to skip: MASK[i] != 0 for token i (n_vocab flags, copied; NULL:
+ * none), e.g. the control tokens a chat never samples (rs_gen's bans).
+ * The mask stays until the next call; it is uploaded once, not per call.
+ * Fails with RS_ERR_NOMEM or RS_ERR_CUDA.
+ */
+enum rs_status	rs_engine_set_top_skip(struct rs_engine *e,
+		    const unsigned char *mask, struct rs_err *err);
+
+/*
  * The MTP block (§6.1) on N tokens at positions POS .. POS + N − 1 of the
  * MTP cache: row t combines TOKENS[t] with H_IN row t, the trunk hidden
  * state (post-output_norm) of position POS + t − 1 — zeros at position 0 —
@@ -190,6 +225,16 @@ enum rs_status	rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
 enum rs_status	rs_engine_mtp(struct rs_engine *e, struct rs_state *st,
 		    int32_t token, int32_t pos, const float *h_in,
 		    float *logits, float *h_out, struct rs_err *err);
+
+/*
+ * rs_engine_mtp with the K best tokens of the row into TOP (K entries, as
+ * rs_engine_forward_top gives them, no skip mask) instead of the row: a
+ * greedy draft step needs only TOP[0].  Fails as rs_engine_mtp, and with
+ * RS_ERR_INVALID_ARG for K outside [1, RS_TOP_MAX] or TOP NULL.
+ */
+enum rs_status	rs_engine_mtp_top(struct rs_engine *e, struct rs_state *st,
+		    int32_t token, int32_t pos, const float *h_in, int32_t k,
+		    struct rs_top *top, float *h_out, struct rs_err *err);
 
 /*
  * Truncate ST to POS tokens exactly, whatever it takes: rs_state_truncate()

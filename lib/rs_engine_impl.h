@@ -41,6 +41,33 @@ struct rs_backend_ops {
 			    const int32_t *tokens, int32_t n, int32_t pos,
 			    const float *h_in, float *logits, float *h_out,
 			    struct rs_err *err);
+	/*
+	 * Optional (NULL: rs_engine.c runs forward into e->top_rows and
+	 * selects with rs_top_select).  As forward, but the rows of tokens
+	 * LOGITS_FROM .. N − 1 (at most RS_ENGINE_EXACT_MAX) stay on the
+	 * backend and only their K best (rs_top.h; less set_top_skip's
+	 * tokens when SKIP) come back into TOP, K per row; *BAD =
+	 * (row − LOGITS_FROM)·n_vocab + token of the first non-finite logit,
+	 * its value in *BAD_VAL, or *BAD = −1.
+	 */
+	enum rs_status	(*forward_top)(struct rs_engine *e, struct rs_state *st,
+			    const int32_t *tokens, int32_t n, int32_t snap_from,
+			    int32_t logits_from, int32_t k, int skip,
+			    struct rs_top *top, int64_t *bad, float *bad_val,
+			    float *hidden, struct rs_err *err);
+	/* With forward_top: take MASK (n_vocab flags) as the skip mask. */
+	enum rs_status	(*set_top_skip)(struct rs_engine *e,
+			    const unsigned char *mask, struct rs_err *err);
+	/*
+	 * Optional, with forward_top (NULL: mtp into e->top_rows, then
+	 * rs_top_select): mtp on N <= RS_ENGINE_EXACT_MAX tokens with each
+	 * row's K best into TOP, *BAD and *BAD_VAL as forward_top's.
+	 */
+	enum rs_status	(*mtp_top)(struct rs_engine *e, struct rs_state *st,
+			    const int32_t *tokens, int32_t n, int32_t pos,
+			    const float *h_in, int32_t k, struct rs_top *top,
+			    int64_t *bad, float *bad_val, float *h_out,
+			    struct rs_err *err);
 };
 
 struct rs_engine {
@@ -50,6 +77,11 @@ struct rs_engine {
 	int			 n_threads;
 	int			 max_batch;
 	void			*be;		/* backend private */
+	/* (min(max_batch, RS_ENGINE_EXACT_MAX), n_vocab) logits rows for
+	   rs_engine_forward_top and rs_engine_mtp_top on a backend without
+	   forward_top or mtp_top; else NULL */
+	float			*top_rows;
+	unsigned char		*top_skip;	/* (n_vocab) or NULL: none */
 };
 
 extern const struct rs_backend_ops rs_cpu_backend;

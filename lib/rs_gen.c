@@ -180,12 +180,15 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->piece_cap = rs_detok_max(tok);
 	g->logits = malloc((size_t)(1 + g->o.draft_ngram) * g->n_vocab *
 	    sizeof(float));
+	g->top = malloc((size_t)(1 + g->o.draft_ngram) * RS_TOP_MAX *
+	    sizeof(*g->top));
 	g->piece = malloc(g->piece_cap);
-	if (g->logits == NULL || g->piece == NULL) {
+	if (g->logits == NULL || g->top == NULL || g->piece == NULL) {
 		rs_gen_free(g);
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	}
-	if ((rc = build_ban(g, err)) != RS_OK) {
+	if ((rc = build_ban(g, err)) != RS_OK ||
+	    (rc = rs_engine_set_top_skip(e, g->banned, err)) != RS_OK) {
 		rs_gen_free(g);
 		return (rc);
 	}
@@ -202,6 +205,7 @@ rs_gen_free(struct rs_gen *g)
 	free(g->ban);
 	free(g->banned);
 	free(g->logits);
+	free(g->top);
 	free(g->piece);
 	free(g);
 }
@@ -438,8 +442,13 @@ setup(struct rs_gen_job *u)
 		    RS_LOGPROB_MAX_TOP));
 	if ((u->out = malloc(u->limit * sizeof(*u->out))) == NULL)
 		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
-	if ((st = make_sampler(u)) != RS_OK ||
-	    (st = rs_stop_new(&u->stop, r->stop_ids, r->n_stop_ids,
+	if ((st = make_sampler(u)) != RS_OK)
+		return (st);
+	/* logprobs read whole rows; otherwise the sampler may need less
+	   (a chat's bans are the engine's skip mask, set in rs_gen_new) */
+	u->top_k = r->logprobs ? 0 : rs_sample_top_need(u->smp,
+	    r->kind == RS_GEN_CHAT ? g->banned : NULL);
+	if ((st = rs_stop_new(&u->stop, r->stop_ids, r->n_stop_ids,
 	    (const char *const *)r->stop, r->n_stop, &u->err)) != RS_OK)
 		return (st);
 	rs_detok_init(&u->dt, g->tok, 0);

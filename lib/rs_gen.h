@@ -143,8 +143,10 @@ void		rs_gen_opts_init(struct rs_gen_opts *o);
 
 /*
  * A generator over engine E, state ST (of E's model and backend, fresh or
- * not: it is reset) and tokenizer TOK; O may be NULL (defaults).  Free with
- * rs_gen_free(), which frees none of the three.  Fails with
+ * not: it is reset) and tokenizer TOK; O may be NULL (defaults).  Sets E's
+ * top-k skip mask to the chat bans (rs_engine_set_top_skip: sampling
+ * without logprobs, penalties or biases takes only the best tokens of each
+ * row from E).  Free with rs_gen_free(), which frees none of the three.  Fails with
  * RS_ERR_INVALID_ARG (ST of another model, TOK with more ids than the
  * model has rows, a bad default in O: effort, sampling ranges),
  * RS_ERR_UNSUPPORTED (O->variant not a known template), RS_ERR_NOMEM.  A

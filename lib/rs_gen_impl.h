@@ -36,6 +36,10 @@ struct rs_gen {
 	unsigned char		*banned;	/* (n_vocab) the same as flags:
 						   left out of chat logprobs */
 	float			*logits;	/* (1 + draft_ngram, n_vocab) */
+	struct rs_top		*top;		/* (1 + draft_ngram, RS_TOP_MAX):
+						   the rows' best tokens, when
+						   they are all the sampler
+						   needs (job top_k) */
 	char			*piece;		/* rs_detok_max() bytes */
 	size_t			 piece_cap;
 	uint64_t		 n_runs;	/* varies the tool-call ids */
@@ -57,6 +61,11 @@ struct rs_gen_job {
 	rs_gen_cb		 cb;
 	void			*arg;
 	struct rs_sampler	*smp;
+	int32_t			 top_k;		/* best tokens a row, from
+						   rs_engine_forward_top into
+						   g->top; 0: whole rows into
+						   g->logits (logprobs, biases,
+						   penalties, chat bans) */
 	struct rs_stop		*stop;
 	struct rs_parse		*parse;		/* RS_GEN_CHAT only */
 	struct rs_detok		 dt;

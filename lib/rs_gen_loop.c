@@ -347,9 +347,14 @@ rs_gen_prefill(struct rs_gen_job *u)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
 		if (g->ckc != NULL && is_checkpoint(g, p, n, from))
 			save(u);
-		st = rs_engine_forward(g->e, g->st, p + from, to - from,
-		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
-		    RS_LOGITS_NONE, NULL, &u->err);
+		if (to == n && u->top_k > 0)
+			st = rs_engine_forward_top(g->e, g->st, p + from,
+			    to - from, RS_LOGITS_LAST, u->top_k,
+			    u->r->kind == RS_GEN_CHAT, g->top, NULL, &u->err);
+		else
+			st = rs_engine_forward(g->e, g->st, p + from, to - from,
+			    to == n ? g->logits : NULL, to == n ?
+			    RS_LOGITS_LAST : RS_LOGITS_NONE, NULL, &u->err);
 		if (st != RS_OK)
 			return (st);
 		ev.n_done = to - l;
@@ -365,16 +370,25 @@ rs_gen_prefill(struct rs_gen_job *u)
 
 /* ---- decode ---- */
 
-/* The next output token: forced, or sampled from the logits ROW. */
+/*
+ * The next output token: forced, or sampled from row I of the last pass
+ * (its best tokens in g->top when the job has a top_k, else its logits).
+ */
 static enum rs_status
-next_token(struct rs_gen_job *u, float *row, int32_t *t, int *forced)
+next_token(struct rs_gen_job *u, int i, int32_t *t, int *forced)
 {
+	const struct rs_gen *g = u->g;
+
 	*forced = u->i_force < u->n_force;
 	if (*forced) {
 		*t = u->force[u->i_force++];
 		return (RS_OK);
 	}
-	return (rs_sample_next(u->smp, row, t, &u->err));
+	if (u->top_k > 0)
+		return (rs_sample_next_top(u->smp, g->top + (int64_t)i *
+		    u->top_k, u->top_k, t, &u->err));
+	return (rs_sample_next(u->smp, g->logits + (int64_t)i * g->n_vocab, t,
+	    &u->err));
 }
 
 /* Decode token T's bytes and pass them on; sets RS_GEN_END_STRING on a stop. */
@@ -481,7 +495,7 @@ struct pass {
 /*
  * Feed T, the token just taken, with prompt-lookup drafts behind it when
  * they are on (none while tokens are being forced), and leave the logits
- * rows in g->logits.
+ * rows in g->logits, or their best tokens in g->top (the job's top_k).
  */
 static enum rs_status
 feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
@@ -508,6 +522,10 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 	toks[0] = t;
 	for (int i = 0; i < kk; i++)
 		toks[i + 1] = ps->drafts[i];
+	if (u->top_k > 0)
+		return (rs_engine_forward_top(g->e, g->st, toks, kk + 1,
+		    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, u->top_k,
+		    u->r->kind == RS_GEN_CHAT, g->top, NULL, &u->err));
 	return (rs_engine_forward(g->e, g->st, toks, kk + 1, g->logits,
 	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, NULL, &u->err));
 }
@@ -540,8 +558,10 @@ rs_gen_decode(struct rs_gen_job *u)
 		u->n_force = u->r->n_forced;
 	}
 	while (!u->cancelled) {
-		float *row = u->g->logits + (int64_t)ps.i * u->g->n_vocab;
-		if ((st = next_token(u, row, &t, &forced)) != RS_OK ||
+		/* whole rows only without top_k (take's logprobs need them) */
+		float *row = u->top_k > 0 ? NULL : u->g->logits +
+		    (int64_t)ps.i * u->g->n_vocab;
+		if ((st = next_token(u, ps.i, &t, &forced)) != RS_OK ||
 		    (st = take(u, row, t, forced, &end)) != RS_OK)
 			return (st);
 		if (u->cancelled)

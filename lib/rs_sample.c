@@ -458,3 +458,84 @@ rs_sample_next(struct rs_sampler *s, const float *logits, int32_t *out,
 	*out = draw(s, c, n);
 	return (RS_OK);
 }
+
+/* ---- from the best tokens of a row ---- */
+
+/*
+ * Without penalties or biases the chain sees the row as is: greedy takes
+ * its best token, top-k keeps its top_k best (heap_sort leaves them best
+ * first in the total order, which is rs_top.h's order), and top-p, min-p
+ * and the draw read only those.  So the top_k best, in order, are all it
+ * needs.
+ */
+/* The biases are the bans SKIP stands for: −∞, flagged, once each, all. */
+static int
+bans_are_skip(const struct rs_sampler *s, const unsigned char *skip)
+{
+	size_t	flagged = 0;
+
+	if (s->p.n_bias == 0)
+		return (1);
+	/* the pairwise check below stays cheap (a chat's bans: ~300) */
+	if (skip == NULL || s->p.n_bias > 1024)
+		return (0);
+	for (size_t i = 0; i < s->p.n_bias; i++) {
+		if (s->bias[i].bias != -INFINITY || !skip[s->bias[i].token])
+			return (0);
+		for (size_t j = 0; j < i; j++)
+			if (s->bias[j].token == s->bias[i].token)
+				return (0);
+	}
+	for (int32_t i = 0; i < s->n_vocab; i++)
+		flagged += skip[i] != 0;
+	return (flagged == s->p.n_bias);
+}
+
+int32_t
+rs_sample_top_need(const struct rs_sampler *s, const unsigned char *skip)
+{
+	if (s->p.repetition_penalty != 1 || s->p.frequency_penalty != 0 ||
+	    s->p.presence_penalty != 0 || !bans_are_skip(s, skip))
+		return (0);
+	if (s->p.temperature == 0)
+		return (1);
+	/* top-k keeping the whole vocabulary takes it in id order */
+	if (s->p.top_k > 0 && s->p.top_k <= RS_TOP_MAX &&
+	    s->p.top_k < s->n_vocab)
+		return (s->p.top_k);
+	return (0);
+}
+
+enum rs_status
+rs_sample_next_top(struct rs_sampler *s, const struct rs_top *top, int32_t k,
+    int32_t *out, struct rs_err *err)
+{
+	struct cand	*c = s->cand;
+	int32_t		 need;
+	size_t		 n = 0;
+
+	/* the caller checked the biases (rs_sample_top_need: O(n_vocab)) */
+	need = s->p.temperature == 0 ? 1 : s->p.top_k;
+	if (s->p.repetition_penalty != 1 || s->p.frequency_penalty != 0 ||
+	    s->p.presence_penalty != 0)
+		need = 0;
+	if (need < 1 || k < need)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "sampling from the "
+		    "%d best tokens: these parameters need %s", (int)k,
+		    need < 1 ? "the whole row" : "more"));
+	for (int32_t i = 0; i < need && top[i].id >= 0; i++)
+		c[n++] = (struct cand){ top[i].logit, top[i].id };
+	if (n == 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "every token is banned: nothing to sample"));
+	if (s->p.temperature == 0) {
+		*out = c[0].id;
+		return (RS_OK);
+	}
+	if (s->p.top_p < 1)
+		n = top_p(s, c, n, s->p.top_p);
+	if (s->p.min_p > 0)
+		n = min_p(c, n, s->p.min_p);
+	*out = draw(s, c, n);
+	return (RS_OK);
+}

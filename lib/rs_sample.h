@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "rs_err.h"
+#include "rs_top.h"
 
 struct rs_sampler;
 
@@ -103,5 +104,29 @@ void		rs_sample_penalize(const struct rs_sampler *s, float *logits);
  */
 enum rs_status	rs_sample_next(struct rs_sampler *s, const float *logits,
 		    int32_t *out, struct rs_err *err);
+
+/*
+ * How many best tokens of a row (rs_top.h, selected with the mask SKIP, or
+ * none when NULL) rs_sample_next_top() needs to choose exactly as
+ * rs_sample_next() would from the whole row: 1 for greedy, top_k for
+ * top-k sampling with top_k <= RS_TOP_MAX; 0 when it needs the whole row
+ * (a penalty set, a logit bias other than the bans SKIP stands for: the
+ * biases must be exactly −∞ on the tokens SKIP flags, each once; top-k off
+ * or beyond RS_TOP_MAX).  A function of the parameters alone: it holds for
+ * the sampler's lifetime.  O(n_vocab) with SKIP; ask once.
+ */
+int32_t		rs_sample_top_need(const struct rs_sampler *s,
+		    const unsigned char *skip);
+
+/*
+ * rs_sample_next() from the K best tokens of the row (rs_engine_forward_top)
+ * instead of the row: the same token, the same draw from the stream, when
+ * K >= rs_sample_top_need(S, SKIP) > 0 and TOP was selected with SKIP.
+ * RS_ERR_INVALID_ARG when K is too small, or TOP holds no token (every
+ * logit banned or not finite).
+ */
+enum rs_status	rs_sample_next_top(struct rs_sampler *s,
+		    const struct rs_top *top, int32_t k, int32_t *out,
+		    struct rs_err *err);
 
 #endif /* RS_SAMPLE_H */

@@ -7,7 +7,6 @@
 
 #include "rs_spec.h"
 #include "rs_state.h"
-#include "rs_verify.h"
 
 struct spec {
 	struct rs_engine *e;
@@ -16,7 +15,8 @@ struct spec {
 	int		 k;
 	int		 mtp;		/* drafting with the MTP head */
 	const struct rs_spec_opts *o;
-	float		*logits;	/* (k + 1, v) */
+	struct rs_top	*top;		/* (k + 1) each row's argmax
+					   (rs_engine_*_top, k = 1) */
 	float		*hidden;	/* (max(chunk, k + 1), d) */
 	float		*h_in;		/* (max(chunk, k + 1), d) MTP inputs */
 	float		*h_draft;	/* (d) */
@@ -61,8 +61,9 @@ prefill(struct spec *s, const int32_t *p, int32_t n, float *h_prev,
 	for (int32_t from = 0; from < n; from += s->chunk) {
 		int32_t m = n - from < s->chunk ? n - from : s->chunk;
 		int last = from + m == n;
-		if ((st = rs_engine_forward(s->e, s->st, p + from, m,
-		    last ? s->logits : NULL, last ? RS_LOGITS_LAST :
+		if ((st = last ? rs_engine_forward_top(s->e, s->st, p + from,
+		    m, RS_LOGITS_LAST, 1, 0, s->top, s->hidden, err) :
+		    rs_engine_forward(s->e, s->st, p + from, m, NULL,
 		    RS_LOGITS_NONE, s->hidden, err)) != RS_OK ||
 		    (st = catch_up(s, p + from, m, from, h_prev, s->hidden,
 		    err)) != RS_OK)
@@ -92,10 +93,10 @@ draft(struct spec *s, int32_t p, const float *h_star, int kk, int *n,
 	}
 	*n = kk;
 	for (int i = 0; i < kk; i++) {
-		if ((st = rs_engine_mtp(s->e, s->st, s->toks[i], p + i, h,
-		    s->logits, s->h_draft, err)) != RS_OK)
+		if ((st = rs_engine_mtp_top(s->e, s->st, s->toks[i], p + i, h,
+		    1, s->top, s->h_draft, err)) != RS_OK)
 			return (st);
-		s->toks[i + 1] = rs_logits_argmax(s->logits, s->v);
+		s->toks[i + 1] = s->top[0].id;
 		h = s->h_draft;
 	}
 	return (RS_OK);
@@ -145,13 +146,14 @@ spec_round(struct spec *s, int32_t p, float *h_star, int32_t *out,
 	if ((st = draft(s, p, h_star, s->k, &kk, err)) != RS_OK)
 		return (st);
 	*drafted = kk;
-	if ((st = rs_engine_forward(s->e, s->st, s->toks, kk + 1, s->logits,
-	    RS_LOGITS_ALL, s->hidden, err)) != RS_OK)
+	/* the argmax of each row is all greedy acceptance reads */
+	if ((st = rs_engine_forward_top(s->e, s->st, s->toks, kk + 1,
+	    RS_LOGITS_ALL, 1, 0, s->top, s->hidden, err)) != RS_OK)
 		return (st);
 	*a = 0;
 	*emitted = 0;
 	for (int i = 0; i <= kk && *emitted < room; i++) {
-		t = rs_logits_argmax(s->logits + (int64_t)i * s->v, s->v);
+		t = s->top[i].id;
 		out[(*emitted)++] = t;
 		if (i == kk || t != s->toks[i + 1])
 			break;
@@ -188,20 +190,20 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st,
 		return (r);
 	s.chunk = rs_engine_max_batch(e);
 	rows = s.chunk > k + 1 ? s.chunk : k + 1;
-	s.logits = malloc((size_t)(k + 1) * s.v * sizeof(float));
+	s.top = malloc((size_t)(k + 1) * sizeof(*s.top));
 	s.hidden = malloc((size_t)rows * s.d * sizeof(float));
 	s.h_in = malloc((size_t)rows * s.d * sizeof(float));
 	s.h_draft = malloc((size_t)s.d * sizeof(float));
 	s.toks = malloc((size_t)(k + 1) * sizeof(int32_t));
 	h_star = malloc((size_t)s.d * sizeof(float));
-	if (!s.logits || !s.hidden || !s.h_in || !s.h_draft || !s.toks ||
-	    !h_star) {
+	if (!s.top || !s.hidden || !s.h_in || !s.h_draft ||
+	    !s.toks || !h_star) {
 		r = rs_errf(err, RS_ERR_NOMEM, "out of memory");
 		goto out;
 	}
 	if ((r = prefill(&s, prompt, n_prompt, h_star, err)) != RS_OK)
 		goto out;
-	out[gen++] = s.toks[0] = rs_logits_argmax(s.logits, s.v);
+	out[gen++] = s.toks[0] = s.top[0].id;
 	stats->prefill_ms = now_ms() - t0;
 	t0 = now_ms();
 	while (gen < n_new) {
@@ -220,7 +222,7 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st,
 	stats->generated = gen;
 	stats->decode_ms = now_ms() - t0;
 out:
-	free(s.logits);
+	free(s.top);
 	free(s.hidden);
 	free(s.h_in);
 	free(s.h_draft);

@@ -692,67 +692,229 @@ END_TEST
 
 /* ---- attention ---- */
 
-START_TEST(attn)
+/*
+ * rs_k_attn on N_TOK tokens after P0 cached positions, G·HKV query heads of
+ * dim D ([q | gate] interleaved as attn_block has them), the new K/V rows
+ * through rs_k_kv_store.  Against the oracle (relative L2 1e-5: f32 sums
+ * in another order, __expf's ~2 ulp; a key off by one moves it ~1/n, far
+ * more at these sizes), and bit for bit against the same rows run one
+ * token at a time with a grid sized for 65,536 keys, as the decode graph
+ * runs them (batch invariance).  Cache rows past the last key are NaN, so
+ * a read past a row's keys fails.
+ */
+static void
+check_attn(int d, int g, int hkv, int n_tok, int p0)
 {
-	enum { H = 4, HKV = 2, D = 64, T = 3, CTX = 700, P0 = 600 };
-	const int64_t qdim = 2 * H * D, row = HKV * D;
-	float	*q = malloc(T * qdim * 4), *k = malloc(T * row * 4);
-	float	*v = malloc(T * row * 4);
-	float	*kf = calloc(CTX * row, 4), *vf = calloc(CTX * row, 4);
-	uint16_t *kh = calloc(CTX * row, 2), *vh = calloc(CTX * row, 2);
-	float	 ref[T * H * D], got[T * H * D], *scores = malloc(CTX * 4);
-	struct rs_err err;
+	const int	 h = g * hkv, n_keys = p0 + n_tok, ctx = n_keys + 64;
+	const int64_t	 qdim = 2 * (int64_t)h * d, row = (int64_t)hkv * d;
+	const int64_t	 n_out = (int64_t)n_tok * h * d;
+	const float	 scale = 1.0f / sqrtf((float)d);
+	float		*q = malloc(n_tok * qdim * 4), *k = malloc(n_tok * row * 4);
+	float		*v = malloc(n_tok * row * 4), *want = malloc(n_out * 4);
+	float		*got = malloc(n_out * 4), *one = malloc(n_out * 4);
+	float		*kf = malloc(n_keys * row * 4);
+	float		*vf = malloc(n_keys * row * 4);
+	float		*scores = malloc(n_keys * 4);
+	uint16_t	*kh = malloc(ctx * row * 2), *vh = malloc(ctx * row * 2);
+	char		 what[96];
+	struct rs_err	 err;
 
-	/* cached positions 0..P0-1 (f16), then T new tokens through the kernel */
-	for (int64_t i = 0; i < P0 * row; i++) {
-		kh[i] = rs_f32_to_f16(frand() * 2.0f);
-		vh[i] = rs_f32_to_f16(frand());
+	snprintf(what, sizeof(what), "attn d %d, heads %d/%d, %d tokens "
+	    "after %d", d, h, hkv, n_tok, p0);
+	for (int64_t i = 0; i < ctx * row; i++) {
+		int past = i >= p0 * row;
+		kh[i] = past ? 0x7e00 : rs_f32_to_f16(frand() * 2.0f);
+		vh[i] = past ? 0x7e00 : rs_f32_to_f16(frand());
 	}
-	for (int64_t i = 0; i < T * qdim; i++)
+	for (int64_t i = 0; i < n_tok * qdim; i++)
 		q[i] = frand() * 2.0f;
-	for (int64_t i = 0; i < T * row; i++) {
+	for (int64_t i = 0; i < n_tok * row; i++) {
 		k[i] = frand() * 2.0f;
 		v[i] = frand();
 	}
-	for (int64_t i = 0; i < CTX * row; i++) {
+	for (int64_t i = 0; i < p0 * row; i++) {
 		kf[i] = rs_f16_to_f32(kh[i]);
 		vf[i] = rs_f16_to_f32(vh[i]);
 	}
-	for (int64_t i = 0; i < T * row; i++) {	/* the oracle sees f16 K/V */
-		kf[P0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(k[i]));
-		vf[P0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(v[i]));
+	for (int64_t i = 0; i < n_tok * row; i++) {	/* the oracle sees f16 */
+		kf[p0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(k[i]));
+		vf[p0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(v[i]));
 	}
-	for (int t = 0; t < T; t++)
-		for (int h = 0; h < H; h++) {
-			int j = h / (H / HKV);
-			float *o = ref + (t * H + h) * D;
-			const float *qh = q + t * qdim + h * 2 * D;
-			rs_cpu_attn_ref(qh, kf + j * D, row, vf + j * D, row,
-			    P0 + t + 1, D, D, 0.125f, o, scores);
-			for (int i = 0; i < D; i++)
-				o[i] *= rs_cpu_sigmoid(qh[D + i]);
+	for (int t = 0; t < n_tok; t++)
+		for (int hh = 0; hh < h; hh++) {
+			int j = hh / g;
+			float *o = want + ((int64_t)t * h + hh) * d;
+			const float *qh = q + t * qdim + (int64_t)hh * 2 * d;
+			rs_cpu_attn_ref(qh, kf + (int64_t)j * d, row,
+			    vf + (int64_t)j * d, row, p0 + t + 1, d, d, scale, o,
+			    scores);
+			for (int i = 0; i < d; i++)
+				o[i] *= rs_cpu_sigmoid(qh[d + i]);
 		}
-	float *dq = dup_dev(q, T * qdim * 4), *dk = dup_dev(k, T * row * 4);
-	float *dv = dup_dev(v, T * row * 4);
-	uint16_t *dkc = dup_dev(kh, CTX * row * 2), *dvc = dup_dev(vh, CTX * row * 2);
-	float *dout = dup_dev(got, sizeof(got));
-	float *scr = dup_dev(NULL, rs_k_attn_scratch(H, T, D) * 4);
-	int32_t *dp = params_dev(P0, INT32_MAX);
-	ck_assert_int_eq(rs_k_kv_store(dk, row, dv, row, row, row, T, dp, dkc,
-	    dvc, 0, &err), RS_OK);
-	ck_assert_int_eq(rs_k_attn(dq, qdim, 2 * D, D, dkc, dvc, H, HKV, D, D,
-	    T, dp, 0.125f, dout, scr, 0, &err), RS_OK);
-	to_host(got, dout, sizeof(got));
-	expect_close("attn", got, ref, T * H * D, 1e-5);
+	float *dq = dup_dev(q, n_tok * qdim * 4), *dk = dup_dev(k, n_tok * row * 4);
+	float *dv = dup_dev(v, n_tok * row * 4);
+	uint16_t *dkc = dup_dev(kh, ctx * row * 2), *dvc = dup_dev(vh, ctx * row * 2);
+	float *dout = dup_dev(NULL, n_out * 4);
+	float *scr = dup_dev(NULL, rs_k_attn_scratch(h, n_tok, d) * 4);
+	int32_t *dp = params_dev(p0, INT32_MAX);
+	ck_assert_int_eq(rs_k_kv_store(dk, row, dv, row, row, row, n_tok, dp,
+	    dkc, dvc, 0, &err), RS_OK);
+	ck_assert_msg(rs_k_attn(dq, qdim, 2 * d, d, dkc, dvc, h, hkv, d, d,
+	    n_tok, dp, n_keys, scale, dout, scr, 0, &err) == RS_OK, "%s: %s",
+	    what, err.msg);
+	to_host(got, dout, n_out * 4);
+	expect_close(what, got, want, n_out, 1e-5);
+	for (int t = 0; t < n_tok; t++) {
+		int32_t *dpt = params_dev(p0 + t, INT32_MAX);
+		ck_assert_msg(rs_k_attn(dq + t * qdim, qdim, 2 * d, d, dkc, dvc,
+		    h, hkv, d, d, 1, dpt, 65536, scale, dout, scr, 0, &err) ==
+		    RS_OK, "%s: %s", what, err.msg);
+		to_host(one + (int64_t)t * h * d, dout, (size_t)h * d * 4);
+		cudaFree(dpt);
+	}
+	for (int64_t i = 0; i < n_out; i++)
+		ck_assert_msg(memcmp(&got[i], &one[i], 4) == 0, "%s: token %lld "
+		    "alone gives %.9g, in the batch %.9g", what,
+		    (long long)(i / (h * d)), one[i], got[i]);
 	/* the stored K rows are the f16 rounding of the inputs */
-	uint16_t back[T * HKV * D];
-	to_host(back, dkc + P0 * row, sizeof(back));
-	for (int64_t i = 0; i < T * row; i++)
+	uint16_t *back = malloc(n_tok * row * 2);
+	to_host(back, dkc + p0 * row, n_tok * row * 2);
+	for (int64_t i = 0; i < n_tok * row; i++)
 		ck_assert_uint_eq(back[i], rs_f32_to_f16(k[i]));
 	cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dkc); cudaFree(dvc);
 	cudaFree(dout); cudaFree(scr); cudaFree(dp);
-	free(q); free(k); free(v); free(kf); free(vf); free(kh); free(vh);
-	free(scores);
+	free(q); free(k); free(v); free(want); free(got); free(one); free(kf);
+	free(vf); free(scores); free(kh); free(vh); free(back);
+}
+
+/*
+ * Short rows (one split, a tile of fewer than 32 keys), the GQA groups
+ * the launcher maps to 6, 4, 2 and 1 heads per block, rows that cross the
+ * minimum split size, 5,000 keys (40 splits of 128, the last one partial)
+ * and rows on both sides of 8,192 keys, where the split size doubles;
+ * then the arguments it must refuse.
+ */
+START_TEST(attn)
+{
+	struct rs_err err;
+
+	check_attn(64, 2, 2, 3, 600);
+	check_attn(64, 2, 2, 1, 0);
+	check_attn(64, 5, 1, 32, 0);
+	check_attn(128, 3, 2, 4, 126);
+	check_attn(128, 4, 2, 17, 250);
+	check_attn(256, 6, 4, 2, 30);
+	check_attn(256, 6, 4, 16, 4990);
+	check_attn(256, 6, 2, 5, 8190);
+	check_attn(64, 8, 1, 3, 16383);
+	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 96, 96, 1,
+	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 128, 64,
+	    1, NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 6, 4, 64, 64, 1,
+	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 64, 64, 3,
+	    NULL, 2, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_attn_split_keys(8192), 128);
+	ck_assert_int_eq(rs_k_attn_split_keys(8193), 256);
+	ck_assert_int_eq(rs_k_attn_split_keys(32768), 512);
+}
+END_TEST
+
+/* ---- top-k selection ---- */
+
+/*
+ * ROWS rows of N values at X (stride N) through rs_k_top with K, each
+ * against rs_top_select: the same ids and logits bit for bit, the same
+ * first non-finite index.
+ */
+static void
+check_top(const float *x, int64_t n, int rows, int k,
+    const unsigned char *skip)
+{
+	struct rs_top	*got = malloc((size_t)rows * k * sizeof(*got));
+	struct rs_top	*want = malloc((size_t)k * sizeof(*want));
+	int64_t		*bad = malloc((size_t)rows * sizeof(*bad));
+	struct rs_err	 err;
+
+	float *dx = dup_dev(x, (size_t)(rows * n) * 4);
+	struct rs_top *dtop = dup_dev(NULL, (size_t)rows * k * sizeof(*got));
+	int64_t *dbad = dup_dev(NULL, (size_t)rows * sizeof(*bad));
+	void *scr = dup_dev(NULL, rs_k_top_scratch(rows, k));
+	unsigned char *dskip = skip == NULL ? NULL : dup_dev(skip, (size_t)n);
+	ck_assert_msg(rs_k_top(dx, n, n, rows, k, dskip, dtop, dbad, scr, 0, &err) ==
+	    RS_OK, "top: %s", err.msg);
+	to_host(got, dtop, (size_t)rows * k * sizeof(*got));
+	to_host(bad, dbad, (size_t)rows * sizeof(*bad));
+	for (int r = 0; r < rows; r++) {
+		int64_t b = rs_top_select(x + r * n, n, k, skip, want);
+		ck_assert_msg(bad[r] == b, "top n %lld k %d row %d: bad %lld, "
+		    "expected %lld", (long long)n, k, r, (long long)bad[r],
+		    (long long)b);
+		for (int i = 0; i < k; i++)
+			ck_assert_msg(got[r * k + i].id == want[i].id &&
+			    memcmp(&got[r * k + i].logit, &want[i].logit, 4) ==
+			    0, "top n %lld k %d row %d rank %d: %d (%g), "
+			    "expected %d (%g)", (long long)n, k, r, i,
+			    got[r * k + i].id, got[r * k + i].logit, want[i].id,
+			    want[i].logit);
+	}
+	cudaFree(dx); cudaFree(dtop); cudaFree(dbad); cudaFree(scr);
+	cudaFree(dskip);
+	free(got); free(want); free(bad);
+}
+
+/*
+ * rs_k_top against rs_top_select: the fixture's reference logits (every
+ * row, k 1, 20, 64); rows the 27B's width with coarse values (ties
+ * between ids in and around the top) and a NaN and an Inf planted;
+ * rows shorter than k and than a slice per block; a skip mask that takes
+ * out each row's best and a quarter of the rest.
+ */
+START_TEST(top)
+{
+	struct t_npy	 ref;
+	const int64_t	 wide = 248320;
+	float		*x = malloc((size_t)4 * wide * 4);
+	unsigned char	*skip = malloc((size_t)wide);
+
+	t_npy_load(t_fixture("tiny/ref-logits.npy"), &ref);
+	ck_assert_int_eq(ref.ndim, 2);
+	for (int64_t r = 0; r < ref.shape[0]; r += RS_ENGINE_EXACT_MAX) {
+		int rows = (int)(ref.shape[0] - r < RS_ENGINE_EXACT_MAX ?
+		    ref.shape[0] - r : RS_ENGINE_EXACT_MAX);
+		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows, 1,
+		    NULL);
+		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows, 20,
+		    NULL);
+		check_top(ref.data + r * ref.shape[1], ref.shape[1], rows,
+		    RS_TOP_MAX, NULL);
+	}
+	for (int64_t i = 0; i < 4 * wide; i++)
+		x[i] = (float)((int)((frand() + 1.0f) * 40.0f)) * 0.5f;
+	x[wide + 77777] = NAN;
+	x[2 * wide + 5] = INFINITY;
+	x[2 * wide + 9] = -INFINITY;
+	check_top(x, wide, 4, 1, NULL);
+	check_top(x, wide, 4, 37, NULL);
+	check_top(x, wide, 4, RS_TOP_MAX, NULL);
+	check_top(x, 50, 3, RS_TOP_MAX, NULL);
+	check_top(x, 1, 1, 3, NULL);
+	check_top(x, 1000, 2, 16, NULL);
+	/* a skip mask over the best of each row and ~1/8 of the rest */
+	for (int64_t i = 0; i < wide; i++)
+		skip[i] = frand() > 0.75f;
+	for (int r = 0; r < 4; r++) {
+		struct rs_top best;
+		rs_top_select(x + r * wide, wide, 1, NULL, &best);
+		if (best.id >= 0)
+			skip[best.id] = 1;
+	}
+	check_top(x, wide, 4, 1, skip);
+	check_top(x, wide, 4, RS_TOP_MAX, skip);
+	free(skip);
+	free(x);
+	free(ref.data);
 }
 END_TEST
 
@@ -840,8 +1002,8 @@ check_attn_prefill(int d, int g, int hkv, int n_tok, int p0, int ref)
 	    d, d, n_tok, dp, scale, dout, 0, &err) == RS_OK, "%s: %s", what,
 	    err.msg);
 	ck_assert_msg(rs_k_attn(dq, qdim, 2 * d, d, dkc, dvc, h, hkv, d, d,
-	    n_tok, dp, scale, dout2, scr, 0, &err) == RS_OK, "%s: %s", what,
-	    err.msg);
+	    n_tok, dp, n_keys, scale, dout2, scr, 0, &err) == RS_OK, "%s: %s",
+	    what, err.msg);
 	to_host(got, dout, n_out * 4);
 	to_host(got2, dout2, n_out * 4);
 	if (ref) {
@@ -1158,6 +1320,110 @@ START_TEST(engine_greedy)
 END_TEST
 
 /*
+ * rs_engine_forward_top on the GPU: every row of a verification-sized call
+ * (ALL) and the decode graph's row (LAST, one token) are rs_top_select of
+ * the rows rs_engine_forward returns for the same calls, k 1 and 64 (with
+ * a skip mask), also along a greedy continuation fed from the top path;
+ * an MTP step's row against rs_engine_mtp's.
+ */
+START_TEST(engine_top)
+{
+	struct prompts	 p;
+	struct rs_model	*m;
+	struct rs_state	*st;
+	struct rs_err	 err;
+	struct rs_top	 top[RS_ENGINE_EXACT_MAX * RS_TOP_MAX], want[RS_TOP_MAX];
+
+	load_prompts(&p);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	const int64_t V = m->hp.n_vocab;
+	/* k 64 runs with a skip mask: every third token */
+	unsigned char *mask = malloc((size_t)V);
+	for (int64_t i = 0; i < V; i++)
+		mask[i] = i % 3 == 0;
+	ck_assert_int_eq(rs_engine_set_top_skip(gpu, mask, &err), RS_OK);
+	for (int i = 0; i < p.n; i++) {
+		int n = p.len[i] < RS_ENGINE_EXACT_MAX ? p.len[i] :
+		    RS_ENGINE_EXACT_MAX;
+		float *lg = run_prompt(gpu, p.tok[i], n);
+		for (int k = 1; k <= RS_TOP_MAX; k += RS_TOP_MAX - 1) {
+			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st,
+			    &err), RS_OK);
+			ck_assert_msg(rs_engine_forward_top(gpu, st, p.tok[i], n,
+			    RS_LOGITS_ALL, k, k > 1, top, NULL, &err) == RS_OK,
+			    "%s", err.msg);
+			for (int r = 0; r < n; r++) {
+				ck_assert_int_eq(rs_top_select(lg + r * V, V, k,
+				    k > 1 ? mask : NULL, want), -1);
+				ck_assert_msg(memcmp(want, top + r * k, (size_t)k *
+				    sizeof(*top)) == 0, "prompt %d row %d k %d",
+				    i, r, k);
+			}
+			rs_state_free(st);
+		}
+		free(lg);
+	}
+	/* greedy through the decode graph's top path (k 1, then 64) */
+	float *lg = malloc((size_t)V * 4);
+	for (int k = 1; k <= RS_TOP_MAX; k += RS_TOP_MAX - 1) {
+		struct rs_state *s2;
+		const int32_t *pr = p.tok[p.greedy_prompt];
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err),
+		    RS_OK);
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &s2, &err),
+		    RS_OK);
+		ck_assert_int_eq(rs_engine_forward_top(gpu, st, pr,
+		    p.len[p.greedy_prompt], RS_LOGITS_LAST, k, k > 1, top, NULL,
+		    &err), RS_OK);
+		ck_assert_int_eq(rs_engine_forward(gpu, s2, pr,
+		    p.len[p.greedy_prompt], lg, RS_LOGITS_LAST, NULL, &err),
+		    RS_OK);
+		for (int i = 0; i < p.n_greedy; i++) {
+			int32_t tok = top[0].id;
+			ck_assert_int_eq(rs_top_select(lg, V, k, k > 1 ?
+			    mask : NULL, want), -1);
+			ck_assert(memcmp(want, top, (size_t)k * sizeof(*top)) ==
+			    0);
+			ck_assert_int_eq(rs_engine_forward_top(gpu, st, &tok, 1,
+			    RS_LOGITS_LAST, k, k > 1, top, NULL, &err), RS_OK);
+			ck_assert_int_eq(rs_engine_forward(gpu, s2, &tok, 1, lg,
+			    RS_LOGITS_LAST, NULL, &err), RS_OK);
+		}
+		rs_state_free(st);
+		rs_state_free(s2);
+	}
+	/* an MTP draft step on the GPU (k 1 and 64, no mask) */
+	{
+		const int64_t d = m->hp.n_embd;
+		float *h = calloc((size_t)d, sizeof(float));
+		for (int k = 1; k <= RS_TOP_MAX; k += RS_TOP_MAX - 1) {
+			struct rs_state *s2;
+			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st,
+			    &err), RS_OK);
+			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &s2,
+			    &err), RS_OK);
+			ck_assert_int_eq(rs_engine_mtp(gpu, st, 42, 0, h, lg,
+			    NULL, &err), RS_OK);
+			ck_assert_msg(rs_engine_mtp_top(gpu, s2, 42, 0, h, k,
+			    top, NULL, &err) == RS_OK, "%s", err.msg);
+			rs_top_select(lg, V, k, NULL, want);
+			ck_assert(memcmp(want, top, (size_t)k * sizeof(*top)) ==
+			    0);
+			rs_state_free(st);
+			rs_state_free(s2);
+		}
+		free(h);
+	}
+	free(lg);
+	free(mask);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
+/*
  * Verification and rollback on the GPU: run k drafts, truncate back to
  * j accepted through the snapshots, continue; logits must equal a plain
  * sequential run's.
@@ -1339,6 +1605,7 @@ cuda_suite(void)
 	tcase_add_test(k, rope);
 	tcase_add_test(k, elementwise);
 	tcase_add_test(k, attn);
+	tcase_add_test(k, top);
 	tcase_add_test(k, attn_prefill);
 	tcase_add_test(k, conv);
 	tcase_add_test(k, deltanet);
@@ -1346,6 +1613,7 @@ cuda_suite(void)
 	tcase_set_timeout(e, 300);
 	tcase_add_test(e, engine_logits);
 	tcase_add_test(e, engine_greedy);
+	tcase_add_test(e, engine_top);
 	tcase_add_test(e, engine_rollback);
 	tcase_add_test(e, engine_batch_invariant);
 	tcase_add_test(e, engine_prefill_chunks);

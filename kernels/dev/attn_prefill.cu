@@ -121,7 +121,8 @@ main(void)
 	    NH, NKV, HD, HD, vt, dpos + vp0, 1.0f / 16.0f, dout, 0, &err),
 	    &err);
 	check("attn", rs_k_attn(dq, LDQ, 2 * HD, HD, dk, dv, NH, NKV, HD, HD,
-	    vt, dpos + vp0, 1.0f / 16.0f, dout2, scr, 0, &err), &err);
+	    vt, dpos + vp0, vp0 + vt, 1.0f / 16.0f, dout2, scr, 0, &err),
+	    &err);
 	die("copy", cudaMemcpy(a, dout, (size_t)vt * NH * HD * 4,
 	    cudaMemcpyDeviceToHost));
 	die("copy", cudaMemcpy(b, dout2, (size_t)vt * NH * HD * 4,

@@ -1,0 +1,151 @@
+/*
+ * attn_decode.cu - playground for the decode/verification attention of one
+ * 27B layer (kernels/attn.cu, rs_k_attn): 24 query heads, 4 KV heads, head
+ * dim 256, f16 cache.
+ *
+ *   make CUDA=1 build/dev/attn_decode && build/dev/attn_decode
+ *
+ * First, batch invariance: 8 tokens in one call against the same 8 one at
+ * a time (grid sized for 131,072 keys, as the decode graph does), bit for
+ * bit, around the 8,192-key split-size step (the CPU oracle comparison is
+ * tests/check_cuda.c "attn").  Then rs_k_attn is timed at depths 4,096,
+ * 32,768 and 131,072 for 1, 4, 16 and 32 query tokens (CUDA events, 20
+ * repeats after a warm-up, L2 flushed before each).  One JSON line per
+ * case: µs for the layer, the KV bytes it must read (2·depth·1024 halves),
+ * GB/s and µs for the 16 layers.  Decode at depth 32,768 should cost
+ * little more than the bytes: 128 MB a layer, ~30 µs on an H200.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common.cuh"
+#include "rs_kernels.h"
+
+#define NH	24
+#define NKV	4
+#define HD	256
+#define LDQ	(2 * NH * HD)
+#define CTX	131072
+#define MAXT	32
+
+static uint64_t rng = 88172645463325252ULL;
+
+static float
+frand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return ((float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f);
+}
+
+static void
+die(const char *what, cudaError_t e)
+{
+	if (e != cudaSuccess) {
+		fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+		exit(1);
+	}
+}
+
+static void
+check(const char *what, enum rs_status s, const struct rs_err *err)
+{
+	if (s != RS_OK) {
+		fprintf(stderr, "%s: %s\n", what, err->msg);
+		exit(1);
+	}
+}
+
+static void *
+dev_random(size_t n, int f16)
+{
+	void	*d, *h = malloc(n * (f16 ? 2 : 4));
+
+	for (size_t i = 0; i < n; i++) {
+		if (f16)
+			((__half *)h)[i] = __float2half(frand() * 2.0f);
+		else
+			((float *)h)[i] = frand() * 2.0f;
+	}
+	die("malloc", cudaMalloc(&d, n * (f16 ? 2 : 4)));
+	die("copy", cudaMemcpy(d, h, n * (f16 ? 2 : 4),
+	    cudaMemcpyHostToDevice));
+	free(h);
+	return (d);
+}
+
+int
+main(void)
+{
+	static const int depths[] = { 4096, 32768, 131072 - MAXT };
+	static const int toks[] = { 1, 4, 16, 32 };
+	const int	 reps = 20, vt = 8, vp0 = 8190;
+	const size_t	 flush_bytes = (size_t)256 << 20;
+	float		*dq = (float *)dev_random((size_t)MAXT * LDQ, 0);
+	uint16_t	*dk = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
+	uint16_t	*dv = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
+	float		*dout, *dout1, *scr;
+	float		*a = (float *)malloc((size_t)vt * NH * HD * 4);
+	float		*b = (float *)malloc((size_t)vt * NH * HD * 4);
+	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)CTX * 4);
+	void		*flush;
+	cudaEvent_t	 e0, e1;
+	struct rs_err	 err;
+
+	die("malloc", cudaMalloc(&dout, (size_t)MAXT * NH * HD * 4));
+	die("malloc", cudaMalloc(&dout1, (size_t)NH * HD * 4));
+	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, MAXT, HD) * 4));
+	die("malloc", cudaMalloc(&flush, flush_bytes));
+	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
+	die("malloc", cudaMalloc(&dpos, ((size_t)CTX + RS_K_N_PARAMS) * 4));
+	for (int i = 0; i < CTX; i++)
+		pos[i] = i;
+	die("params", cudaMemcpy(dpos, pos, (size_t)CTX * 4,
+	    cudaMemcpyHostToDevice));
+	check("attn", rs_k_attn(dq, LDQ, 2 * HD, HD, dk, dv, NH, NKV, HD, HD,
+	    vt, dpos + vp0, vp0 + vt, 1.0f / 16.0f, dout, scr, 0, &err), &err);
+	die("copy", cudaMemcpy(a, dout, (size_t)vt * NH * HD * 4,
+	    cudaMemcpyDeviceToHost));
+	for (int t = 0; t < vt; t++) {
+		check("attn", rs_k_attn(dq + (size_t)t * LDQ, LDQ, 2 * HD, HD,
+		    dk, dv, NH, NKV, HD, HD, 1, dpos + vp0 + t, CTX,
+		    1.0f / 16.0f, dout1, scr, 0, &err), &err);
+		die("copy", cudaMemcpy(b + (size_t)t * NH * HD, dout1,
+		    (size_t)NH * HD * 4, cudaMemcpyDeviceToHost));
+	}
+	int same = memcmp(a, b, (size_t)vt * NH * HD * 4) == 0;
+	printf("{\"check\":\"batch vs single\",\"tokens\":%d,\"after\":%d,"
+	    "\"identical\":%s}\n", vt, vp0, same ? "true" : "false");
+	if (!same)
+		return (1);
+	die("event", cudaEventCreate(&e0));
+	die("event", cudaEventCreate(&e1));
+	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++)
+		for (size_t j = 0; j < sizeof(toks) / sizeof(toks[0]); j++) {
+			int d = depths[i], n = toks[j];
+			float ms, total = 0.0f;
+			for (int r = -1; r < reps; r++) {
+				die("flush", cudaMemset(flush, r & 0xff,
+				    flush_bytes));
+				die("record", cudaEventRecord(e0, 0));
+				check("attn", rs_k_attn(dq, LDQ, 2 * HD, HD, dk,
+				    dv, NH, NKV, HD, HD, n, dpos + d, CTX,
+				    1.0f / 16.0f, dout, scr, 0, &err), &err);
+				die("record", cudaEventRecord(e1, 0));
+				die("sync", cudaEventSynchronize(e1));
+				die("time", cudaEventElapsedTime(&ms, e0, e1));
+				if (r >= 0)
+					total += ms;
+			}
+			double us = 1e3 * total / reps;
+			double bytes = 2.0 * (d + n) * NKV * HD * 2;
+			printf("{\"kernel\":\"attn\",\"depth\":%d,\"tokens\":%d,"
+			    "\"split_keys\":%lld,\"us\":%.1f,\"kv_mb\":%.1f,"
+			    "\"gb_s\":%.0f,\"us_16_layers\":%.0f}\n", d, n,
+			    (long long)rs_k_attn_split_keys(d + n), us,
+			    bytes / 1e6, bytes / us / 1e3, 16 * us);
+		}
+	return (0);
+}
