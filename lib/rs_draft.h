@@ -20,10 +20,12 @@
 
 /*
  * Up to MAX drafts for what follows A (NA tokens) then B (NB tokens) into
- * OUT; returns their count (0 when no ending recurs).  Cost: one backward
- * scan of the history per n-gram length tried.
+ * OUT; returns their count (0 when no ending recurs).  *NGRAM (may be
+ * NULL) gets the length n of the ending that matched (0 with no drafts):
+ * how much evidence the drafts have.  Cost: one backward scan of the
+ * history per n-gram length tried.
  */
 int	rs_draft_lookup(const int32_t *a, int32_t na, const int32_t *b,
-	    int32_t nb, int32_t *out, int max);
+	    int32_t nb, int32_t *out, int max, int *ngram);
 
 #endif /* RS_DRAFT_H */
