@@ -58,8 +58,8 @@ gx_open(struct gx *x, const char *fixture, int32_t n_ctx, int ckpt,
 	struct rs_state_opts	 so = { .n_ctx = n_ctx, .checkpoint = ckpt };
 
 	/* drafting needs a snapshot per verified token */
-	if (o != NULL && o->draft_ngram > 0)
-		so.n_snap = o->draft_ngram + 1;
+	if (o != NULL && o->draft != RS_DRAFTER_NONE)
+		so.n_snap = o->draft_max + 1;
 
 	memset(x, 0, sizeof(*x));
 	ck_assert_msg(rs_model_open(&x->m, t_fixture(fixture), &err) == RS_OK,
@@ -227,12 +227,15 @@ greedy_text(const struct gx *x, const struct t_ref *ref, size_t n,
  * again, so lookup drafts come up often; greedy and seeded sampling must
  * give the same result with drafts (4 a pass) as without, on a cold cache
  * and with prefix reuse, and a stop string or max_tokens must end both in
- * the same place.  The logprobs of a token taken as an accepted draft come
- * from the verification pass's row for its position: the engine is
- * batch-invariant on the CPU, so they equal plain decoding's bit for bit.
+ * the same place, for every drafter (_i).  The logprobs of a token taken
+ * as an accepted draft come from the verification pass's row for its
+ * position: the engine is batch-invariant on the CPU, so they equal plain
+ * decoding's bit for bit.
  */
 START_TEST(draft_equal)
 {
+	static const enum rs_drafter_kind kinds[] = { RS_DRAFTER_NGRAM,
+	    RS_DRAFTER_MTP, RS_DRAFTER_MTP_NGRAM };
 	static const char *const extras[] = {
 		"\"temperature\": 0, \"max_tokens\": 60, \"logprobs\": 3",
 		"\"temperature\": 1, \"seed\": 7, \"max_tokens\": 60",
@@ -250,7 +253,8 @@ START_TEST(draft_equal)
 	p = ref.greedy_prompt;
 	rs_gen_opts_init(&o);
 	gx_open(&plain, "tiny/model-q8_0.gguf", 1024, 1, &o);
-	o.draft_ngram = 4;
+	o.draft = kinds[_i];
+	o.draft_max = 4;
 	gx_open(&spec, "tiny/model-q8_0.gguf", 1024, 1, &o);
 	for (size_t e = 0; e < sizeof(extras) / sizeof(extras[0]); e++)
 		for (int rep = 0; rep < 2; rep++) {	/* cold, then reused */
@@ -303,7 +307,8 @@ START_TEST(draft_equal)
 			rs_gen_result_cleanup(&c);
 			free(body);
 		}
-	printf("gen drafts: %lld verified, %lld taken\n", (long long)drafted,
+	printf("gen drafts (%s): %lld verified, %lld taken\n",
+	    rs_drafter_kind_name(kinds[_i]), (long long)drafted,
 	    (long long)accepted);
 	ck_assert_int_gt(drafted, 0);
 	ck_assert_int_gt(accepted, 0);
@@ -1773,7 +1778,7 @@ gen_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, greedy_reference);
 	tcase_add_test(tc, logprobs_reference);
-	tcase_add_test(tc, draft_equal);
+	tcase_add_loop_test(tc, draft_equal, 0, 3);
 	tcase_add_test(tc, greedy_prefix_reuse);
 	tcase_add_test(tc, common_prefix);
 	suite_add_tcase(s, tc);
