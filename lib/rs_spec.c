@@ -75,16 +75,18 @@ check_args(const struct rs_state *st, int32_t n_prompt, int k, int32_t n_new,
 
 /*
  * One round at P with y0 = s->toks[0]: draft (at most MAX), verify,
- * accept, restore.  OUT receives the round's tokens (at most ROOM).
+ * accept, restore.  OUT receives the round's tokens (at most ROOM); the
+ * time of the pass and the rollback is added to *VERIFY_MS.
  */
 static enum rs_status
 spec_round(struct spec *s, const int32_t *prompt, int32_t n_prompt,
     int32_t *gen_out, int32_t gen, int32_t room, int32_t *emitted,
-    int *drafted, int *a, struct rs_err *err)
+    int *drafted, int *a, double *verify_ms, struct rs_err *err)
 {
 	const int32_t	 p = rs_state_pos(s->st);
 	int32_t		*out = gen_out + gen, t;
 	enum rs_status	 st;
+	double		 t0;
 	int		 kk = 0, max = room - 1 < s->k ? room - 1 : s->k;
 
 	if (s->d != NULL && max > 0 && (st = rs_drafter_propose(s->d, s->st,
@@ -92,6 +94,7 @@ spec_round(struct spec *s, const int32_t *prompt, int32_t n_prompt,
 	    err)) != RS_OK)
 		return (st);
 	*drafted = kk;
+	t0 = now_ms();
 	if ((st = rs_engine_forward(s->e, s->st, s->toks, kk + 1, s->logits,
 	    RS_LOGITS_ALL, s->hidden, err)) != RS_OK)
 		return (st);
@@ -108,6 +111,7 @@ spec_round(struct spec *s, const int32_t *prompt, int32_t n_prompt,
 	if (*a < kk && (st = rs_engine_truncate(s->e, s->st, p + *a + 1,
 	    err)) != RS_OK)
 		return (st);
+	*verify_ms += now_ms() - t0;
 	if (s->d != NULL) {
 		if ((st = rs_drafter_observe(s->d, s->st, s->toks, *a + 1, p,
 		    s->hidden, err)) != RS_OK)
@@ -164,7 +168,8 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st, struct rs_drafter *d,
 		int	a, kk;
 
 		if ((r = spec_round(&s, prompt, n_prompt, out, gen,
-		    n_new - gen, &emitted, &kk, &a, err)) != RS_OK)
+		    n_new - gen, &emitted, &kk, &a, &stats->verify_ms, err)) !=
+		    RS_OK)
 			goto out;
 		stats->rounds++;
 		stats->drafted += kk;

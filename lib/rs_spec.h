@@ -39,6 +39,8 @@ struct rs_spec_stats {
 	int64_t	generated;	/* tokens written to OUT */
 	double	prefill_ms;	/* prompt and MTP catch-up */
 	double	decode_ms;	/* drafting, verification, restore */
+	double	verify_ms;	/* of decode_ms, verification passes and
+				   rollbacks (plain decoding: the steps) */
 	double	draft_ms;	/* of decode_ms, proposing drafts */
 	double	catchup_ms;	/* of decode_ms, MTP catch-up */
 };
