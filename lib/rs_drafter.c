@@ -169,12 +169,16 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	d->e = e;
 	d->o = *o;
-	if (d->o.cost == 0.0)
-		d->o.cost = rs_engine_backend(e) == RS_BACKEND_CUDA ?
-		    RS_DRAFTER_COST_CUDA : RS_DRAFTER_COST_CPU;
 	d->d = m->hp.n_embd;
 	d->v = m->hp.n_vocab;
 	d->mtp = o->kind == RS_DRAFTER_MTP || o->kind == RS_DRAFTER_MTP_NGRAM;
+	if (d->o.cost == 0.0) {
+		int gpu = rs_engine_backend(e) == RS_BACKEND_CUDA;
+		d->o.cost = gpu ? RS_DRAFTER_VERIFY_CUDA : RS_DRAFTER_VERIFY_CPU;
+		if (d->mtp)
+			d->o.cost += gpu ? RS_DRAFTER_MTP_CUDA :
+			    RS_DRAFTER_MTP_CPU;
+	}
 	d->h_pos = -1;
 	if (d->mtp) {
 		/* catch-up rows per MTP call: a verification's worth at

@@ -86,19 +86,25 @@ struct rs_drafter_opts {
 	int		 k_max;		/* drafts per round, 1..16 */
 	int		 fixed;		/* 1: always k_max (rs-bench's table);
 					   0: adapt K per request */
-	double		 cost;		/* c above, > 0; 0: the backend's
-					   default (RS_DRAFTER_COST_CPU/_CUDA) */
+	double		 cost;		/* c above, >= 0; 0: the default for
+					   the backend and kind (below) */
 };
 
 /*
- * Default c, from rs-bench's verify rows (rel_cost of a group of k + 1 vs
- * 1, per extra token) and the draft time of an MTP step: on the CPU a
- * verification row costs about as much as a decode step (the small models
- * we run there are compute bound), on the GPU an extra row mostly reuses
- * the weights already read, and an MTP step reads 1/16 of the 27B.
+ * Default c = the cost of one more row in a verification pass, plus, for
+ * MTP kinds, one MTP step, both relative to a decode step.  CPU, measured
+ * on demo/ (rs-bench --quick: a pass of 4 tokens costs 1.56 steps; an
+ * MTP step 0.35 of a step: one decoder block of 8 plus the head).  GPU,
+ * H200 on the 27B today (docs/perf-log.md: passes of 2 and 4 tokens cost
+ * 1.7 and 2.6 steps; an MTP step reads one block of 64 and the 1 GB head
+ * of the 16 GB).  The verification figure falls as the token loop gets
+ * cheaper per row: re-measure with rs-bench --spec, whose oracle table
+ * gives both costs.
  */
-#define RS_DRAFTER_COST_CPU	0.5
-#define RS_DRAFTER_COST_CUDA	0.1
+#define RS_DRAFTER_VERIFY_CPU	0.2
+#define RS_DRAFTER_MTP_CPU	0.35
+#define RS_DRAFTER_VERIFY_CUDA	0.6
+#define RS_DRAFTER_MTP_CUDA	0.1
 
 void		rs_drafter_opts_init(struct rs_drafter_opts *o);
 
