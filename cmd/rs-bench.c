@@ -30,7 +30,8 @@
 #define USAGE	"rs-bench -m MODEL [--backend B] [-c N] [-t N] [--max-batch N] [--json]\n" \
 	"       [-q] [--quick | --prefill N]\n" \
 	"       rs-bench -m MODEL --spec [--draft D] [--draft-max K] [--oracle-k N]\n" \
-	"       [--alpha LIST] [--spec-tokens N] [--reps N] [--backend B] [-t N]\n" \
+	"       [--alpha LIST] [--spec-tokens N] [--reps N] [--draft-vocab N]\n" \
+	"       [--backend B] [-t N]\n" \
 	"       [--json] [-q]\n" \
 	"       rs-bench -m MODEL --plan [-c N] [--snap N]\n" \
 	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED] [-q]"
@@ -39,7 +40,7 @@ struct opts {
 	const char	*model, *preset, *out, *mix;
 	int		 backend, json, quick, plan, quiet, spec;
 	struct rs_cli_draft draft;	/* --draft, --draft-max */
-	int64_t		 oracle_k, spec_tokens, reps;
+	int64_t		 oracle_k, spec_tokens, reps, draft_vocab;
 	double		 alphas[RS_BENCH_SPEC_MAX_ALPHA];
 	int		 n_alphas;	/* 0: the defaults */
 	int64_t		 prefill;	/* --prefill: that row alone */
@@ -77,6 +78,8 @@ usage_full(void)
 	    "      --alpha LIST     --spec: comma-separated acceptance rates in [0, 1]\n"
 	    "                       (default 0.5,0.6,0.7,0.8,0.9,1)\n"
 	    "      --spec-tokens N  --spec: tokens generated per run (default 128)\n"
+	    "      --draft-vocab N  --spec: MTP drafts over the first N token ids only\n"
+	    "                       (a reduced head; CPU backend only)\n"
 	    "      --reps N         --spec: runs per row, the fastest kept (default 1;\n"
 	    "                       more on a machine shared with other work)\n"
 	    "      --plan           print the memory plan (weights, KV cache, recurrent\n"
@@ -311,6 +314,7 @@ spec(const struct opts *o)
 		bo.gen_tokens = (int32_t)o->spec_tokens;
 	if (o->reps > 0)
 		bo.reps = (int)o->reps;
+	bo.vocab = (int32_t)o->draft_vocab;
 	if (o->n_alphas > 0) {
 		memcpy(bo.alphas, o->alphas, sizeof(bo.alphas));
 		bo.n_alphas = o->n_alphas;
@@ -512,6 +516,7 @@ main(int argc, char **argv)
 		{ "alpha", required_argument, NULL, 'A' },
 		{ "spec-tokens", required_argument, NULL, 'T' },
 		{ "reps", required_argument, NULL, 'R' },
+		{ "draft-vocab", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts	 o = { .seed = 1, .snap = 3 };
@@ -579,6 +584,11 @@ main(int argc, char **argv)
 				    "in [1, %d]", optarg, RS_DRAFTER_K_MAX);
 			break;
 		case 'A': parse_alphas(&o, optarg); break;
+		case 'W':
+			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.draft_vocab))
+				rs_cli_usage_error(USAGE, "--draft-vocab: '%s' is "
+				    "not in [1, 16777216]", optarg);
+			break;
 		case 'R':
 			if (rs_cli_parse_i64(optarg, 1, 100, &o.reps))
 				rs_cli_usage_error(USAGE, "--reps: '%s' is not in "
@@ -609,9 +619,10 @@ main(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "--ctx-size is for -m, not --synth");
 	if (!o.spec && (o.draft.kind != RS_DRAFTER_NONE || o.draft.count >
 	    0 || o.draft.max > 0 || o.oracle_k > 0 || o.n_alphas > 0 ||
-	    o.spec_tokens > 0 || o.reps > 0))
+	    o.spec_tokens > 0 || o.reps > 0 || o.draft_vocab > 0))
 		rs_cli_usage_error(USAGE, "--draft, --draft-max, --oracle-k, "
-		    "--alpha, --spec-tokens and --reps go with --spec");
+		    "--alpha, --spec-tokens, --reps and --draft-vocab go with "
+		    "--spec");
 	if (o.spec && (o.preset != NULL || o.plan || o.quick || o.prefill > 0))
 		rs_cli_usage_error(USAGE, "--spec excludes --synth, --plan, "
 		    "--quick and --prefill");

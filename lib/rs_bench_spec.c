@@ -94,6 +94,8 @@ run_once(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
 		dopt.kind = kind;
 		dopt.k_max = k;
 		dopt.fixed = alpha >= 0.0;
+		if (kind == RS_DRAFTER_MTP || kind == RS_DRAFTER_MTP_NGRAM)
+			dopt.vocab = o->vocab;
 		if ((r = rs_drafter_new(&d, b->e, &dopt, err)) != RS_OK)
 			return (r);
 		if (alpha >= 0.0)

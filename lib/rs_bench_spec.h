@@ -52,6 +52,9 @@ struct rs_bench_spec_opts {
 	int		 oracle_k_max;	/* k = 1 .. this (8) */
 	double		 alphas[RS_BENCH_SPEC_MAX_ALPHA];
 	int		 n_alphas;	/* (0.5 0.6 0.7 0.8 0.9 1.0) */
+	int32_t		 vocab;		/* MTP drafts over the first VOCAB
+					   ids (rs_drafter_opts.vocab); 0:
+					   the full head */
 	int		 reps;		/* runs per row, the fastest kept (1):
 					   for a machine shared with others */
 	uint64_t	 seed;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rs_cpu.h"
 #include "rs_draft.h"
 #include "rs_drafter.h"
 #include "rs_rng.h"
@@ -26,6 +27,10 @@ struct rs_drafter {
 	int64_t			 d, v;		/* n_embd, n_vocab */
 	int			 mtp;		/* the kind uses the MTP block */
 	float			*logits;	/* (v) one draft step */
+	const struct rs_gguf_tensor *head;	/* the MTP head, reduced
+						   drafting only */
+	rs_to_float_fn		 row;		/* its row decoder */
+	float			*wrow;		/* (d) a decoded head row */
 	float			*h[2];		/* (d) draft steps' h_out */
 	float			*h_star;	/* (d) trunk hn at h_pos */
 	int32_t			 h_pos;		/* -1: no h* */
@@ -142,6 +147,7 @@ rs_drafter_free(struct rs_drafter *d)
 	free(d->h_star);
 	free(d->h_in);
 	free(d->toks);
+	free(d->wrow);
 	free(d);
 }
 
@@ -161,6 +167,12 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 	if (!(o->cost >= 0.0) || isinf(o->cost))
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "draft cost %g is "
 		    "not a finite number >= 0", o->cost));
+	if (o->vocab < 0 || (uint32_t)o->vocab > m->hp.n_vocab)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "draft vocabulary %d "
+		    "is outside [0, %u]", o->vocab, m->hp.n_vocab));
+	if (o->vocab > 0 && rs_engine_backend(e) != RS_BACKEND_CPU)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "drafting over a "
+		    "reduced vocabulary runs on the CPU backend only"));
 	if ((o->kind == RS_DRAFTER_MTP || o->kind == RS_DRAFTER_MTP_NGRAM) &&
 	    m->hp.n_nextn == 0)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "the model has no MTP "
@@ -193,8 +205,19 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 		d->h_in = malloc((size_t)d->rows * (size_t)d->d *
 		    sizeof(float));
 		d->toks = malloc((size_t)d->rows * sizeof(int32_t));
+		if (o->vocab > 0) {
+			d->head = m->layers[m->hp.n_layer].mtp_head;
+			if ((d->row = rs_cpu_row_decoder(d->head->type)) ==
+			    NULL) {
+				rs_drafter_free(d);
+				return (rs_errf(err, RS_ERR_UNSUPPORTED, "MTP "
+				    "head type %d has no row decoder",
+				    d->head->type));
+			}
+			d->wrow = malloc((size_t)d->d * sizeof(float));
+		}
 		if (!d->logits || !d->h[0] || !d->h[1] || !d->h_star ||
-		    !d->h_in || !d->toks) {
+		    !d->h_in || !d->toks || (o->vocab > 0 && !d->wrow)) {
 			rs_drafter_free(d);
 			return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 		}
@@ -307,6 +330,32 @@ rs_drafter_observe(struct rs_drafter *d, struct rs_state *st,
 	return (RS_OK);
 }
 
+/*
+ * The argmax of head · H over rows [0, vocab): the reduced head, one row
+ * decoded at a time (f32 sums, as the engine's matmul; ties go to the
+ * lower id, as rs_logits_argmax).
+ */
+static int32_t
+reduced_argmax(const struct rs_drafter *d, const float *h)
+{
+	const size_t	row = (size_t)d->head->nbytes / (size_t)d->head->ne[1];
+	const char	*w = d->head->data;
+	float		 best = -INFINITY;
+	int32_t		 arg = 0;
+
+	for (int32_t t = 0; t < d->o.vocab; t++) {
+		float s = 0.0f;
+		d->row(w + (size_t)t * row, d->wrow, d->d);
+		for (int64_t i = 0; i < d->d; i++)
+			s += d->wrow[i] * h[i];
+		if (s > best) {
+			best = s;
+			arg = t;
+		}
+	}
+	return (arg);
+}
+
 /* K chained MTP steps from (Y0, P, h*) into OUT (§6.4). */
 static enum rs_status
 mtp_chain(struct rs_drafter *d, struct rs_state *st, int32_t y0, int k,
@@ -329,10 +378,11 @@ mtp_chain(struct rs_drafter *d, struct rs_state *st, int32_t y0, int k,
 	for (int i = 0; i < k; i++) {
 		float *h_out = d->h[i & 1];
 
-		if ((s = rs_engine_mtp(d->e, st, t, p + i, h, d->logits, h_out,
-		    err)) != RS_OK)
+		if ((s = rs_engine_mtp(d->e, st, t, p + i, h, d->head ? NULL :
+		    d->logits, h_out, err)) != RS_OK)
 			return (s);
-		out[i] = t = rs_logits_argmax(d->logits, d->v);
+		out[i] = t = d->head ? reduced_argmax(d, h_out) :
+		    rs_logits_argmax(d->logits, d->v);
 		h = h_out;
 	}
 	/* step 0 wrote P's entry from (y0, hn(P − 1)): exact; the later

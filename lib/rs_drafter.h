@@ -88,7 +88,23 @@ struct rs_drafter_opts {
 					   0: adapt K per request */
 	double		 cost;		/* c above, >= 0; 0: the default for
 					   the backend and kind (below) */
+	int32_t		 vocab;		/* MTP drafts over token ids
+					   [0, vocab) only; 0: the full head
+					   (see below) */
 };
+
+/*
+ * A reduced head for MTP drafts (opts.vocab = N).  An MTP step of the 27B
+ * reads one decoder block (~0.4 GB in Q4_K) and the LM head (248,320 x
+ * 5120 in Q6_K, ~1.0 GB): the head is most of a draft's cost.  Drafting
+ * the argmax over N frequent tokens instead reads N/248320 of it.  In a
+ * byte-level BPE vocabulary the ids follow the merge order, which follows
+ * frequency in the tokenizer's training text, so the first N ids are the
+ * frequent tokens without a table.  The target still checks every draft;
+ * a draft outside the N can never be proposed, so acceptance falls by the
+ * share of positions whose argmax lies beyond N.  CPU backend only: the
+ * GPU needs a row-range matvec of the head (the engine computes all rows).
+ */
 
 /*
  * Default c = the cost of one more row in a verification pass, plus, for

@@ -703,6 +703,43 @@ def test_logprobs_with_drafts(server, tmp_path_factory):
     assert len(plain["choices"][0]["logprobs"]["tokens"]) == 40
 
 
+def test_drafters_timings_metrics(server, tmp_path_factory):
+    """--draft mtp+ngram --draft-max 3: the same completion as plain
+    decoding, greedy and seeded, the drafter's counts, acceptance per
+    position and draft time in the response's timings, and the draft
+    series in /metrics."""
+    with open(fixture("tiny/reference.json")) as f:
+        ref = json.load(f)
+    p = ref["prompts"][ref["greedy"]["prompt_index"]]
+    bodies = [dict(prompt=p + ref["greedy"]["tokens"] + p, max_tokens=40, temperature=0),
+              dict(prompt=p, max_tokens=40, temperature=0.8, seed=4)]
+    srv = start(tmp_path_factory, "--draft", "mtp+ngram", "--draft-max", "3",
+                name="mtpdraft")
+    try:
+        for body in bodies:
+            st, _, b = http(srv.url + "/v1/completions", "POST", body)
+            assert st == 200, b
+            spec = json.loads(b)
+            st, _, b = http(server.url + "/v1/completions", "POST", body)
+            plain = json.loads(b)
+            assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
+            t = spec["timings"]
+            assert t["draft"] == "mtp+ngram"
+            assert 0 <= t["draft_n_accepted"] <= t["draft_n"] and t["draft_n"] > 0
+            assert 1 <= len(t["draft_acceptance"]) <= 3
+            assert all(0 <= a <= 1 for a in t["draft_acceptance"])
+            assert t["draft_ms"] >= 0 and t["draft_catchup_ms"] >= 0
+            assert 1 <= t["draft_k"] <= 3
+        text = http(srv.url + "/metrics")[2].decode()
+    finally:
+        srv.stop_clean()
+    assert re.search(r"^rs_draft_tokens_total [1-9]", text, re.M)
+    assert re.search(r"^rs_draft_accepted_tokens_total \d", text, re.M)
+    assert re.search(r'^rs_draft_position_tokens_total\{position="1"\} [1-9]', text, re.M)
+    assert re.search(r'^rs_draft_position_accepted_total\{position="1"\} \d', text, re.M)
+    assert "rs_draft_" not in http(server.url + "/metrics")[2].decode()
+
+
 def test_slots_keep_two_conversations(tmp_path_factory):
     """--slots 2: a request with another prompt runs on the second slot, so
     the first conversation's cache survives it; with one slot it does not.
