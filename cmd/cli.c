@@ -116,6 +116,7 @@ rs_cli_draft_opt(struct rs_cli_draft *d, const char *arg,
 	if (arg != NULL && rs_drafter_parse(arg, &d->kind, &d->count, &err) !=
 	    RS_OK)
 		rs_cli_usage_error(usage, "--draft: %s", err.msg);
+	d->given |= arg != NULL;
 	if (max_arg != NULL) {
 		if (rs_cli_parse_i64(max_arg, 1, RS_DRAFTER_K_MAX, &v) != 0)
 			rs_cli_usage_error(usage, "--draft-max: '%s' is not in "
@@ -132,7 +133,7 @@ rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind *kind,
 		rs_cli_usage_error(usage, "--draft %d already gives the draft "
 		    "count; use --draft ngram --draft-max %d", d->count,
 		    d->max);
-	if (d->kind == RS_DRAFTER_NONE && d->max > 0)
+	if (!d->given && d->max > 0)
 		rs_cli_usage_error(usage, "--draft-max needs --draft ngram, mtp "
 		    "or mtp+ngram");
 	*kind = d->kind;

@@ -79,9 +79,11 @@ void		 rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc,
  * after parsing: *KIND and *K are the drafter and its draft_max (the
  * default RS_DRAFTER_K_DEFAULT when neither gave one, 0 with none).  A
  * bad value, a bare count together with --draft-max, or --draft-max
- * without a drafter is a usage error.
+ * without --draft is a usage error (--draft none --draft-max K is not:
+ * a script may loop over the drafters).
  */
 struct rs_cli_draft {
+	int			 given;		/* --draft was */
 	enum rs_drafter_kind	 kind;
 	int			 count;		/* from a bare --draft N */
 	int			 max;		/* from --draft-max */

@@ -302,7 +302,7 @@ spec(const struct opts *o)
 
 	rs_bench_spec_defaults(&bo);
 	rs_cli_draft_done(&o->draft, &kind, &k, USAGE);
-	if (o->draft.kind != RS_DRAFTER_NONE || o->draft.count > 0) {
+	if (o->draft.given) {
 		bo.only = (int)kind;
 		bo.oracle = kind;
 	}
@@ -617,8 +617,8 @@ main(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
 	if (o.ctx > 0 && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--ctx-size is for -m, not --synth");
-	if (!o.spec && (o.draft.kind != RS_DRAFTER_NONE || o.draft.count >
-	    0 || o.draft.max > 0 || o.oracle_k > 0 || o.n_alphas > 0 ||
+	if (!o.spec && (o.draft.given || o.draft.max > 0 || o.oracle_k > 0 ||
+	    o.n_alphas > 0 ||
 	    o.spec_tokens > 0 || o.reps > 0 || o.draft_vocab > 0))
 		rs_cli_usage_error(USAGE, "--draft, --draft-max, --oracle-k, "
 		    "--alpha, --spec-tokens, --reps and --draft-vocab go with "
