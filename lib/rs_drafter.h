@@ -37,7 +37,8 @@
  * RS_DRAFTER_DECAY per round so the estimate follows the text) and drafts
  *
  *   K = argmax over k in [1, k_max] of  E[tokens | k] / (1 + c·k),
- *   E[tokens | k] = 1 + alpha + ... + alpha^k = (1 − alpha^(k+1)) / (1 − alpha)
+ *   E[tokens | k] = 1 + alpha + ... + alpha^k
+ *                 = (1 − alpha^(k+1)) / (1 − alpha)
  *
  * where c is the cost of one drafted token (drafting it and verifying
  * it) relative to a plain decode step (rs_drafter_opts.cost).
@@ -95,15 +96,16 @@ struct rs_drafter_opts {
 
 /*
  * A reduced head for MTP drafts (opts.vocab = N).  An MTP step of the 27B
- * reads one decoder block (~0.4 GB in Q4_K) and the LM head (248,320 x
- * 5120 in Q6_K, ~1.0 GB): the head is most of a draft's cost.  Drafting
- * the argmax over N frequent tokens instead reads N/248320 of it.  In a
- * byte-level BPE vocabulary the ids follow the merge order, which follows
- * frequency in the tokenizer's training text, so the first N ids are the
- * frequent tokens without a table.  The target still checks every draft;
- * a draft outside the N can never be proposed, so acceptance falls by the
- * share of positions whose argmax lies beyond N.  CPU backend only: the
- * GPU needs a row-range matvec of the head (the engine computes all rows).
+ * reads one decoder block and eh_proj (~0.3 GB in Q4_K) and the LM head
+ * (248,320 x 5120 in Q6_K, ~1.0 GB): the head is most of a draft's cost.
+ * Drafting the argmax over N frequent tokens instead reads N/248320 of it.
+ * In a byte-level BPE vocabulary the ids follow the merge order, which
+ * follows frequency in the tokenizer's training text, so the first N ids
+ * are the frequent tokens without a table.  The target still checks every
+ * draft; a draft outside the N can never be proposed, so acceptance falls
+ * by the share of positions whose argmax lies beyond N.  CPU backend only:
+ * the GPU needs a row-range matvec of the head (the engine computes all
+ * rows).
  */
 
 /*
