@@ -124,7 +124,6 @@ make_drafter(struct rs_gen *g, struct rs_err *err)
 	rs_drafter_opts_init(&dop);
 	dop.kind = g->o.draft;
 	dop.k_max = g->o.draft_max;
-	dop.cost = g->o.draft_cost;
 	if ((rc = rs_drafter_new(&g->drafter, g->e, &dop, err)) != RS_OK)
 		return (rc);
 	if (!rs_drafter_wants_hidden(g->drafter))

@@ -137,9 +137,6 @@ struct rs_gen_opts {
 	   with one copy; MTP drafters need a model with an MTP block. */
 	enum rs_drafter_kind	 draft;
 	int			 draft_max;
-	/* the drafter's cost of a draft relative to a decode step, for its
-	   choice of K (rs_drafter_opts.cost; 0: the backend's default) */
-	double			 draft_cost;
 	/* with a checkpoint cache (rs_gen_set_ckcache): also checkpoint
 	   every this many positions of a prefill (at multiples of it);
 	   0: only at assistant-turn starts and at the prompt's end */
