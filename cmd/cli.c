@@ -107,6 +107,41 @@ rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc, const char *usage)
 }
 
 void
+rs_cli_draft_opt(struct rs_cli_draft *d, const char *arg,
+    const char *max_arg, const char *usage)
+{
+	struct rs_err	err = { 0 };
+	int64_t		v;
+
+	if (arg != NULL && rs_drafter_parse(arg, &d->kind, &d->count, &err) !=
+	    RS_OK)
+		rs_cli_usage_error(usage, "--draft: %s", err.msg);
+	d->given |= arg != NULL;
+	if (max_arg != NULL) {
+		if (rs_cli_parse_i64(max_arg, 1, RS_DRAFTER_K_MAX, &v) != 0)
+			rs_cli_usage_error(usage, "--draft-max: '%s' is not in "
+			    "[1, %d]", max_arg, RS_DRAFTER_K_MAX);
+		d->max = (int)v;
+	}
+}
+
+void
+rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind *kind,
+    int *k, const char *usage)
+{
+	if (d->count > 0 && d->max > 0)
+		rs_cli_usage_error(usage, "--draft %d already gives the draft "
+		    "count; use --draft ngram --draft-max %d", d->count,
+		    d->max);
+	if (!d->given && d->max > 0)
+		rs_cli_usage_error(usage, "--draft-max needs --draft ngram, mtp "
+		    "or mtp+ngram");
+	*kind = d->kind;
+	*k = d->kind == RS_DRAFTER_NONE ? 0 : d->count > 0 ? d->count :
+	    d->max > 0 ? d->max : RS_DRAFTER_K_DEFAULT;
+}
+
+void
 rs_cli_print_version(void)
 {
 	printf("%s (redshift) %s\n%s\n", progname, rs_version(),

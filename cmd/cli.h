@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "rs_drafter.h"
 #include "rs_err.h"
 #include "rs_tok.h"
 
@@ -69,6 +70,29 @@ int		 rs_cli_parse_effort(const char *s, const char **out);
  */
 void		 rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc,
 		    const char *usage);
+
+/*
+ * The --draft and --draft-max flags of rs-generate, rs-serve and rs-bench:
+ * rs_cli_draft_opt() for each --draft (ARG: none, ngram, mtp, mtp+ngram or
+ * a bare count N, meaning ngram with K = N as the flag first did) and
+ * --draft-max (MAX_ARG, a count in [1, 16]), then rs_cli_draft_done()
+ * after parsing: *KIND and *K are the drafter and its draft_max (the
+ * default RS_DRAFTER_K_DEFAULT when neither gave one, 0 with none).  A
+ * bad value, a bare count together with --draft-max, or --draft-max
+ * without --draft is a usage error (--draft none --draft-max K is not:
+ * a script may loop over the drafters).
+ */
+struct rs_cli_draft {
+	int			 given;		/* --draft was */
+	enum rs_drafter_kind	 kind;
+	int			 count;		/* from a bare --draft N */
+	int			 max;		/* from --draft-max */
+};
+
+void		 rs_cli_draft_opt(struct rs_cli_draft *d, const char *arg,
+		    const char *max_arg, const char *usage);
+void		 rs_cli_draft_done(const struct rs_cli_draft *d,
+		    enum rs_drafter_kind *kind, int *k, const char *usage);
 
 /*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,

@@ -3,17 +3,23 @@
  *
  *   rs-bench -m MODEL [--backend B]   probe, decode, verify, prefill, long
  *                                     decode, memory (lib/rs_bench.h)
+ *   rs-bench -m MODEL --spec          speculative decoding: each drafter
+ *                                     end to end, and the oracle table of
+ *                                     speedup vs alpha and k
+ *                                     (lib/rs_bench_spec.h)
  *   rs-bench --synth PRESET --out F   a qwen35 GGUF with random weights
  *                                     (lib/rs_synth.h)
  */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
 #include "rs_bench.h"
+#include "rs_bench_spec.h"
 #include "rs_engine.h"
 #include "rs_json.h"
 #include "rs_model.h"
@@ -23,12 +29,20 @@
 
 #define USAGE	"rs-bench -m MODEL [--backend B] [-c N] [-t N] [--max-batch N] [--json]\n" \
 	"       [-q] [--quick | --prefill N]\n" \
+	"       rs-bench -m MODEL --spec [--draft D] [--draft-max K] [--oracle-k N]\n" \
+	"       [--alpha LIST] [--spec-tokens N] [--reps N] [--draft-vocab N]\n" \
+	"       [--backend B] [-t N]\n" \
+	"       [--json] [-q]\n" \
 	"       rs-bench -m MODEL --plan [-c N] [--snap N]\n" \
 	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED] [-q]"
 
 struct opts {
 	const char	*model, *preset, *out, *mix;
-	int		 backend, json, quick, plan, quiet;
+	int		 backend, json, quick, plan, quiet, spec;
+	struct rs_cli_draft draft;	/* --draft, --draft-max */
+	int64_t		 oracle_k, spec_tokens, reps, draft_vocab;
+	double		 alphas[RS_BENCH_SPEC_MAX_ALPHA];
+	int		 n_alphas;	/* 0: the defaults */
 	int64_t		 prefill;	/* --prefill: that row alone */
 	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
 };
@@ -48,6 +62,26 @@ usage_full(void)
 	    "                       depth 256) for a fast check\n"
 	    "      --prefill N      only the probe and a prefill of N tokens (to\n"
 	    "                       profile or compare one prompt length)\n"
+	    "      --spec           speculative decoding: greedy generation after a\n"
+	    "                       random prompt with each drafter (none, ngram, mtp,\n"
+	    "                       mtp+ngram; their output must be plain decoding's),\n"
+	    "                       then the oracle table: the drafter runs for its cost,\n"
+	    "                       its drafts are replaced by the known continuation,\n"
+	    "                       right with probability alpha; speedup per alpha\n"
+	    "                       and k, measured and as the cost model predicts\n"
+	    "      --draft D        --spec: only drafter D (none, ngram, mtp, mtp+ngram),\n"
+	    "                       whose cost the oracle also pays (default: every\n"
+	    "                       drafter; the oracle pays mtp's)\n"
+	    "      --draft-max K    --spec: drafts per pass of the drafter rows (1..16,\n"
+	    "                       default 4, adapted down per run)\n"
+	    "      --oracle-k N     --spec: oracle table for k = 1..N (1..16, default 8)\n"
+	    "      --alpha LIST     --spec: comma-separated acceptance rates in [0, 1]\n"
+	    "                       (default 0.5,0.6,0.7,0.8,0.9,1)\n"
+	    "      --spec-tokens N  --spec: tokens generated per run (default 128)\n"
+	    "      --draft-vocab N  --spec: MTP drafts over the first N token ids only\n"
+	    "                       (a reduced head; CPU backend only)\n"
+	    "      --reps N         --spec: runs per row, the fastest kept (default 1;\n"
+	    "                       more on a machine shared with other work)\n"
 	    "      --plan           print the memory plan (weights, KV cache, recurrent\n"
 	    "                       state, snapshots) for the GPU and the CPU; no run\n"
 	    "  -c, --ctx-size N     positions (default: the model's): the benchmark's\n"
@@ -157,6 +191,176 @@ plan(const struct opts *o)
 	plan_line("cpu", &p, weights);
 	rs_model_close(m);
 	return (RS_EXIT_OK);
+}
+
+/* ---- -m --spec ---- */
+
+/* The oracle rows kept for the table printed at the end. */
+struct spec_ctx {
+	const struct opts		*o;
+	struct rs_bench_spec_row	 rows[RS_BENCH_SPEC_MAX_ALPHA *
+					    RS_BENCH_SPEC_MAX_K];
+	int				 n;
+};
+
+static int
+spec_json(const struct rs_bench_spec_row *r)
+{
+	struct rs_json	*j = rs_json_obj();
+	int		 rc;
+
+	rs_json_set(j, "test", rs_json_str(r->test));
+	rs_json_set(j, "drafter", rs_json_str(r->drafter));
+	rs_json_set(j, "k", rs_json_int(r->k));
+	if (r->alpha >= 0.0)
+		rs_json_set(j, "alpha", rs_json_real(r->alpha));
+	rs_json_set(j, "tokens", rs_json_int(r->tokens));
+	rs_json_set(j, "rounds", rs_json_int(r->rounds));
+	rs_json_set(j, "drafted", rs_json_int(r->drafted));
+	rs_json_set(j, "accepted", rs_json_int(r->accepted));
+	rs_json_set(j, "ms", rs_json_real(r->ms));
+	rs_json_set(j, "tok_s", rs_json_real(r->tok_s));
+	rs_json_set(j, "speedup", rs_json_real(r->speedup));
+	rs_json_set(j, "verify_ms", rs_json_real(r->verify_ms));
+	rs_json_set(j, "draft_ms", rs_json_real(r->draft_ms));
+	rs_json_set(j, "catchup_ms", rs_json_real(r->catchup_ms));
+	if (r->alpha >= 0.0)
+		rs_json_set(j, "predicted_speedup", rs_json_real(r->predicted));
+	rc = rs_json_write_line(j, stdout);
+	rs_json_free(j);
+	return (rc);
+}
+
+static int
+spec_row(const struct rs_bench_spec_row *r, void *arg)
+{
+	struct spec_ctx *c = arg;
+
+	/* oracle rows come once measured (progress) and once predicted */
+	if (r->alpha >= 0.0 && r->predicted == 0.0) {
+		if (!c->o->quiet)
+			rs_cli_warn("oracle alpha %.2f k %d: %.1f tok/s, "
+			    "%.2fx", r->alpha, r->k, r->tok_s, r->speedup);
+		return (0);
+	}
+	if (c->o->json)
+		return (spec_json(r));
+	if (r->alpha >= 0.0) {
+		if (c->n < (int)(sizeof(c->rows) / sizeof(c->rows[0])))
+			c->rows[c->n++] = *r;
+		return (0);
+	}
+	if (strcmp(r->drafter, "none") == 0)
+		printf("%-10s %3s %6s %6s %9s %9s %8s %8s %9s %10s\n",
+		    "drafter", "k", "tokens", "passes", "accepted", "tok/s",
+		    "speedup", "ms", "draft ms", "catchup ms");
+	printf("%-10s %3d %6lld %6lld %4lld/%-4lld %9.2f %7.2fx %8.1f %9.1f "
+	    "%10.1f\n", r->drafter, r->k, (long long)r->tokens,
+	    (long long)r->rounds, (long long)r->accepted,
+	    (long long)r->drafted, r->tok_s, r->speedup, r->ms, r->draft_ms,
+	    r->catchup_ms);
+	return (fflush(stdout) == 0 ? 0 : -1);
+}
+
+/* Speedup per alpha (rows) and k (columns): measured (predicted). */
+static void
+spec_table(const struct spec_ctx *c)
+{
+	int	nk = 0;
+
+	if (c->n == 0)
+		return;
+	for (int i = 0; i < c->n; i++)
+		nk = c->rows[i].k > nk ? c->rows[i].k : nk;
+	printf("\noracle (%s drafting): speedup over plain decoding, measured "
+	    "(cost model)\n%-6s", c->rows[0].drafter, "alpha");
+	for (int k = 1; k <= nk; k++)
+		printf(" k=%-12d", k);
+	printf("\n");
+	for (int i = 0; i < c->n; i++) {
+		if (c->rows[i].k == 1)
+			printf("%-6.2f", c->rows[i].alpha);
+		printf(" %5.2fx (%4.2f)", c->rows[i].speedup,
+		    c->rows[i].predicted);
+		if (c->rows[i].k == nk)
+			printf("\n");
+	}
+}
+
+static int
+spec(const struct opts *o)
+{
+	struct rs_engine_opts eo = { .backend = o->backend,
+	    .n_threads = (int)o->threads, .max_batch = (int)o->max_batch };
+	struct rs_bench_spec_opts bo;
+	struct spec_ctx	*c;
+	struct rs_engine *e;
+	struct rs_model	*m;
+	struct rs_err	 err = { 0 };
+	enum rs_drafter_kind kind;
+	int		 k;
+
+	rs_bench_spec_defaults(&bo);
+	rs_cli_draft_done(&o->draft, &kind, &k, USAGE);
+	if (o->draft.given) {
+		bo.only = (int)kind;
+		bo.oracle = kind;
+	}
+	if (k > 0)
+		bo.k_max = k;
+	if (o->oracle_k > 0)
+		bo.oracle_k_max = (int)o->oracle_k;
+	if (o->spec_tokens > 0)
+		bo.gen_tokens = (int32_t)o->spec_tokens;
+	if (o->reps > 0)
+		bo.reps = (int)o->reps;
+	bo.vocab = (int32_t)o->draft_vocab;
+	if (o->n_alphas > 0) {
+		memcpy(bo.alphas, o->alphas, sizeof(bo.alphas));
+		bo.n_alphas = o->n_alphas;
+	}
+	bo.seed = (uint64_t)o->seed;
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		rs_cli_fatal("out of memory");
+	c->o = o;
+	rs_cli_progress("loading the model", 0, 0);
+	if (rs_model_open(&m, o->model, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	rs_cli_progress_end();
+	rs_cli_warn("%s on %s, %d threads: %d random prompt tokens, %d "
+	    "generated per run", o->model, rs_backend_name(rs_engine_backend(e)),
+	    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
+	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	spec_table(c);
+	free(c);
+	rs_engine_free(e);
+	rs_model_close(m);
+	return (RS_EXIT_OK);
+}
+
+/* LIST: comma-separated alphas in [0, 1] into O; a usage error if bad. */
+static void
+parse_alphas(struct opts *o, const char *list)
+{
+	const char	*p = list;
+	char		*end;
+
+	o->n_alphas = 0;
+	for (;;) {
+		double a = strtod(p, &end);
+		if (end == p || !(a >= 0.0 && a <= 1.0) || (*end != ',' &&
+		    *end != '\0') || o->n_alphas == RS_BENCH_SPEC_MAX_ALPHA)
+			rs_cli_usage_error(USAGE, "--alpha: '%s' is not a list of "
+			    "at most %d numbers in [0, 1]", list,
+			    RS_BENCH_SPEC_MAX_ALPHA);
+		o->alphas[o->n_alphas++] = a;
+		if (*end == '\0')
+			return;
+		p = end + 1;
+	}
 }
 
 /* ---- -m: benchmark ---- */
@@ -305,6 +509,14 @@ main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "vocab", required_argument, NULL, 'v' },
+		{ "spec", no_argument, NULL, 'X' },
+		{ "draft", required_argument, NULL, 'D' },
+		{ "draft-max", required_argument, NULL, 'K' },
+		{ "oracle-k", required_argument, NULL, 'O' },
+		{ "alpha", required_argument, NULL, 'A' },
+		{ "spec-tokens", required_argument, NULL, 'T' },
+		{ "reps", required_argument, NULL, 'R' },
+		{ "draft-vocab", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts	 o = { .seed = 1, .snap = 3 };
@@ -362,6 +574,31 @@ main(int argc, char **argv)
 				rs_cli_usage_error(USAGE,
 				    "--threads: '%s' is not in [1, 256]", optarg);
 			break;
+		case 'X': o.spec = 1; break;
+		case 'D': rs_cli_draft_opt(&o.draft, optarg, NULL, USAGE); break;
+		case 'K': rs_cli_draft_opt(&o.draft, NULL, optarg, USAGE); break;
+		case 'O':
+			if (rs_cli_parse_i64(optarg, 1, RS_DRAFTER_K_MAX,
+			    &o.oracle_k))
+				rs_cli_usage_error(USAGE, "--oracle-k: '%s' is not "
+				    "in [1, %d]", optarg, RS_DRAFTER_K_MAX);
+			break;
+		case 'A': parse_alphas(&o, optarg); break;
+		case 'W':
+			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.draft_vocab))
+				rs_cli_usage_error(USAGE, "--draft-vocab: '%s' is "
+				    "not in [1, 16777216]", optarg);
+			break;
+		case 'R':
+			if (rs_cli_parse_i64(optarg, 1, 100, &o.reps))
+				rs_cli_usage_error(USAGE, "--reps: '%s' is not in "
+				    "[1, 100]", optarg);
+			break;
+		case 'T':
+			if (rs_cli_parse_i64(optarg, 2, 1 << 20, &o.spec_tokens))
+				rs_cli_usage_error(USAGE, "--spec-tokens: '%s' is "
+				    "not in [2, 1048576]", optarg);
+			break;
 		case 'v':
 			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.vocab))
 				rs_cli_usage_error(USAGE,
@@ -380,7 +617,16 @@ main(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
 	if (o.ctx > 0 && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--ctx-size is for -m, not --synth");
+	if (!o.spec && (o.draft.given || o.draft.max > 0 || o.oracle_k > 0 ||
+	    o.n_alphas > 0 ||
+	    o.spec_tokens > 0 || o.reps > 0 || o.draft_vocab > 0))
+		rs_cli_usage_error(USAGE, "--draft, --draft-max, --oracle-k, "
+		    "--alpha, --spec-tokens, --reps and --draft-vocab go with "
+		    "--spec");
+	if (o.spec && (o.preset != NULL || o.plan || o.quick || o.prefill > 0))
+		rs_cli_usage_error(USAGE, "--spec excludes --synth, --plan, "
+		    "--quick and --prefill");
 	rs_cli_set_quiet(o.quiet);
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?
-	    plan(&o) : bench(&o)));
+	    plan(&o) : o.spec ? spec(&o) : bench(&o)));
 }

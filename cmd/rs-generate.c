@@ -29,14 +29,14 @@
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
 		"[--backend cpu|cuda|auto]\n" \
-		"       [-t N] [-c N] [--draft N] [--chat-template-file FILE]\n" \
+		"       [-t N] [-c N] [--draft D] [--draft-max K] [--chat-template-file FILE]\n" \
 		"       [--default-enable-thinking true|false] " \
 		"[--default-reasoning-effort E]\n" \
 		"       [--nfc | --no-nfc] [-q]"
 
 enum {
 	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
-	OPT_DRAFT, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC
+	OPT_DRAFT, OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC
 };
 
 struct opts {
@@ -49,7 +49,9 @@ struct opts {
 	int32_t		 ctx;
 	int64_t		 max_tokens;	/* -1: to the context end */
 	int64_t		 seed;
-	int		 draft;		/* prompt-lookup drafts per pass */
+	struct rs_cli_draft draft;	/* --draft, --draft-max */
+	enum rs_drafter_kind drafter;	/* resolved from them */
+	int		 draft_max;
 	int		 def_thinking;	/* -1: the library's default, off */
 	const char	*def_effort;	/* NULL: the library's, xhigh */
 	enum rs_tok_norm norm;		/* --nfc, --no-nfc */
@@ -106,10 +108,16 @@ help(void)
 	    "CPUs)\n"
 	    "  -c, --ctx-size N            context positions (default: the "
 	    "model's)\n"
-	    "      --draft N               verify up to N prompt-lookup drafts "
-	    "per forward pass\n"
-	    "                              (1..16; same output, fewer passes "
-	    "when text repeats)\n"
+	    "      --draft D               speculative decoding with drafter "
+	    "D: none, ngram\n"
+	    "                              (prompt lookup), mtp (the model's "
+	    "MTP head) or\n"
+	    "                              mtp+ngram; a number N means ngram "
+	    "with --draft-max N\n"
+	    "                              (same output, fewer forward passes)\n"
+	    "      --draft-max K           drafts per pass, at most (1..16, "
+	    "default 4; fewer\n"
+	    "                              while the acceptance is low)\n"
 	    "      --chat-template-file F  render chats with the template in "
 	    "F instead of the\n"
 	    "                              model's (one of the known Qwen "
@@ -172,6 +180,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "chat-template-file", required_argument, NULL, OPT_TEMPLATE },
 		{ "draft", required_argument, NULL, OPT_DRAFT },
+		{ "draft-max", required_argument, NULL, OPT_DRAFT_MAX },
 		{ "default-enable-thinking", required_argument, NULL,
 		    OPT_DEF_THINKING },
 		{ "default-reasoning-effort", required_argument, NULL,
@@ -224,7 +233,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->template_file = optarg;
 			break;
 		case OPT_DRAFT:
-			o->draft = (int)num_arg("--draft", optarg, 1, 16);
+			rs_cli_draft_opt(&o->draft, optarg, NULL, USAGE);
+			break;
+		case OPT_DRAFT_MAX:
+			rs_cli_draft_opt(&o->draft, NULL, optarg, USAGE);
 			break;
 		case OPT_DEF_THINKING:
 			if (rs_cli_parse_bool(optarg, &o->def_thinking) != 0)
@@ -263,6 +275,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	if (o->stream && o->raw)
 		rs_cli_usage_error(USAGE, "--stream and --raw exclude each "
 		    "other");
+	rs_cli_draft_done(&o->draft, &o->drafter, &o->draft_max, USAGE);
 }
 
 /* The whole of FP into a malloc'd buffer; exits 2 on error. */
@@ -324,8 +337,9 @@ load(struct run *r)
 	eo.n_threads = o->threads;
 	so.n_ctx = o->ctx;
 	so.checkpoint = 1;	/* prefix reuse between requests */
-	so.n_snap = o->draft > 0 ? o->draft + 1 : 0;
-	go.draft_ngram = o->draft;
+	so.n_snap = o->draft_max > 0 ? o->draft_max + 1 : 0;
+	go.draft = o->drafter;
+	go.draft_max = o->draft_max;
 	if (o->def_thinking >= 0)
 		go.enable_thinking = o->def_thinking;
 	if (o->def_effort != NULL)
@@ -686,6 +700,12 @@ run_raw(struct run *r)
 			    t->prompt_per_second, (long long)t->predicted_n,
 			    t->predicted_ms, t->predicted_per_second,
 			    rs_gen_finish_name(res.finish));
+		if (!r->o->quiet && t->draft != NULL)
+			rs_cli_warn("drafts (%s): %lld of %lld accepted in "
+			    "%lld passes, %.1f ms drafting, %.1f ms MTP "
+			    "catch-up", t->draft, (long long)t->draft_n_accepted,
+			    (long long)t->draft_n, (long long)t->draft_rounds,
+			    t->draft_ms, t->draft_catchup_ms);
 		rs_gen_result_cleanup(&res);
 	}
 	rs_gen_req_cleanup(&req);

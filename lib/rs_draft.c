@@ -1,6 +1,8 @@
 /*
  * rs_draft.c - prompt-lookup drafting (rs_draft.h).
  */
+#include <stddef.h>
+
 #include "rs_draft.h"
 
 /* Token I of the history A ++ B. */
@@ -12,10 +14,12 @@ at(const int32_t *a, int32_t na, const int32_t *b, int32_t i)
 
 int
 rs_draft_lookup(const int32_t *a, int32_t na, const int32_t *b, int32_t nb,
-    int32_t *out, int max)
+    int32_t *out, int max, int *ngram)
 {
 	int32_t	len = na + nb;
 
+	if (ngram != NULL)
+		*ngram = 0;
 	for (int32_t n = RS_DRAFT_MAX_NGRAM; n >= 1; n--) {
 		if (len <= n || max < 1)
 			continue;
@@ -30,6 +34,8 @@ rs_draft_lookup(const int32_t *a, int32_t na, const int32_t *b, int32_t nb,
 			int k = 0;
 			for (int32_t q = j + n; q < len && k < max; q++)
 				out[k++] = at(a, na, b, q);
+			if (ngram != NULL)
+				*ngram = (int)n;
 			return (k);
 		}
 	}

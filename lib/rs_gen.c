@@ -113,6 +113,29 @@ assistant_ids(struct rs_gen *g)
 	rs_tok_ids_cleanup(&ids);
 }
 
+/* The drafter, and the hidden rows an MTP one reads (rs_drafter.h). */
+static enum rs_status
+make_drafter(struct rs_gen *g, struct rs_err *err)
+{
+	struct rs_drafter_opts	dop;
+	int32_t			rows;
+	enum rs_status		rc;
+
+	rs_drafter_opts_init(&dop);
+	dop.kind = g->o.draft;
+	dop.k_max = g->o.draft_max;
+	if ((rc = rs_drafter_new(&g->drafter, g->e, &dop, err)) != RS_OK)
+		return (rc);
+	if (!rs_drafter_wants_hidden(g->drafter))
+		return (RS_OK);
+	rows = g->o.prefill_chunk > 1 + g->o.draft_max ? g->o.prefill_chunk :
+	    1 + g->o.draft_max;
+	if ((g->hidden = malloc((size_t)rows *
+	    rs_engine_model(g->e)->hp.n_embd * sizeof(float))) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	return (RS_OK);
+}
+
 enum rs_status
 rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
     const struct rs_tok *tok, const struct rs_gen_opts *o, struct rs_err *err)
@@ -143,13 +166,15 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	    o->variant != RS_CHAT_QWEN36 && o->variant != RS_CHAT_QWEN38)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "chat template "
 		    "variant %d is unknown", (int)o->variant));
-	if (o->draft_ngram < 0 || o->draft_ngram > 16)
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "draft_ngram %d is "
-		    "outside [0, 16]", o->draft_ngram));
-	if (o->draft_ngram > 0 && rs_state_n_snap(st) < o->draft_ngram + 1)
+	if (o->draft != RS_DRAFTER_NONE && (o->draft_max < 1 ||
+	    o->draft_max > RS_DRAFTER_K_MAX))
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "draft_max %d is "
+		    "outside [1, %d]", o->draft_max, RS_DRAFTER_K_MAX));
+	if (o->draft != RS_DRAFTER_NONE && rs_state_n_snap(st) <
+	    o->draft_max + 1)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "%d drafts need a "
-		    "state with %d snapshots, it has %d", o->draft_ngram,
-		    o->draft_ngram + 1, rs_state_n_snap(st)));
+		    "state with %d snapshots, it has %d", o->draft_max,
+		    o->draft_max + 1, rs_state_n_snap(st)));
 	if (o->prefill_chunk < 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "prefill_chunk %d is "
 		    "negative", (int)o->prefill_chunk));
@@ -178,14 +203,21 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->id_think_end = find_id(tok, "</think>");
 	g->id_call_end = find_id(tok, "</tool_call>");
 	g->piece_cap = rs_detok_max(tok);
-	g->logits = malloc((size_t)(1 + g->o.draft_ngram) * g->n_vocab *
+	if (g->o.draft == RS_DRAFTER_NONE)
+		g->o.draft_max = 0;
+	g->logits = malloc((size_t)(1 + g->o.draft_max) * g->n_vocab *
 	    sizeof(float));
-	g->top = malloc((size_t)(1 + g->o.draft_ngram) * RS_TOP_MAX *
+	g->top = malloc((size_t)(1 + g->o.draft_max) * RS_TOP_MAX *
 	    sizeof(*g->top));
 	g->piece = malloc(g->piece_cap);
 	if (g->logits == NULL || g->top == NULL || g->piece == NULL) {
 		rs_gen_free(g);
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	}
+	if (g->o.draft != RS_DRAFTER_NONE && (rc = make_drafter(g, err)) !=
+	    RS_OK) {
+		rs_gen_free(g);
+		return (rc);
 	}
 	if ((rc = build_ban(g, err)) != RS_OK ||
 	    (rc = rs_engine_set_top_skip(e, g->banned, err)) != RS_OK) {
@@ -207,6 +239,8 @@ rs_gen_free(struct rs_gen *g)
 	free(g->logits);
 	free(g->top);
 	free(g->piece);
+	free(g->hidden);
+	rs_drafter_free(g->drafter);
 	free(g);
 }
 
@@ -311,6 +345,27 @@ copy_calls(struct rs_gen_result *res, const struct rs_parse_result *pr,
 	return (RS_OK);
 }
 
+/* The drafter's statistics of the run into T. */
+static void
+draft_timings(const struct rs_drafter *d, struct rs_gen_timings *t)
+{
+	struct rs_drafter_stats	s;
+
+	rs_drafter_stats(d, &s);
+	t->draft = rs_drafter_kind_name(rs_drafter_kind(d));
+	t->draft_n = s.drafted;
+	t->draft_n_accepted = s.accepted;
+	t->draft_rounds = s.rounds;
+	t->draft_ms = s.draft_ms;
+	t->draft_catchup_ms = s.catchup_ms;
+	t->draft_k = s.k;
+	for (int j = 0; j < RS_DRAFTER_K_MAX && s.pos_drafted[j] > 0; j++) {
+		t->draft_pos_n[j] = s.pos_drafted[j];
+		t->draft_pos_accepted[j] = s.pos_accepted[j];
+		t->draft_n_pos = j + 1;
+	}
+}
+
 /* Texts, calls, tokens, usage and timings into RES. */
 static enum rs_status
 result(struct rs_gen_job *u, struct rs_gen_result *res)
@@ -362,8 +417,8 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	t->predicted_n = (int64_t)res->n_tokens;
 	t->predicted_ms = res->n_tokens > 0 ? t_end - u->t_prefill : 0.0;
 	t->ttft_ms = res->n_tokens > 0 ? u->t_first - u->t0 : 0.0;
-	t->draft_n = u->drafted;
-	t->draft_n_accepted = u->accepted;
+	if (u->g->drafter != NULL)
+		draft_timings(u->g->drafter, t);
 	if (u->g->ckc != NULL) {
 		struct rs_ckcache_stats cs;
 

@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "rs_chat.h"
+#include "rs_drafter.h"
 #include "rs_engine.h"
 #include "rs_err.h"
 #include "rs_json.h"
@@ -126,13 +127,16 @@ struct rs_gen_opts {
 	   chunk (rs_engine_max_batch(): 2048 on the GPU, where prefill on
 	   tensor cores wants long calls), at least 256 */
 	int32_t			 prefill_chunk;
-	/* 0: one forward pass per token.  K in 1..16: speculative decoding
-	   with prompt-lookup drafts (rs_draft.h): each pass verifies up to
-	   K drafted tokens and keeps those the sampler chooses; the output
-	   is the same token for token (the engine is batch-invariant and
-	   the sampler draws once per token).  The state needs n_snap >=
-	   K + 1 to drop rejected drafts with one copy. */
-	int			 draft_ngram;
+	/* RS_DRAFTER_NONE: one forward pass per token.  Otherwise
+	   speculative decoding with that drafter (rs_drafter.h): each pass
+	   verifies up to draft_max (1..16) drafted tokens, fewer when the
+	   request's running acceptance says so, and keeps those the
+	   sampler chooses; the output is the same token for token (the
+	   engine is batch-invariant and the sampler draws once per token).
+	   The state needs n_snap >= draft_max + 1 to drop rejected drafts
+	   with one copy; MTP drafters need a model with an MTP block. */
+	enum rs_drafter_kind	 draft;
+	int			 draft_max;
 	/* with a checkpoint cache (rs_gen_set_ckcache): also checkpoint
 	   every this many positions of a prefill (at multiples of it);
 	   0: only at assistant-turn starts and at the prompt's end */
@@ -457,6 +461,17 @@ struct rs_gen_timings {
 					   output token */
 	int64_t	draft_n;		/* drafted tokens verified */
 	int64_t	draft_n_accepted;	/* of those, taken as output */
+	/* with a drafter (rs_gen_opts.draft), else NULL and 0, and left out
+	   of the JSON */
+	const char *draft;		/* its name, static */
+	int64_t	draft_rounds;		/* verification passes with drafts */
+	double	draft_ms;		/* proposing drafts (MTP steps) */
+	double	draft_catchup_ms;	/* MTP cache catch-up */
+	int	draft_k;		/* the K the run ended with */
+	int	draft_n_pos;		/* positions with rounds below */
+	int64_t	draft_pos_n[RS_DRAFTER_K_MAX];	/* rounds that drafted a
+						   (j+1)-th token */
+	int64_t	draft_pos_accepted[RS_DRAFTER_K_MAX];	/* that kept it */
 	/* with a checkpoint cache (rs_gen_set_ckcache), else all 0 and
 	   left out of the JSON */
 	int	ckcache;		/* 1: a cache was in use */

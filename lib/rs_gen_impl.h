@@ -35,11 +35,16 @@ struct rs_gen {
 	size_t			 n_ban;
 	unsigned char		*banned;	/* (n_vocab) the same as flags:
 						   left out of chat logprobs */
-	float			*logits;	/* (1 + draft_ngram, n_vocab) */
-	struct rs_top		*top;		/* (1 + draft_ngram, RS_TOP_MAX):
+	float			*logits;	/* (1 + draft_max, n_vocab) */
+	struct rs_top		*top;		/* (1 + draft_max, RS_TOP_MAX):
 						   the rows' best tokens, when
 						   they are all the sampler
 						   needs (job top_k) */
+	struct rs_drafter	*drafter;	/* NULL without drafts */
+	float			*hidden;	/* (max(prefill_chunk, 1 +
+						   draft_max), n_embd) trunk
+						   rows for an MTP drafter,
+						   else NULL */
 	char			*piece;		/* rs_detok_max() bytes */
 	size_t			 piece_cap;
 	uint64_t		 n_runs;	/* varies the tool-call ids */
@@ -84,8 +89,6 @@ struct rs_gen_job {
 	int64_t			 cached;	/* prompt tokens reused */
 	int64_t			 ck_hit, ck_miss, ck_tokens, ck_saves;
 	int64_t			 reasoning;	/* reasoning tokens */
-	int64_t			 drafted;	/* drafts verified */
-	int64_t			 accepted;	/* drafts taken */
 	double			 t0, t_prefill, t_first;	/* ms */
 	struct rs_err		 err;
 };

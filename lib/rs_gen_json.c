@@ -54,6 +54,25 @@ rs_gen_timings_json(const struct rs_gen_timings *t)
 	put(&o, "ttft_ms", rs_json_real(t->ttft_ms));
 	put(&o, "draft_n", rs_json_int(t->draft_n));
 	put(&o, "draft_n_accepted", rs_json_int(t->draft_n_accepted));
+	if (t->draft != NULL) {
+		struct rs_json *acc = rs_json_arr();
+
+		/* position j: the share of rounds drafting a (j+1)-th token
+		   that kept it (drafts 1..j+1 all right) */
+		for (int j = 0; j < t->draft_n_pos && acc != NULL; j++)
+			if (rs_json_push(acc, rs_json_real((double)
+			    t->draft_pos_accepted[j] /
+			    (double)t->draft_pos_n[j])) != 0) {
+				rs_json_free(acc);
+				acc = NULL;
+			}
+		put(&o, "draft", rs_json_str(t->draft));
+		put(&o, "draft_rounds", rs_json_int(t->draft_rounds));
+		put(&o, "draft_ms", rs_json_real(t->draft_ms));
+		put(&o, "draft_catchup_ms", rs_json_real(t->draft_catchup_ms));
+		put(&o, "draft_k", rs_json_int(t->draft_k));
+		put(&o, "draft_acceptance", acc);
+	}
 	if (t->ckcache) {
 		put(&o, "checkpoint_hits", rs_json_int(t->checkpoint_hits));
 		put(&o, "checkpoint_misses", rs_json_int(t->checkpoint_misses));

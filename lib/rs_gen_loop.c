@@ -29,7 +29,6 @@
 #include <time.h>
 
 #include "rs_ckcache.h"
-#include "rs_draft.h"
 #include "rs_gen_impl.h"
 
 double
@@ -334,6 +333,8 @@ rs_gen_prefill(struct rs_gen_job *u)
 
 	l = reuse(u, p, n);
 	u->cached = l;
+	if (g->drafter != NULL)
+		rs_drafter_begin(g->drafter, g->st);
 	cp = g->ckc != NULL ? -1 : checkpoint_pos(g, p, n);
 	ev.n_total = n - l;
 	for (from = l; from < n; from = to) {
@@ -350,12 +351,15 @@ rs_gen_prefill(struct rs_gen_job *u)
 		if (to == n && u->top_k > 0)
 			st = rs_engine_forward_top(g->e, g->st, p + from,
 			    to - from, RS_LOGITS_LAST, u->top_k,
-			    u->r->kind == RS_GEN_CHAT, g->top, NULL, &u->err);
+			    u->r->kind == RS_GEN_CHAT, g->top, g->hidden,
+			    &u->err);
 		else
 			st = rs_engine_forward(g->e, g->st, p + from, to - from,
 			    to == n ? g->logits : NULL, to == n ?
-			    RS_LOGITS_LAST : RS_LOGITS_NONE, NULL, &u->err);
-		if (st != RS_OK)
+			    RS_LOGITS_LAST : RS_LOGITS_NONE, g->hidden, &u->err);
+		if (st != RS_OK || (g->drafter != NULL &&
+		    (st = rs_drafter_observe(g->drafter, g->st, p + from,
+		    to - from, from, g->hidden, &u->err)) != RS_OK))
 			return (st);
 		ev.n_done = to - l;
 		if (rs_gen_emit(u, &ev) != 0)
@@ -483,64 +487,79 @@ take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
 }
 
 /*
- * A verification pass in flight: T was fed at position P with KK drafts
- * behind it (positions P+1 ..), and I of them have been taken so far.
+ * A verification pass in flight: TOKS[0] was fed at position P with KK
+ * drafts TOKS[1..KK] behind it, and I of them have been taken so far.
  */
 struct pass {
 	int32_t	p;
+	int	fed;		/* 0 before the first pass */
 	int	kk, i;
-	int32_t	drafts[16];
+	int32_t	toks[1 + RS_DRAFTER_K_MAX];
 };
 
 /*
- * Feed T, the token just taken, with prompt-lookup drafts behind it when
- * they are on (none while tokens are being forced), and leave the logits
- * rows in g->logits, or their best tokens in g->top (the job's top_k).
+ * Feed T, the token just taken, with drafts behind it when a drafter is
+ * on (none while tokens are being forced), and leave the logits rows in
+ * g->logits, or their best tokens in g->top (the job's top_k), and the
+ * hidden rows in g->hidden for an MTP drafter.
  */
 static enum rs_status
 feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 {
 	struct rs_gen	*g = u->g;
-	int32_t		 toks[17], room;
-	int		 kk = 0;
+	int32_t		 room;
+	int		 kk = 0, max;
+	enum rs_status	 st;
 
 	ps->p = rs_state_pos(g->st);
 	room = g->n_ctx - ps->p - 1;		/* positions after T */
-	if (g->o.draft_ngram > 0 && u->i_force >= u->n_force) {
-		int max = g->o.draft_ngram;
+	ps->toks[0] = t;
+	if (g->drafter != NULL && u->i_force >= u->n_force) {
+		max = g->o.draft_max;
 		if ((size_t)max > u->limit - u->n_out)
 			max = (int)(u->limit - u->n_out);
 		if (max > room)
 			max = room;
-		if (max > 0)
-			kk = rs_draft_lookup(u->r->prompt, (int32_t)u->r->n_prompt,
-			    u->out, (int32_t)u->n_out, ps->drafts, max);
+		if (max > 0 && (st = rs_drafter_propose(g->drafter, g->st, t,
+		    u->r->prompt, (int32_t)u->r->n_prompt, u->out,
+		    (int32_t)u->n_out, max, ps->toks + 1, &kk, &u->err)) !=
+		    RS_OK)
+			return (st);
 	}
+	ps->fed = 1;
 	ps->kk = kk;
 	ps->i = 0;
-	u->drafted += kk;
-	toks[0] = t;
-	for (int i = 0; i < kk; i++)
-		toks[i + 1] = ps->drafts[i];
 	if (u->top_k > 0)
-		return (rs_engine_forward_top(g->e, g->st, toks, kk + 1,
+		return (rs_engine_forward_top(g->e, g->st, ps->toks, kk + 1,
 		    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, u->top_k,
-		    u->r->kind == RS_GEN_CHAT, g->top, NULL, &u->err));
-	return (rs_engine_forward(g->e, g->st, toks, kk + 1, g->logits,
-	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, NULL, &u->err));
+		    u->r->kind == RS_GEN_CHAT, g->top, g->hidden, &u->err));
+	return (rs_engine_forward(g->e, g->st, ps->toks, kk + 1, g->logits,
+	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, g->hidden, &u->err));
 }
 
 /*
- * Drop the drafts of PS that were not taken: the caches keep the fed
- * token and the I drafts taken after it (a snapshot copy, rs_state.h).
+ * Close the pass PS: drop the drafts that were not taken (the caches keep
+ * the fed token and the I drafts taken after it: a snapshot copy,
+ * rs_state.h), show the kept tokens to the drafter (MTP catch-up) and
+ * count the round.  COMPLETE: the pass was looked at to its end (a
+ * rejection or every draft taken), not cut by the end of the run.
  */
 static enum rs_status
-drop_rest(struct rs_gen_job *u, const struct pass *ps)
+settle(struct rs_gen_job *u, const struct pass *ps, int complete)
 {
-	if (ps->kk == 0 || ps->i == ps->kk)
+	struct rs_gen	*g = u->g;
+	enum rs_status	 st;
+
+	if (!ps->fed)
 		return (RS_OK);
-	return (rs_engine_truncate(u->g->e, u->g->st, ps->p + ps->i + 1,
-	    &u->err));
+	if (ps->i < ps->kk && (st = rs_engine_truncate(g->e, g->st, ps->p +
+	    ps->i + 1, &u->err)) != RS_OK)
+		return (st);
+	if (g->drafter == NULL)
+		return (RS_OK);
+	rs_drafter_result(g->drafter, ps->kk, ps->i, complete);
+	return (rs_drafter_observe(g->drafter, g->st, ps->toks, ps->i + 1,
+	    ps->p, g->hidden, &u->err));
 }
 
 enum rs_status
@@ -572,16 +591,15 @@ rs_gen_decode(struct rs_gen_job *u)
 		if (rs_gen_emit(u, &ev) != 0 || end != RS_GEN_END_NONE)
 			break;
 		/* a draft the sampler chose is already in the caches */
-		if (ps.i < ps.kk && t == ps.drafts[ps.i]) {
+		if (ps.i < ps.kk && t == ps.toks[1 + ps.i]) {
 			ps.i++;
-			u->accepted++;
 			continue;
 		}
-		if ((st = drop_rest(u, &ps)) != RS_OK ||
+		if ((st = settle(u, &ps, 1)) != RS_OK ||
 		    (st = feed(u, t, &ps)) != RS_OK)
 			return (st);
 	}
 	u->end = end;
 	/* as without drafts: the caches end before the last token taken */
-	return (drop_rest(u, &ps));
+	return (settle(u, &ps, 0));
 }

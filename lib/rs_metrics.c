@@ -46,6 +46,10 @@ struct rs_metrics {
 	uint64_t	ttft_bucket[N_TTFT];	/* non-cumulative counts */
 	uint64_t	ttft_count;
 	double		ttft_sum;
+	uint64_t	draft_pos_n[RS_METRICS_MAX_POS];
+	uint64_t	draft_pos_acc[RS_METRICS_MAX_POS];
+	int		draft_n_pos;	/* positions seen so far */
+	double		draft_s;
 	int		have_ck;
 	struct rs_ckcache_stats ck;
 };
@@ -147,6 +151,23 @@ rs_metrics_generation(struct rs_metrics *m, int64_t n_prompt,
 }
 
 void
+rs_metrics_drafts(struct rs_metrics *m, const int64_t *pos_n,
+    const int64_t *pos_acc, int n, double ms)
+{
+	pthread_mutex_lock(&m->lock);
+	for (int j = 0; j < n && j < RS_METRICS_MAX_POS; j++) {
+		m->draft_pos_n[j] += pos_n[j] > 0 ? (uint64_t)pos_n[j] : 0;
+		m->draft_pos_acc[j] += pos_acc[j] > 0 ? (uint64_t)pos_acc[j] :
+		    0;
+		if (j + 1 > m->draft_n_pos)
+			m->draft_n_pos = j + 1;
+	}
+	if (ms > 0)
+		m->draft_s += ms / 1e3;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void
 rs_metrics_ttft(struct rs_metrics *m, double seconds)
 {
 	size_t i;
@@ -232,6 +253,41 @@ checkpoints(struct rs_metrics *m, struct rs_buf *out)
 	rs_buf_addf(out, "rs_checkpoints{where=\"host\"} %u\n", s->n_host);
 }
 
+/* The speculative-decoding series, once a generation drafted. */
+static void
+drafts(struct rs_metrics *m, struct rs_buf *out)
+{
+	uint64_t n = 0, acc = 0;
+	int	 j;
+
+	/* a draft at position j was verified once per round reaching it:
+	   the totals are the sums over positions */
+	for (j = 0; j < m->draft_n_pos; j++) {
+		n += m->draft_pos_n[j];
+		acc += m->draft_pos_acc[j];
+	}
+	scalar(out, "rs_draft_tokens_total", "counter",
+	    "Draft tokens verified by speculative decoding.", (double)n);
+	scalar(out, "rs_draft_accepted_tokens_total", "counter",
+	    "Draft tokens kept (the sampler chose them).", (double)acc);
+	scalar(out, "rs_draft_seconds_total", "counter",
+	    "Seconds spent drafting and catching the MTP cache up.",
+	    m->draft_s);
+	head(out, "rs_draft_position_tokens_total", "counter",
+	    "Verification rounds that drafted a token at this position.");
+	for (j = 0; j < m->draft_n_pos; j++)
+		rs_buf_addf(out, "rs_draft_position_tokens_total{position="
+		    "\"%d\"} %llu\n", j + 1,
+		    (unsigned long long)m->draft_pos_n[j]);
+	head(out, "rs_draft_position_accepted_total", "counter",
+	    "Of those rounds, the ones that kept the draft at this position "
+	    "(and every draft before it).");
+	for (j = 0; j < m->draft_n_pos; j++)
+		rs_buf_addf(out, "rs_draft_position_accepted_total{position="
+		    "\"%d\"} %llu\n", j + 1,
+		    (unsigned long long)m->draft_pos_acc[j]);
+}
+
 int
 rs_metrics_format(struct rs_metrics *m, struct rs_buf *out)
 {
@@ -287,6 +343,8 @@ rs_metrics_format(struct rs_metrics *m, struct rs_buf *out)
 	    m->ttft_sum);
 	rs_buf_addf(out, "rs_time_to_first_token_seconds_count %llu\n",
 	    (unsigned long long)m->ttft_count);
+	if (m->draft_n_pos > 0)
+		drafts(m, out);
 	if (m->have_ck)
 		checkpoints(m, out);
 	pthread_mutex_unlock(&m->lock);

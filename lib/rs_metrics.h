@@ -21,6 +21,19 @@
  *                                        rs-serve: not the role chunk, not
  *                                        markup)
  *
+ * With speculative decoding (rs-serve --draft), from each generation's
+ * drafter statistics (rs_drafter.h):
+ *
+ *   rs_draft_tokens_total                counter: draft tokens verified
+ *   rs_draft_accepted_tokens_total       counter: of those, kept
+ *   rs_draft_seconds_total               counter: drafting and MTP catch-up
+ *   rs_draft_position_tokens_total{position}    counter: rounds that
+ *                                        drafted a token at POSITION
+ *                                        (1-based) ...
+ *   rs_draft_position_accepted_total{position}  ... and kept it: the
+ *                                        ratio of the two is the
+ *                                        acceptance at that position
+ *
  * With a checkpoint cache (rs_ckcache.h; rs-serve --cache-mem), from its
  * counters after the last generation:
  *
@@ -80,6 +93,15 @@ void		rs_metrics_generation(struct rs_metrics *m, int64_t n_prompt,
 		    double prompt_ms, int64_t n_gen, double decode_ms);
 
 /* Time to first token of one request, in seconds. */
+/*
+ * One generation's drafts: POS_N[j] rounds drafted a (j+1)-th token and
+ * POS_ACC[j] of them kept it, for j < N (at most RS_METRICS_MAX_POS
+ * positions are kept); SECONDS_MS of drafting and catch-up.
+ */
+#define RS_METRICS_MAX_POS	16
+void		rs_metrics_drafts(struct rs_metrics *m, const int64_t *pos_n,
+		    const int64_t *pos_acc, int n, double ms);
+
 void		rs_metrics_ttft(struct rs_metrics *m, double seconds);
 
 /* Current queue depth and running count. */

@@ -27,9 +27,11 @@
 #include "rs_kernels.h"
 #include "rs_model.h"
 #include "rs_quant_impl.h"
+#include "rs_spec.h"
 #include "rs_state.h"
 #include "rs_types.h"
 #include "rs_xq.h"
+#include "t_ref.h"
 #include "t_util.h"
 
 #define CK(x)	ck_assert_int_eq((x), cudaSuccess)
@@ -1424,6 +1426,65 @@ START_TEST(engine_top)
 END_TEST
 
 /*
+ * Speculative decoding on the GPU with every drafter: 200 greedy tokens
+ * after each of the demo model's prompts equal plain decoding's on the
+ * GPU (verification passes are bit-identical to single steps); the
+ * acceptance and times are printed for the perf log.
+ */
+START_TEST(engine_drafters)
+{
+	static const enum rs_drafter_kind kinds[] = { RS_DRAFTER_NGRAM,
+	    RS_DRAFTER_MTP, RS_DRAFTER_MTP_NGRAM };
+	struct t_demo	 dm;
+	struct rs_model	*m;
+	struct rs_err	 err;
+	int32_t		 want[200], got[200];
+
+	t_demo_load(&dm);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("demo/model-f16.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 0);
+	struct rs_state_opts so = { .n_ctx = 512, .n_snap = 5 };
+	for (int i = 0; i < dm.n; i++) {
+		struct rs_spec_stats s;
+		struct rs_state *st;
+		ck_assert_int_eq(rs_engine_state_new(gpu, &so, &st, &err), RS_OK);
+		ck_assert_msg(rs_spec_greedy(gpu, st, NULL, dm.seq[i],
+		    dm.n_prompt[i], 200, want, &s, &err) == RS_OK, "%s", err.msg);
+		rs_state_free(st);
+		double plain_ms = s.decode_ms;
+		for (size_t k = 0; k < 3; k++) {
+			struct rs_drafter_opts o;
+			struct rs_drafter *d;
+			rs_drafter_opts_init(&o);
+			o.kind = kinds[k];
+			o.k_max = 4;
+			ck_assert_int_eq(rs_drafter_new(&d, gpu, &o, &err), RS_OK);
+			ck_assert_int_eq(rs_engine_state_new(gpu, &so, &st, &err),
+			    RS_OK);
+			ck_assert_msg(rs_spec_greedy(gpu, st, d, dm.seq[i],
+			    dm.n_prompt[i], 200, got, &s, &err) == RS_OK, "%s",
+			    err.msg);
+			ck_assert_msg(memcmp(got, want, sizeof(want)) == 0,
+			    "prompt %d, %s: not plain decoding's tokens", i,
+			    rs_drafter_kind_name(kinds[k]));
+			printf("cuda demo prompt %d %s: %lld/%lld drafts kept in "
+			    "%lld passes, %.1f ms (plain %.1f ms), draft %.1f ms, "
+			    "catch-up %.1f ms\n", i, rs_drafter_kind_name(kinds[k]),
+			    (long long)s.accepted, (long long)s.drafted,
+			    (long long)s.rounds, s.decode_ms, plain_ms, s.draft_ms,
+			    s.catchup_ms);
+			rs_state_free(st);
+			rs_drafter_free(d);
+		}
+	}
+	rs_engine_free(gpu);
+	rs_model_close(m);
+	t_demo_free(&dm);
+}
+END_TEST
+
+/*
  * Verification and rollback on the GPU: run k drafts, truncate back to
  * j accepted through the snapshots, continue; logits must equal a plain
  * sequential run's.
@@ -1615,6 +1676,7 @@ cuda_suite(void)
 	tcase_add_test(e, engine_greedy);
 	tcase_add_test(e, engine_top);
 	tcase_add_test(e, engine_rollback);
+	tcase_add_test(e, engine_drafters);
 	tcase_add_test(e, engine_batch_invariant);
 	tcase_add_test(e, engine_prefill_chunks);
 	suite_add_tcase(s, e);

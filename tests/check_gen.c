@@ -58,8 +58,8 @@ gx_open(struct gx *x, const char *fixture, int32_t n_ctx, int ckpt,
 	struct rs_state_opts	 so = { .n_ctx = n_ctx, .checkpoint = ckpt };
 
 	/* drafting needs a snapshot per verified token */
-	if (o != NULL && o->draft_ngram > 0)
-		so.n_snap = o->draft_ngram + 1;
+	if (o != NULL && o->draft != RS_DRAFTER_NONE)
+		so.n_snap = o->draft_max + 1;
 
 	memset(x, 0, sizeof(*x));
 	ck_assert_msg(rs_model_open(&x->m, t_fixture(fixture), &err) == RS_OK,
@@ -227,12 +227,15 @@ greedy_text(const struct gx *x, const struct t_ref *ref, size_t n,
  * again, so lookup drafts come up often; greedy and seeded sampling must
  * give the same result with drafts (4 a pass) as without, on a cold cache
  * and with prefix reuse, and a stop string or max_tokens must end both in
- * the same place.  The logprobs of a token taken as an accepted draft come
- * from the verification pass's row for its position: the engine is
- * batch-invariant on the CPU, so they equal plain decoding's bit for bit.
+ * the same place, for every drafter (_i).  The logprobs of a token taken
+ * as an accepted draft come from the verification pass's row for its
+ * position: the engine is batch-invariant on the CPU, so they equal plain
+ * decoding's bit for bit.
  */
 START_TEST(draft_equal)
 {
+	static const enum rs_drafter_kind kinds[] = { RS_DRAFTER_NGRAM,
+	    RS_DRAFTER_MTP, RS_DRAFTER_MTP_NGRAM };
 	static const char *const extras[] = {
 		"\"temperature\": 0, \"max_tokens\": 60, \"logprobs\": 3",
 		"\"temperature\": 1, \"seed\": 7, \"max_tokens\": 60",
@@ -250,7 +253,8 @@ START_TEST(draft_equal)
 	p = ref.greedy_prompt;
 	rs_gen_opts_init(&o);
 	gx_open(&plain, "tiny/model-q8_0.gguf", 1024, 1, &o);
-	o.draft_ngram = 4;
+	o.draft = kinds[_i];
+	o.draft_max = 4;
 	gx_open(&spec, "tiny/model-q8_0.gguf", 1024, 1, &o);
 	for (size_t e = 0; e < sizeof(extras) / sizeof(extras[0]); e++)
 		for (int rep = 0; rep < 2; rep++) {	/* cold, then reused */
@@ -303,14 +307,90 @@ START_TEST(draft_equal)
 			rs_gen_result_cleanup(&c);
 			free(body);
 		}
-	printf("gen drafts: %lld verified, %lld taken\n", (long long)drafted,
+	printf("gen drafts (%s): %lld verified, %lld taken\n",
+	    rs_drafter_kind_name(kinds[_i]), (long long)drafted,
 	    (long long)accepted);
 	ck_assert_int_gt(drafted, 0);
-	ck_assert_int_gt(accepted, 0);
-	ck_assert_int_gt(accepted_lp, 0);	/* logprobs of drafts seen */
+	/* the tiny model's MTP head has random weights: its drafts are
+	   rejected (drafters_200 below has a trained one) */
+	if (kinds[_i] != RS_DRAFTER_MTP) {
+		ck_assert_int_gt(accepted, 0);
+		ck_assert_int_gt(accepted_lp, 0);	/* logprobs of drafts */
+	}
 	gx_close(&plain);
 	gx_close(&spec);
 	t_ref_free(&ref);
+}
+END_TEST
+
+/*
+ * The trained demo model, 200 tokens after its first prompt, greedy and
+ * sampled (the demo's own suggestion, temperature 0.7, top_p 0.95, and
+ * the model's default chain) with a seed: every drafter, adaptive K up to
+ * 6, gives plain decoding's tokens, and drafts are accepted.
+ */
+START_TEST(drafters_200)
+{
+	static const enum rs_drafter_kind kinds[] = { RS_DRAFTER_NGRAM,
+	    RS_DRAFTER_MTP, RS_DRAFTER_MTP_NGRAM };
+	static const char *const extras[] = {
+		"\"temperature\": 0",
+		"\"temperature\": 0.7, \"top_p\": 0.95, \"seed\": 5",
+		"\"seed\": 12",
+	};
+	struct t_demo	dm;
+	struct gx	plain, spec[3];
+	struct rs_gen_opts o;
+	struct rs_buf	b;
+
+	t_demo_load(&dm);
+	rs_gen_opts_init(&o);
+	gx_open(&plain, "demo/model-f16.gguf", 512, 0, &o);
+	o.draft_max = 6;
+	for (int k = 0; k < 3; k++) {
+		o.draft = kinds[k];
+		gx_open(&spec[k], "demo/model-f16.gguf", 512, 0, &o);
+	}
+	for (size_t e = 0; e < sizeof(extras) / sizeof(extras[0]); e++) {
+		struct rs_gen_result a;
+
+		rs_buf_init(&b);
+		rs_buf_adds(&b, "{\"tokens\": [");
+		for (int32_t i = 0; i < dm.n_prompt[0]; i++)
+			rs_buf_addf(&b, i > 0 ? ",%d" : "%d", (int)dm.seq[0][i]);
+		rs_buf_addf(&b, "], \"max_tokens\": 200, "
+		    "%s}", extras[e]);
+		char *body = rs_buf_release(&b, NULL);
+		run_body(&plain, body, &a, NULL);
+		ck_assert_uint_eq(a.n_tokens, 200);
+		for (int k = 0; k < 3; k++) {
+			struct rs_gen_result c;
+			const struct rs_gen_timings *t = &c.timings;
+
+			run_body(&spec[k], body, &c, NULL);
+			ck_assert_msg(c.n_tokens == a.n_tokens && memcmp(c.tokens,
+			    a.tokens, a.n_tokens * sizeof(int32_t)) == 0,
+			    "%s, %s: drafts changed the output",
+			    rs_drafter_kind_name(kinds[k]), extras[e]);
+			ck_assert_str_eq(t->draft, rs_drafter_kind_name(
+			    kinds[k]));
+			ck_assert_int_gt(t->draft_n_accepted, 0);
+			ck_assert_int_ge(t->draft_n_pos, 1);
+			printf("gen demo %s, %s: %lld/%lld drafts accepted in "
+			    "%lld rounds, first position %.3f, K %d\n",
+			    t->draft, extras[e], (long long)t->draft_n_accepted,
+			    (long long)t->draft_n, (long long)t->draft_rounds,
+			    (double)t->draft_pos_accepted[0] /
+			    (double)t->draft_pos_n[0], t->draft_k);
+			rs_gen_result_cleanup(&c);
+		}
+		rs_gen_result_cleanup(&a);
+		free(body);
+	}
+	for (int k = 0; k < 3; k++)
+		gx_close(&spec[k]);
+	gx_close(&plain);
+	t_demo_free(&dm);
 }
 END_TEST
 
@@ -1773,7 +1853,8 @@ gen_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, greedy_reference);
 	tcase_add_test(tc, logprobs_reference);
-	tcase_add_test(tc, draft_equal);
+	tcase_add_loop_test(tc, draft_equal, 0, 3);
+	tcase_add_test(tc, drafters_200);
 	tcase_add_test(tc, greedy_prefix_reuse);
 	tcase_add_test(tc, common_prefix);
 	suite_add_tcase(s, tc);

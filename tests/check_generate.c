@@ -439,6 +439,81 @@ START_TEST(cmd_usage)
 	ck_assert_int_eq(run_cmd(&out, "%s -m %s </dev/null", gen, m), 0);
 	ck_assert_str_eq(out, "");
 	free(out);
+	/* drafters: names, a bare count (ngram), and their errors */
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --draft bogus </dev/null "
+	    "2>&1", gen, m), 2);
+	ck_assert(strstr(out, "none, ngram, mtp, mtp+ngram") != NULL);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --draft 4 --draft-max 3 "
+	    "</dev/null 2>&1", gen, m), 2);
+	ck_assert(strstr(out, "--draft ngram --draft-max 3") != NULL);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --draft-max 3 </dev/null "
+	    "2>&1", gen, m), 2);
+	ck_assert(strstr(out, "needs --draft") != NULL);
+	free(out);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --draft mtp --draft-max 17 "
+	    "</dev/null 2>/dev/null", gen, m), 2);
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --draft 8 </dev/null", gen, m),
+	    0);
+}
+END_TEST
+
+/* 1 when A and B are arrays of the same integers. */
+static int
+same_ints(const struct rs_json *a, const struct rs_json *b)
+{
+	int64_t	x, y;
+
+	if (a == NULL || b == NULL || rs_json_arr_len(a) != rs_json_arr_len(b))
+		return (0);
+	for (size_t i = 0; i < rs_json_arr_len(a); i++)
+		if (rs_json_as_int(rs_json_arr_at(a, i), &x) != 0 ||
+		    rs_json_as_int(rs_json_arr_at(b, i), &y) != 0 || x != y)
+			return (0);
+	return (1);
+}
+
+/*
+ * Every drafter from the command line gives plain decoding's tokens and
+ * reports its drafts in the final record's timings.
+ */
+START_TEST(cmd_draft)
+{
+	static const char *const drafts[] = { "ngram", "mtp", "mtp+ngram",
+	    "3" };
+	const char	*gen = t_bin("rs-generate"), *m = t_fixture(F16);
+	const char	*in = "{\"tokens\":[1063,321,984,260,1063,321],"
+			    "\"max_tokens\":24,\"temperature\":0}";
+	char		*plain = NULL, *out = NULL;
+	struct rs_json	*a[2], *b[2];
+
+	ck_assert_int_eq(run_cmd(&plain, "echo '%s' | %s -m %s", in, gen, m),
+	    0);
+	ck_assert_int_eq(parse_lines(plain, a, 2), 1);
+	for (size_t i = 0; i < 4; i++) {
+		struct rs_json *t;
+		const char *name;
+		size_t len;
+		ck_assert_int_eq(run_cmd(&out, "echo '%s' | %s -m %s --draft %s",
+		    in, gen, m, drafts[i]), 0);
+		ck_assert_int_eq(parse_lines(out, b, 2), 1);
+		ck_assert_msg(same_ints(rs_json_get(a[0], "tokens"),
+		    rs_json_get(b[0], "tokens")), "--draft %s changed the "
+		    "tokens", drafts[i]);
+		t = rs_json_get(b[0], "timings");
+		ck_assert(rs_json_as_str(rs_json_get(t, "draft"), &name,
+		    &len) == 0);
+		ck_assert_str_eq(name, i == 3 ? "ngram" : drafts[i]);
+		ck_assert(get_int(t, "draft_n") >= get_int(t,
+		    "draft_n_accepted"));
+		ck_assert(rs_json_get(t, "draft_acceptance") != NULL);
+		ck_assert(rs_json_get(t, "draft_ms") != NULL);
+		rs_json_free(b[0]);
+		free(out);
+	}
+	rs_json_free(a[0]);
+	free(plain);
 }
 END_TEST
 
@@ -482,6 +557,7 @@ generate_suite(void)
 	tcase_add_test(tc, cmd_raw);
 	tcase_add_test(tc, cmd_nfc);
 	tcase_add_test(tc, cmd_usage);
+	tcase_add_test(tc, cmd_draft);
 	tcase_add_test(tc, cmd_progress);
 	suite_add_tcase(s, tc);
 	return (s);

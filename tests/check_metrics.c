@@ -105,6 +105,44 @@ START_TEST(checkpoints)
 }
 END_TEST
 
+/*
+ * The draft series appear once a generation drafted; positions add up
+ * across generations of different lengths, the totals are their sums.
+ */
+START_TEST(drafts)
+{
+	struct rs_metrics	*m;
+	struct rs_buf		 b;
+	const int64_t		 n1[] = { 10, 8, 5 }, a1[] = { 8, 5, 2 };
+	const int64_t		 n2[] = { 4 }, a2[] = { 3 };
+
+	ck_assert_int_eq(rs_metrics_new(&m, NULL), RS_OK);
+	rs_buf_init(&b);
+	ck_assert_int_eq(rs_metrics_format(m, &b), 0);
+	ck_assert_ptr_null(strstr(b.data, "rs_draft"));
+	rs_metrics_drafts(m, n1, a1, 3, 250.0);
+	rs_metrics_drafts(m, n2, a2, 1, 50.0);
+	rs_buf_reset(&b);
+	ck_assert_int_eq(rs_metrics_format(m, &b), 0);
+	ck_assert_double_eq(value_of(b.data, "rs_draft_tokens_total"), 27);
+	ck_assert_double_eq(value_of(b.data, "rs_draft_accepted_tokens_total"),
+	    18);
+	ck_assert_double_eq_tol(value_of(b.data, "rs_draft_seconds_total"),
+	    0.3, 1e-12);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_draft_position_tokens_total{position=\"1\"}"), 14);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_draft_position_accepted_total{position=\"1\"}"), 11);
+	ck_assert_double_eq(value_of(b.data,
+	    "rs_draft_position_accepted_total{position=\"3\"}"), 2);
+	ck_assert_ptr_null(strstr(b.data, "position=\"4\""));
+	ck_assert_ptr_nonnull(strstr(b.data,
+	    "# TYPE rs_draft_position_tokens_total counter\n"));
+	rs_buf_cleanup(&b);
+	rs_metrics_free(m);
+}
+END_TEST
+
 START_TEST(ttft_histogram)
 {
 	struct rs_metrics	*m;
@@ -187,6 +225,7 @@ metrics_suite(void)
 	tcase_add_test(tc, counters);
 	tcase_add_test(tc, ttft_histogram);
 	tcase_add_test(tc, checkpoints);
+	tcase_add_test(tc, drafts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
 	tcase_add_test(tc, bounded_labels);

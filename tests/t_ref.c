@@ -158,3 +158,39 @@ t_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
 }
+
+void
+t_demo_load(struct t_demo *d)
+{
+	struct rs_json	*j = load_json("demo/reference.json");
+	struct rs_json	*ps = rs_json_get(j, "prompts");
+
+	memset(d, 0, sizeof(*d));
+	ck_assert(ps != NULL && rs_json_arr_len(ps) >= 1 &&
+	    rs_json_arr_len(ps) <= T_DEMO_MAX);
+	d->n = (int)rs_json_arr_len(ps);
+	for (int i = 0; i < d->n; i++) {
+		const struct rs_json *p = rs_json_arr_at(ps, (size_t)i);
+		int32_t	 np, ng, *a, *g;
+
+		a = int_array(rs_json_get(p, "prompt_ids"), &np);
+		g = int_array(rs_json_get(p, "greedy_ids"), &ng);
+		d->seq[i] = calloc((size_t)(np + ng), sizeof(int32_t));
+		ck_assert(d->seq[i] != NULL);
+		memcpy(d->seq[i], a, (size_t)np * sizeof(int32_t));
+		memcpy(d->seq[i] + np, g, (size_t)ng * sizeof(int32_t));
+		d->n_prompt[i] = np;
+		d->n_seq[i] = np + ng;
+		free(a);
+		free(g);
+	}
+	rs_json_free(j);
+}
+
+void
+t_demo_free(struct t_demo *d)
+{
+	for (int i = 0; i < d->n; i++)
+		free(d->seq[i]);
+	memset(d, 0, sizeof(*d));
+}

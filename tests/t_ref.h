@@ -32,6 +32,19 @@ struct t_ref {
 void	t_ref_load(struct t_ref *r);
 void	t_ref_free(struct t_ref *r);
 
+/* demo/reference.json: the trained model's prompts and greedy runs. */
+#define T_DEMO_MAX	4
+struct t_demo {
+	int	 n;				/* sequences */
+	int32_t	*seq[T_DEMO_MAX];		/* prompt + greedy ids */
+	int32_t	 n_prompt[T_DEMO_MAX];
+	int32_t	 n_seq[T_DEMO_MAX];
+};
+
+/* Load demo/reference.json; fails the test on a malformed file. */
+void	t_demo_load(struct t_demo *d);
+void	t_demo_free(struct t_demo *d);
+
 /*
  * llama.cpp's relative error per prompt for FILE ("q8_0") from
  * tiny/peer-errors.json into OUT (room for MAX); returns the count.

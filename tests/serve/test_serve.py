@@ -703,6 +703,43 @@ def test_logprobs_with_drafts(server, tmp_path_factory):
     assert len(plain["choices"][0]["logprobs"]["tokens"]) == 40
 
 
+def test_drafters_timings_metrics(server, tmp_path_factory):
+    """--draft mtp+ngram --draft-max 3: the same completion as plain
+    decoding, greedy and seeded, the drafter's counts, acceptance per
+    position and draft time in the response's timings, and the draft
+    series in /metrics."""
+    with open(fixture("tiny/reference.json")) as f:
+        ref = json.load(f)
+    p = ref["prompts"][ref["greedy"]["prompt_index"]]
+    bodies = [dict(prompt=p + ref["greedy"]["tokens"] + p, max_tokens=40, temperature=0),
+              dict(prompt=p, max_tokens=40, temperature=0.8, seed=4)]
+    srv = start(tmp_path_factory, "--draft", "mtp+ngram", "--draft-max", "3",
+                name="mtpdraft")
+    try:
+        for body in bodies:
+            st, _, b = http(srv.url + "/v1/completions", "POST", body)
+            assert st == 200, b
+            spec = json.loads(b)
+            st, _, b = http(server.url + "/v1/completions", "POST", body)
+            plain = json.loads(b)
+            assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
+            t = spec["timings"]
+            assert t["draft"] == "mtp+ngram"
+            assert 0 <= t["draft_n_accepted"] <= t["draft_n"] and t["draft_n"] > 0
+            assert 1 <= len(t["draft_acceptance"]) <= 3
+            assert all(0 <= a <= 1 for a in t["draft_acceptance"])
+            assert t["draft_ms"] >= 0 and t["draft_catchup_ms"] >= 0
+            assert 1 <= t["draft_k"] <= 3
+        text = http(srv.url + "/metrics")[2].decode()
+    finally:
+        srv.stop_clean()
+    assert re.search(r"^rs_draft_tokens_total [1-9]", text, re.M)
+    assert re.search(r"^rs_draft_accepted_tokens_total \d", text, re.M)
+    assert re.search(r'^rs_draft_position_tokens_total\{position="1"\} [1-9]', text, re.M)
+    assert re.search(r'^rs_draft_position_accepted_total\{position="1"\} \d', text, re.M)
+    assert "rs_draft_" not in http(server.url + "/metrics")[2].decode()
+
+
 def test_slots_keep_two_conversations(tmp_path_factory):
     """--slots 2: a request with another prompt runs on the second slot, so
     the first conversation's cache survives it; with one slot it does not.
@@ -1463,22 +1500,31 @@ def nan_model(src, dst, tensor):
 def test_nan_model(tmp_path_factory):
     """Weights holding NaN: a generation is an error (500 with the reason,
     streamed or not), not token 0 with null log-probabilities; the server
-    stays up (issue #15)."""
+    stays up (issue #15).  The same whether whole rows come back
+    (logprobs) or only their best tokens (greedy, top-k sampling), with or
+    without a drafter."""
     tmp = tmp_path_factory.mktemp("nan")
     path = str(tmp / "nan.gguf")
     nan_model(fixture("tiny/model-q8_0.gguf"), path, "output_norm.weight")
-    srv = start(tmp_path_factory, "-m", path, name="nan")
-    try:
-        body = {"model": "x", "messages": MSG, "max_tokens": 2, "logprobs": True}
-        status, _, data = http(srv.url + "/v1/chat/completions", "POST", body)
-        assert status == 500, data
-        assert "non-finite logit" in json.loads(data)["error"]["message"]
-        status, _, data = http(srv.url + "/v1/chat/completions", "POST",
-                               dict(body, stream=True))
-        assert b"non-finite logit" in data and b'"logprob": null' not in data
-        assert http(srv.url + "/health")[0] == 200
-    finally:
-        srv.stop()
+    for name, args in (("nan", ()),
+                       ("nandraft", ("--draft", "mtp+ngram", "--draft-max", "3"))):
+        srv = start(tmp_path_factory, "-m", path, *args, name=name)
+        try:
+            body = {"model": "x", "messages": MSG, "max_tokens": 2, "logprobs": True}
+            status, _, data = http(srv.url + "/v1/chat/completions", "POST", body)
+            assert status == 500, data
+            assert "non-finite logit" in json.loads(data)["error"]["message"]
+            status, _, data = http(srv.url + "/v1/chat/completions", "POST",
+                                   dict(body, stream=True))
+            assert b"non-finite logit" in data and b'"logprob": null' not in data
+            for extra in ({"temperature": 0}, {"seed": 3}):
+                b = {"model": "x", "messages": MSG, "max_tokens": 2, **extra}
+                status, _, data = http(srv.url + "/v1/chat/completions", "POST", b)
+                assert status == 500, data
+                assert "non-finite logit" in json.loads(data)["error"]["message"]
+            assert http(srv.url + "/health")[0] == 200
+        finally:
+            srv.stop()
 
 
 def test_log_escapes(tmp_path_factory):

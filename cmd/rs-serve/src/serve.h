@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "rs_engine.h"
 #include "rs_gen.h"
 #include "rs_metrics.h"
@@ -80,6 +81,7 @@ struct serve_cfg {
 					   tests only (serve_main.c) */
 	int		 quiet;		/* no access log */
 	struct rs_gen_opts gen;		/* server defaults for requests */
+	struct rs_cli_draft draft;	/* --draft, --draft-max as given */
 };
 
 extern struct serve_cfg	serve_cfg;

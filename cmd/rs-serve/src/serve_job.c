@@ -236,6 +236,10 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 	rs_metrics_generation(serve_metrics, res->usage.prompt_tokens -
 	    res->usage.cached_tokens, res->timings.prompt_ms,
 	    res->usage.completion_tokens, res->timings.predicted_ms);
+	if (res->timings.draft != NULL)
+		rs_metrics_drafts(serve_metrics, res->timings.draft_pos_n,
+		    res->timings.draft_pos_accepted, res->timings.draft_n_pos,
+		    res->timings.draft_ms + res->timings.draft_catchup_ms);
 }
 
 /* The whole body J (taken) into the scratch buffer; its status. */
@@ -407,8 +411,8 @@ build(void)
 	so.checkpoint = serve_cfg.cache_mem == 0 &&
 	    serve_cfg.cache_host_mem == 0;
 	/* a snapshot per verified token to drop rejected drafts */
-	so.n_snap = serve_cfg.gen.draft_ngram > 0 ?
-	    serve_cfg.gen.draft_ngram + 1 : 0;
+	so.n_snap = serve_cfg.gen.draft_max > 0 ?
+	    serve_cfg.gen.draft_max + 1 : 0;
 	if (check_fit(&so) != 0)
 		return (-1);
 	for (int i = 0; i < serve_cfg.slots; i++)

@@ -42,10 +42,16 @@ usage_full(void)
 	    "                            GGUF's general.name in lower case)\n"
 	    "      --backend NAME        cpu, cuda or auto (default auto)\n"
 	    "  -t, --threads N           CPU threads (default: online CPUs)\n"
-	    "      --draft N             verify up to N prompt-lookup drafts "
-	    "per pass (1..16;\n"
-	    "                            same output, fewer passes when text "
-	    "repeats)\n"
+	    "      --draft D             speculative decoding with drafter "
+	    "D: none, ngram\n"
+	    "                            (prompt lookup), mtp (the model's "
+	    "MTP head) or\n"
+	    "                            mtp+ngram; a number N means ngram "
+	    "with --draft-max N\n"
+	    "                            (same output, fewer forward passes)\n"
+	    "      --draft-max K         drafts per pass, at most (1..16, "
+	    "default 4; fewer\n"
+	    "                            while a request's acceptance is low)\n"
 	    "      --slots N             keep N conversations' caches "
 	    "(1..16, default 1; each\n"
 	    "                            takes a sequence state's memory)\n"
@@ -183,7 +189,7 @@ enum {
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
 	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
-	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_PUBLIC_HOST
+	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_PUBLIC_HOST, OPT_DRAFT_MAX
 };
 
 static const struct option longopts[] = {
@@ -202,6 +208,7 @@ static const struct option longopts[] = {
 	    OPT_DEF_THINKING },
 	{ "default-reasoning-effort", required_argument, NULL, OPT_EFFORT },
 	{ "draft", required_argument, NULL, OPT_DRAFT },
+	{ "draft-max", required_argument, NULL, OPT_DRAFT_MAX },
 	{ "ctx", required_argument, NULL, 'c' },
 	{ "ctx-size", required_argument, NULL, 'c' },
 	{ "help", no_argument, NULL, 'h' },
@@ -285,8 +292,9 @@ option(struct serve_cfg *c, int ch, const char *arg)
 		c->backend = (enum rs_backend)b;
 		break;
 	case OPT_QUEUE: c->queue_max = number("--queue", arg, 0, 4096); break;
-	case OPT_DRAFT:
-		c->gen.draft_ngram = (int)number("--draft", arg, 1, 16);
+	case OPT_DRAFT: rs_cli_draft_opt(&c->draft, arg, NULL, USAGE); break;
+	case OPT_DRAFT_MAX:
+		rs_cli_draft_opt(&c->draft, NULL, arg, USAGE);
 		break;
 	case OPT_SLOTS:
 		c->slots = (int)number("--slots", arg, 1, SERVE_MAX_SLOTS);
@@ -373,4 +381,5 @@ serve_opts_parse(int argc, char **argv)
 	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
 		rs_cli_usage_error(USAGE, "--tls-cert and --tls-key go "
 		    "together");
+	rs_cli_draft_done(&c->draft, &c->gen.draft, &c->gen.draft_max, USAGE);
 }
