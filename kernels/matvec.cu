@@ -312,10 +312,24 @@ struct matvec_launch {
 	void
 	go_mma(void)
 	{
+		/*
+		 * Super-blocks per warp and step, measured with
+		 * kernels/dev/matvec_xq.cu (docs/perf-log.md): two for two
+		 * columns of Q4_K/Q5_K, one elsewhere (registers).
+		 */
+		if (NT == 2 && TYPE != RS_TYPE_Q6_K)
+			go_mma_spw<TYPE, NT, 2>();
+		else
+			go_mma_spw<TYPE, NT, 1>();
+	}
+
+	template <int TYPE, int NT, int SPW>
+	void
+	go_mma_spw(void)
+	{
 		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
-		matvec_xq_mma_kernel<TYPE, NT, MMA_SPW><<<grid,
-		    8 / MMA_SPW * RS_WARP, 0,
-		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
+		matvec_xq_mma_kernel<TYPE, NT, SPW><<<grid, 8 / SPW * RS_WARP,
+		    0, stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
 		    accumulate);
 	}
 

@@ -43,7 +43,6 @@
 #include "matvec_xq.cuh"
 
 #define MMA_ROWS	16
-#define MMA_SPW		2	/* super-blocks per warp and step */
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
@@ -430,7 +429,7 @@ has_mma_matvec(void)
 	if (known >= 0)
 		return (known);
 	if (cudaFuncGetAttributes(&fa,
-	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, MMA_SPW>) != cudaSuccess) {
+	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1>) != cudaSuccess) {
 		(void)cudaGetLastError();	/* not sticky: clear it */
 		known = 0;
 	} else
