@@ -41,6 +41,9 @@ struct rs_backend_ops {
 			    const int32_t *tokens, int32_t n, int32_t pos,
 			    const float *h_in, float *logits, float *h_out,
 			    struct rs_err *err);
+	/* Wait until every call and state copy issued so far is done;
+	   optional (NULL: the backend never returns before its work is) */
+	enum rs_status	(*sync)(struct rs_engine *e, struct rs_err *err);
 };
 
 struct rs_engine {

@@ -78,6 +78,12 @@ struct rs_gen_job {
 	int64_t			 drafted;	/* drafts verified */
 	int64_t			 accepted;	/* drafts taken */
 	double			 t0, t_prefill, t_first;	/* ms */
+	double			 t_text;	/* the first text event, ms */
+	double			 t_reuse;	/* reuse() began, ms */
+	int64_t			 n_text;	/* output tokens by then */
+	/* the time-to-first-token breakdown (rs_gen.h), filled as the run
+	   goes; result() copies it */
+	struct rs_gen_timings	 bd;
 	struct rs_err		 err;
 };
 

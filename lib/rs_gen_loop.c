@@ -49,6 +49,12 @@ rs_gen_emit(struct rs_gen_job *u, const struct rs_gen_event *ev)
 {
 	if (u->cancelled)
 		return (-1);
+	if (u->t_text == 0 && (ev->kind == RS_GEN_EV_REASONING ||
+	    ev->kind == RS_GEN_EV_CONTENT || ev->kind == RS_GEN_EV_TOOL_CALL ||
+	    ev->kind == RS_GEN_EV_TOOL_ARGS)) {
+		u->t_text = rs_gen_now_ms();
+		u->n_text = (int64_t)u->n_out;
+	}
 	if (u->cb != NULL && u->cb(ev, u->arg) != 0)
 		u->cancelled = 1;
 	return (u->cancelled ? -1 : 0);
@@ -201,14 +207,27 @@ rs_gen_common_prefix(const struct rs_gen *g, const struct rs_gen_req *r)
 static int32_t
 reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {
-	struct rs_gen	*g = u->g;
-	int32_t		 l = common_prefix(g, p, n), c;
+	struct rs_gen		*g = u->g;
+	int32_t			 l = common_prefix(g, p, n), c;
+	struct rs_ckcache_stats	 a, b;
+	double			 t;
 
 	rs_ckcache_prune(g->ckc, g->st, l);
-	if (rs_ckcache_peek(g->ckc, g->st, p, l, n - 1) <= l &&
-	    rs_state_truncate(g->st, l, NULL) == RS_OK)
+	c = rs_ckcache_peek(g->ckc, g->st, p, l, n - 1);
+	t = rs_gen_now_ms();
+	u->bd.lookup_ms = t - u->t_reuse;
+	if (c <= l && rs_state_truncate(g->st, l, NULL) == RS_OK) {
+		(void)rs_engine_sync(g->e, NULL);
+		u->bd.restore_ms = rs_gen_now_ms() - t;
 		return (l);
+	}
+	rs_ckcache_stats(g->ckc, &a);
 	rs_ckcache_restore(g->ckc, g->st, p, l, n - 1, &c);
+	(void)rs_engine_sync(g->e, NULL);
+	u->bd.restore_ms = rs_gen_now_ms() - t;
+	rs_ckcache_stats(g->ckc, &b);
+	u->bd.restore_from_host = b.host_restores > a.host_restores;
+	u->bd.restore_cross = b.cross > a.cross;
 	if (c >= 0) {
 		u->ck_hit = 1;
 		u->ck_tokens = c;
@@ -246,14 +265,13 @@ rs_gen_affinity(const struct rs_gen *g, const struct rs_gen_req *r)
 }
 
 static int32_t
-reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
+reuse_plain(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {
 	struct rs_gen	*g = u->g;
 	int32_t		 l, c;
 
-	if (g->ckc != NULL)
-		return (reuse_cached(u, p, n));
 	l = common_prefix(g, p, n);
+	u->bd.lookup_ms = rs_gen_now_ms() - u->t_reuse;
 	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
 	c = rs_state_checkpoint_pos(g->st);
@@ -261,6 +279,23 @@ reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
 		return (c);
 	rs_state_reset(g->st);
 	return (0);
+}
+
+/* reuse_cached() or reuse_plain(), timed (lookup_ms, restore_ms). */
+static int32_t
+reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
+{
+	int32_t	pos;
+	double	t;
+
+	u->t_reuse = rs_gen_now_ms();
+	if (u->g->ckc != NULL)
+		return (reuse_cached(u, p, n));
+	pos = reuse_plain(u, p, n);
+	t = u->t_reuse + u->bd.lookup_ms;
+	(void)rs_engine_sync(u->g->e, NULL);
+	u->bd.restore_ms = rs_gen_now_ms() - t;
+	return (pos);
 }
 
 int
@@ -279,21 +314,32 @@ rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
 
 /*
  * With a checkpoint cache: 1 when the state before prompt token Q is
- * checkpointed.  At the start of an assistant turn (rs_gen_turn_at()): a
- * template that drops earlier reasoning re-renders that turn without it
- * in the next request, an edit of a later message leaves the prompt after
- * it, and the last one (the opener) is where the answer's echo starts
- * (serving.md §2.8).  Every checkpoint_every positions: bounds what a
- * prompt that leaves the history anywhere else recomputes.
+ * checkpointed, in a prefill that starts at L.  At the start of an
+ * assistant turn (rs_gen_turn_at()): a template that drops earlier
+ * reasoning re-renders that turn without it in the next request, an edit
+ * of a later message leaves the prompt after it, and the last one (the
+ * opener) is where the answer's echo starts (serving.md §2.8).  Every
+ * checkpoint_every positions E: bounds what a prompt that leaves the
+ * history anywhere else recomputes; only in a long prefill (more than E
+ * tokens) and at least min(E, SPLIT_MIN) tokens after L.  A checkpoint
+ * splits the engine call there, and on the GPU every call of more than
+ * 32 tokens decodes all weights to f16 (27B: ~27 ms) and runs its
+ * products at a lower rate the shorter it is: an agent's 200-token turn
+ * that crossed a multiple of 2,048 paid a third call for a checkpoint
+ * that saves at most those 200 tokens of a later prefill.
  */
+#define SPLIT_MIN	256
+
 static int
-is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
+is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t l,
+    int32_t q)
 {
 	int32_t	e = g->o.checkpoint_every;
 
 	if (q <= 0 || q >= n)
 		return (0);
-	if (e > 0 && q % e == 0)
+	if (e > 0 && q % e == 0 && n - l > e && q - l >= (e < SPLIT_MIN ? e :
+	    SPLIT_MIN))
 		return (1);
 	return (rs_gen_turn_at(g, p, n, q, 1));
 }
@@ -301,26 +347,65 @@ is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
 /* The first checkpoint position in (FROM, TO), or TO. */
 static int32_t
 next_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n,
-    int32_t from, int32_t to)
+    int32_t l, int32_t from, int32_t to)
 {
 	for (int32_t q = from + 1; q < to; q++)
-		if (is_checkpoint(g, p, n, q))
+		if (is_checkpoint(g, p, n, l, q))
 			return (q);
 	return (to);
 }
 
-/* Checkpoint the state into the cache, if there is one (a failure only
-   costs a later reuse). */
+/*
+ * Checkpoint the state into the cache, if there is one (a failure only
+ * costs a later reuse).  Timed with the copies it queued (save_ms; those
+ * that spilled another checkpoint to host RAM also in spill_ms).
+ */
 static void
 save(struct rs_gen_job *u)
 {
 	struct rs_ckcache_stats	before, after;
+	double			t = rs_gen_now_ms(), dt;
 
 	rs_ckcache_stats(u->g->ckc, &before);
 	if (rs_ckcache_save(u->g->ckc, u->g->st, NULL) != RS_OK)
 		return;
+	(void)rs_engine_sync(u->g->e, NULL);
+	dt = rs_gen_now_ms() - t;
 	rs_ckcache_stats(u->g->ckc, &after);
 	u->ck_saves += (int64_t)(after.saves - before.saves);
+	u->bd.save_ms += dt;
+	if (after.spills > before.spills) {
+		u->bd.spills += (int64_t)(after.spills - before.spills);
+		u->bd.spill_ms += dt;
+	}
+}
+
+/*
+ * Prompt tokens FROM .. TO − 1 in one engine call, the last one's logits
+ * kept when TO is the prompt's end; timed (a call without logits returns
+ * before the device is done, hence the sync).
+ */
+static enum rs_status
+prefill_call(struct rs_gen_job *u, int32_t from, int32_t to, int32_t n)
+{
+	struct rs_gen	*g = u->g;
+	double		 t = rs_gen_now_ms(), dt;
+	int32_t		 k = u->bd.prefill_calls;
+	enum rs_status	 st;
+
+	st = rs_engine_forward(g->e, g->st, u->r->prompt + from, to - from,
+	    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
+	    RS_LOGITS_NONE, NULL, &u->err);
+	if (st == RS_OK && to < n)
+		st = rs_engine_sync(g->e, &u->err);
+	dt = rs_gen_now_ms() - t;
+	if (k < RS_GEN_MAX_CALLS) {
+		u->bd.call_tokens[k] = to - from;
+		u->bd.call_ms[k] = dt;
+	}
+	u->bd.prefill_calls++;
+	u->bd.prefill_call_ms += dt;
+	return (st);
 }
 
 enum rs_status
@@ -342,15 +427,12 @@ rs_gen_prefill(struct rs_gen_job *u)
 		if (cp > from && cp < to)
 			to = cp;
 		if (g->ckc != NULL)
-			to = next_checkpoint(g, p, n, from, to);
+			to = next_checkpoint(g, p, n, l, from, to);
 		if (from == cp && cp > 0)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
-		if (g->ckc != NULL && is_checkpoint(g, p, n, from))
+		if (g->ckc != NULL && is_checkpoint(g, p, n, l, from))
 			save(u);
-		st = rs_engine_forward(g->e, g->st, p + from, to - from,
-		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
-		    RS_LOGITS_NONE, NULL, &u->err);
-		if (st != RS_OK)
+		if ((st = prefill_call(u, from, to, n)) != RS_OK)
 			return (st);
 		ev.n_done = to - l;
 		if (rs_gen_emit(u, &ev) != 0)
@@ -489,6 +571,8 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 	struct rs_gen	*g = u->g;
 	int32_t		 toks[17], room;
 	int		 kk = 0;
+	double		 t0;
+	enum rs_status	 st;
 
 	ps->p = rs_state_pos(g->st);
 	room = g->n_ctx - ps->p - 1;		/* positions after T */
@@ -508,8 +592,12 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 	toks[0] = t;
 	for (int i = 0; i < kk; i++)
 		toks[i + 1] = ps->drafts[i];
-	return (rs_engine_forward(g->e, g->st, toks, kk + 1, g->logits,
-	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, NULL, &u->err));
+	t0 = u->bd.first_decode_ms == 0 ? rs_gen_now_ms() : 0;
+	st = rs_engine_forward(g->e, g->st, toks, kk + 1, g->logits,
+	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, NULL, &u->err);
+	if (t0 > 0)
+		u->bd.first_decode_ms = rs_gen_now_ms() - t0;
+	return (st);
 }
 
 /*
