@@ -229,6 +229,8 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 	l->prefill_ms = res->timings.prompt_ms;
 	l->prefill_tps = res->timings.prompt_per_second;
 	l->finish = rs_gen_finish_name(res->finish);
+	l->timings = res->timings;
+	l->has_timings = 1;
 	if (job->t_first > 0) {
 		l->ttft_ms = job->t_first - job->t_recv;
 		rs_metrics_ttft(serve_metrics, l->ttft_ms / 1e3);
