@@ -155,6 +155,9 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	if (o->prefill_chunk < 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "prefill_chunk %d is "
 		    "negative", (int)o->prefill_chunk));
+	if (o->checkpoint_min_call < 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "checkpoint_min_call "
+		    "%d is negative", (int)o->checkpoint_min_call));
 	/* the default sampling parameters must make a sampler */
 	if ((rc = rs_sample_new(&s, &o->sample, (int32_t)m->hp.n_vocab,
 	    err)) != RS_OK)
@@ -172,6 +175,9 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	if (g->o.prefill_chunk == 0)
 		g->o.prefill_chunk = rs_engine_max_batch(e) > 256 ?
 		    rs_engine_max_batch(e) : 256;
+	if (g->o.checkpoint_min_call == 0)
+		g->o.checkpoint_min_call = rs_engine_backend(e) ==
+		    RS_BACKEND_CUDA ? 256 : 1;
 	g->n_ctx = rs_state_n_ctx(st);
 	g->n_vocab = (int32_t)m->hp.n_vocab;
 	find_template(g, m);

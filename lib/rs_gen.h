@@ -139,6 +139,17 @@ struct rs_gen_opts {
 	   prefill's start on (each splits an engine call); 0: only at
 	   assistant-turn starts and at the prompt's end */
 	int32_t			 checkpoint_every;
+	/* with a checkpoint cache: an assistant turn's start or a multiple
+	   of checkpoint_every inside a prefill is checkpointed only where
+	   both engine calls it separates get at least this many tokens
+	   (each call has a fixed cost on the GPU, and calls of at most
+	   RS_ENGINE_EXACT_MAX tokens run every token's attention over the
+	   whole context on their own); the prompt's last assistant turn
+	   (its opener) is checkpointed all the same when the request's
+	   template drops earlier turns' reasoning, since the next turn
+	   leaves the history there.  0: 256 on the GPU, 1 (any) on the
+	   CPU, whose calls cost only their tokens */
+	int32_t			 checkpoint_min_call;
 };
 
 void		rs_gen_opts_init(struct rs_gen_opts *o);

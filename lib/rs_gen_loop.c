@@ -154,8 +154,28 @@ flush(struct rs_gen_job *u, enum rs_gen_end how)
 /* ---- prefill ---- */
 
 /*
- * Where to checkpoint: the last <|im_start|> of the prompt (the start of
- * the message the next turn will re-render differently), else P − 1.
+ * 1 when the next turn re-renders request R's last assistant turn (its
+ * opener) differently from how it runs now: a template that drops the
+ * reasoning of earlier turns (rs_chat.c assistant(): Qwen3.5 always,
+ * Qwen3.6 unless preserve_thinking, Qwen3.8 when preserve_thinking is
+ * false), or a prompt of tokens or text, whose template is unknown.
+ */
+static int
+drops_reasoning(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	if (r->kind != RS_GEN_CHAT)
+		return (1);
+	if (g->variant == RS_CHAT_QWEN38)
+		return (r->preserve_thinking == 0);
+	if (g->variant == RS_CHAT_QWEN36)
+		return (r->preserve_thinking != 1);
+	return (1);
+}
+
+/*
+ * Where to checkpoint (no cache): the last <|im_start|> of the prompt
+ * (the start of the message the next turn may re-render differently: its
+ * reasoning dropped, thinking switched on or off), else P − 1.
  */
 static int32_t
 checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
@@ -313,7 +333,7 @@ rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
 }
 
 /*
- * With a checkpoint cache: 1 when the state before prompt token Q is
+ * With a checkpoint cache: 1 when the state before prompt token Q may be
  * checkpointed, in a prefill that starts at L.  At the start of an
  * assistant turn (rs_gen_turn_at()): a template that drops earlier
  * reasoning re-renders that turn without it in the next request, an edit
@@ -321,15 +341,10 @@ rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
  * opener) is where the answer's echo starts (serving.md §2.8).  Every
  * checkpoint_every positions E: bounds what a prompt that leaves the
  * history anywhere else recomputes; only in a long prefill (more than E
- * tokens) and at least min(E, SPLIT_MIN) tokens after L.  A checkpoint
- * splits the engine call there, and on the GPU every call of more than
- * 32 tokens decodes all weights to f16 (27B: ~27 ms) and runs its
- * products at a lower rate the shorter it is: an agent's 200-token turn
- * that crossed a multiple of 2,048 paid a third call for a checkpoint
- * that saves at most those 200 tokens of a later prefill.
+ * tokens: an agent's 200-token turn that crossed a multiple of 2,048 paid
+ * a call for a checkpoint that saves a later prefill at most those 200
+ * tokens).
  */
-#define SPLIT_MIN	256
-
 static int
 is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t l,
     int32_t q)
@@ -338,20 +353,46 @@ is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t l,
 
 	if (q <= 0 || q >= n)
 		return (0);
-	if (e > 0 && q % e == 0 && n - l > e && q - l >= (e < SPLIT_MIN ? e :
-	    SPLIT_MIN))
+	if (e > 0 && q % e == 0 && n - l > e)
 		return (1);
 	return (rs_gen_turn_at(g, p, n, q, 1));
 }
 
-/* The first checkpoint position in (FROM, TO), or TO. */
+/* The prompt's last assistant turn start in (L, N), or −1. */
+static int32_t
+last_turn(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t l)
+{
+	for (int32_t q = n - 1; q > l; q--)
+		if (rs_gen_turn_at(g, p, n, q, 1))
+			return (q);
+	return (-1);
+}
+
+/*
+ * The first position in (FROM, TO) to checkpoint at, or TO: HARD (the
+ * opener that must be checkpointed, or −1), or a checkpoint (as above)
+ * that leaves checkpoint_min_call tokens at least to the call it ends and
+ * to the one it starts (up to HARD or N).  Why: on the GPU a call of more
+ * than RS_ENGINE_EXACT_MAX tokens decodes every weight to f16 (27B: ~27
+ * ms) and runs its attention at a fixed latency per block over the whole
+ * context (~3 ms a layer at 51,000 positions), and a shorter one runs each
+ * token's attention over the whole context on its own (~9 ms a token at
+ * 51,000 positions), so a split costs 50-200 ms whatever it saves.
+ */
 static int32_t
 next_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n,
-    int32_t l, int32_t from, int32_t to)
+    int32_t l, int32_t from, int32_t to, int32_t hard)
 {
-	for (int32_t q = from + 1; q < to; q++)
-		if (is_checkpoint(g, p, n, l, q))
+	int32_t	m = g->o.checkpoint_min_call, end;
+
+	for (int32_t q = from + 1; q < to; q++) {
+		if (q == hard)
 			return (q);
+		end = hard > q ? hard : n;
+		if (q - from >= m && end - q >= m &&
+		    is_checkpoint(g, p, n, l, q))
+			return (q);
+	}
 	return (to);
 }
 
@@ -414,24 +455,35 @@ rs_gen_prefill(struct rs_gen_job *u)
 	struct rs_gen		*g = u->g;
 	const int32_t		*p = u->r->prompt;
 	int32_t			 n = (int32_t)u->r->n_prompt, l, cp, from, to;
+	int32_t			 hard, q;
+	int			 at_ck, cut;
 	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
 	enum rs_status		 st;
 
 	l = reuse(u, p, n);
 	u->cached = l;
 	cp = g->ckc != NULL ? -1 : checkpoint_pos(g, p, n);
+	hard = g->ckc != NULL && drops_reasoning(g, u->r) ?
+	    last_turn(g, p, n, l) : -1;
+	/* the start needs no split: save it if it is a checkpoint */
+	at_ck = g->ckc != NULL && is_checkpoint(g, p, n, l, l);
 	ev.n_total = n - l;
 	for (from = l; from < n; from = to) {
 		to = from + g->o.prefill_chunk < n ? from +
 		    g->o.prefill_chunk : n;
 		if (cp > from && cp < to)
 			to = cp;
-		if (g->ckc != NULL)
-			to = next_checkpoint(g, p, n, l, from, to);
+		cut = 0;
+		if (g->ckc != NULL && (q = next_checkpoint(g, p, n, l, from,
+		    to, hard)) < to) {
+			to = q;
+			cut = 1;
+		}
 		if (from == cp && cp > 0)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
-		if (g->ckc != NULL && is_checkpoint(g, p, n, l, from))
+		if (at_ck)
 			save(u);
+		at_ck = cut;
 		if ((st = prefill_call(u, from, to, n)) != RS_OK)
 			return (st);
 		ev.n_done = to - l;
