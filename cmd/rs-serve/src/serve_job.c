@@ -433,6 +433,8 @@ build(void)
 			goto fail;
 		for (int i = 0; i < serve_cfg.slots; i++)
 			rs_gen_set_ckcache(eng.g[i], eng.ckc);
+		/* pin the host budget now, not on the first spills */
+		rs_ckcache_reserve(eng.ckc, eng.state[0]);
 		rs_ckcache_stats(eng.ckc, &cs);
 		rs_metrics_checkpoints(serve_metrics, &cs);
 	}
