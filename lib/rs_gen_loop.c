@@ -483,7 +483,10 @@ rs_gen_prefill(struct rs_gen_job *u)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
 		if (at_ck)
 			save(u);
-		at_ck = cut;
+		/* the next call starts at a checkpoint: one that split this
+		   call, or one that falls on the chunk's end (no split) */
+		at_ck = g->ckc != NULL && (cut || (to < n &&
+		    is_checkpoint(g, p, n, l, to)));
 		if ((st = prefill_call(u, from, to, n)) != RS_OK)
 			return (st);
 		ev.n_done = to - l;

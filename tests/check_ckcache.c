@@ -334,9 +334,10 @@ struct gen {
 };
 
 /* A generator with checkpoints every 16 positions, calls of MIN_CALL at
-   least between them (0: the default) and template VARIANT. */
+   least between them (0: the default), prompt chunks of CHUNK tokens (0:
+   the default) and template VARIANT. */
 static void
-gen_open_with(struct gen *x, int cached, int32_t min_call,
+gen_open_chunk(struct gen *x, int cached, int32_t min_call, int32_t chunk,
     enum rs_chat_variant variant)
 {
 	struct rs_gen_opts	o;
@@ -349,6 +350,7 @@ gen_open_with(struct gen *x, int cached, int32_t min_call,
 	rs_gen_opts_init(&o);
 	o.checkpoint_every = 16;
 	o.checkpoint_min_call = min_call;
+	o.prefill_chunk = chunk;
 	o.variant = variant;
 	x->variant = variant;
 	ck_assert_msg(rs_gen_new(&x->g, x->lm.e, x->lm.st, x->tok, &o,
@@ -357,6 +359,13 @@ gen_open_with(struct gen *x, int cached, int32_t min_call,
 		ck_assert_int_eq(rs_ckcache_new(&x->c, &co, &err), RS_OK);
 		rs_gen_set_ckcache(x->g, x->c);
 	}
+}
+
+static void
+gen_open_with(struct gen *x, int cached, int32_t min_call,
+    enum rs_chat_variant variant)
+{
+	gen_open_chunk(x, cached, min_call, 0, variant);
 }
 
 static void
@@ -493,6 +502,16 @@ START_TEST(greedy_min_call)
 
 	for (int32_t i = 0; i < 70; i++)
 		p[i] = 200 + i * 13 % 700;
+	/* prompt chunks of 16 (below the rule's 24): their ends at 16 and
+	   48 are checkpoints that split nothing, so they are kept */
+	gen_open_chunk(&x, 1, 24, 16, RS_CHAT_UNKNOWN);
+	body = tokens_body(p, 70);
+	gen_run(&x, body, &a);
+	free(body);
+	ck_assert_int_eq(rs_ckcache_list(x.c, x.lm.st, pos, 8), 5);
+	ck_assert_int_eq(a.timings.prefill_calls, 5);
+	rs_gen_result_cleanup(&a);
+	gen_close(&x);
 	gen_open_with(&x, 1, 24, RS_CHAT_UNKNOWN);
 	body = tokens_body(p, 70);
 	same_as_fresh(&x, body, &a);
