@@ -132,6 +132,7 @@ struct serve_log {
 	double		 queue_ms;	/* arrival to the engine */
 	double		 prep_ms;	/* the prep thread's work on it:
 					   JSON, checks, template, tokens */
+	double		 pick_ms;	/* choosing its slot */
 	int		 has_timings;	/* TIMINGS holds the run's */
 	struct rs_gen_timings timings;	/* for the ttft breakdown */
 	double		 prefill_ms;	/* prompt tokens not cached, run */

@@ -161,10 +161,11 @@ serve_log_init(struct serve_log *l, struct http_request *req, double t_recv)
 
 /*
  * The time to first token, piece by piece (rs_gen.h, struct
- * rs_gen_timings): " ttft=prep:P(render:R,tok:T),wait:W,setup:S,
+ * rs_gen_timings): " ttft=prep:P(render:R,tok:T),wait:W,pick:K,setup:S,
  * lookup:L,restore:X[@host][+kv],prefill:N/TOK/MS[(t1:ms1 ...)],
  * save:N/MS,spill:N/MS,first:F(+K:D)" (ms; WAIT the queue after the prep,
- * K the output tokens before the first text, D the first decode step).
+ * PICK the choice of a slot, K the output tokens before the first text, D
+ * the first decode step).
  */
 static int
 ttft_fields(const struct serve_log *l, char *s, size_t cap)
@@ -176,9 +177,9 @@ ttft_fields(const struct serve_log *l, char *s, size_t cap)
 	for (int32_t i = 0; i < t->prefill_calls && i < RS_GEN_MAX_CALLS; i++)
 		tok += t->call_tokens[i];
 	n = snprintf(s, cap, " ttft=prep:%.1f(render:%.1f,tok:%.1f),"
-	    "wait:%.1f,setup:%.1f,lookup:%.1f,restore:%.1f%s%s,"
+	    "wait:%.1f,pick:%.1f,setup:%.1f,lookup:%.1f,restore:%.1f%s%s,"
 	    "prefill:%d/%lld/%.1f", l->prep_ms, t->render_ms, t->tokenize_ms,
-	    l->queue_ms - l->prep_ms, t->setup_ms, t->lookup_ms,
+	    l->queue_ms - l->prep_ms, l->pick_ms, t->setup_ms, t->lookup_ms,
 	    t->restore_ms, t->restore_from_host ? "@host" : "",
 	    t->restore_cross ? "+kv" : "", (int)t->prefill_calls,
 	    (long long)tok, t->prefill_call_ms);

@@ -306,7 +306,7 @@ run_job(struct serve_job *job)
 	struct rs_gen_result	res;
 	struct rs_gen_error	ge;
 	enum rs_status		st;
-	int			status = 200;
+	int			status = 200, slot;
 
 	job->t_start = serve_now_ms();
 	job->log.queue_ms = job->t_start - job->t_recv;
@@ -318,8 +318,9 @@ run_job(struct serve_job *job)
 		push(job, NULL, 0, 1);
 		return;
 	}
-	st = rs_gen_run(eng.g[pick_slot(job)], &job->greq, on_event, job, &res,
-	    &ge);
+	slot = pick_slot(job);
+	job->log.pick_ms = serve_now_ms() - job->t_start;
+	st = rs_gen_run(eng.g[slot], &job->greq, on_event, job, &res, &ge);
 	rs_buf_reset(&eng.scratch);
 	if (st != RS_OK) {
 		job->log.finish = "error";
