@@ -37,7 +37,9 @@
 # default; "drop" is the cache with preserve_thinking false, where the
 # template drops earlier turns' reasoning), BUDGET (seconds for the whole
 # command, default 530: a run that would not fit in what is left is
-# skipped and said so).  Exit 1 when a replay fails or is skipped.
+# skipped and said so), CHECK (1, the default: check_cuda's engine case
+# first, when build/tests/check_cuda is there; 0: not).  Exit 1 when a
+# test or a replay fails or a run is skipped.
 set -u
 cd "$(dirname "$0")/.."
 t_start=$(date +%s)
@@ -68,6 +70,17 @@ fi
 "$bin/rs-serve" --version | head -3
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
+
+# check_cuda's engine case first (its engine_ckcache test runs the new
+# page-locked, asynchronous spill and restore path against the fixtures):
+# a broken copy path would otherwise show up as a replay of garbage.
+if [ "${CHECK:-1}" = 1 ] && [ -x build/tests/check_cuda ]; then
+	[ -z "${RS_FIXTURES:-}" ] && [ -d .dev/fx ] && export RS_FIXTURES=.dev/fx
+	echo "== check_cuda, engine case"
+	CK_RUN_CASE=engine timeout 200 build/tests/check_cuda 2>&1 |
+	    tee "$out/check-cuda-engine.txt" | tail -5
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
 if [ ! -s "$synth" ]; then
 	echo "== rs-bench --synth 27b -o $synth"
 	t=$(date +%s)
