@@ -7,8 +7,9 @@
 #   here:  make -j2 CUDA=1 all build/tests/check_cuda && bash scripts/gpu-pack.sh
 #   there: bash scripts/gpu-replay.sh          (carry .dev; $OUT is kept)
 #
-# With .dev/bin.tar.xz (scripts/gpu-pack.sh) and no build/bin/rs-serve it
-# unpacks the binaries first, and .dev/lib goes on LD_LIBRARY_PATH.
+# With .dev/bin.tar.xz (scripts/gpu-pack.sh) it unpacks the binaries
+# first (over build/), and .dev/lib goes on LD_LIBRARY_PATH, .dev/fx is
+# RS_FIXTURES.
 #
 # What it shows: conversation A grows to CONTEXT (default 30,000) tokens of
 # files plus ~18,000 of tools and instructions (the synthetic model's
@@ -61,7 +62,7 @@ left() {
 	echo $((budget - ($(date +%s) - t_start)))
 }
 
-if [ ! -x "$bin/rs-serve" ] && [ -f .dev/bin.tar.xz ]; then
+if [ -f .dev/bin.tar.xz ]; then	# always: a warm machine may hold older ones
 	echo "== unpacking .dev/bin.tar.xz"
 	python3 -c 'import tarfile; tarfile.open(".dev/bin.tar.xz").extractall()' ||
 	    exit 1
