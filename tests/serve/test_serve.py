@@ -1453,6 +1453,23 @@ def test_copilot_replay_qwen38(tmp_path_factory):
                  strict=True)
     check_replay(*replay(tmp_path_factory, ("-m", path, "-c", "8192"), "replay38d",
                          "--drop-reasoning"), strict=False)
+    # the GPU's rule (no checkpoint that splits off a call under 256
+    # tokens, but the opener when the reasoning is dropped): still hits
+    for name, extra_args, strict in (("replay38m", (), True),
+                                     ("replay38md", ("--drop-reasoning",), False)):
+        rows, metrics = replay(tmp_path_factory, ("-m", path, "-c", "8192",
+                                                  "--checkpoint-min-call", "256"),
+                               name, *extra_args)
+        check_replay(rows, metrics, strict=strict)
+        if strict:
+            # reasoning kept: an agent turn after its conversation's first
+            # (not an edit) is one engine call
+            seen = set()
+            for r in rows:
+                if r["conv"] in seen and r["kind"] in ("tool_named", "tool_result",
+                                                       "user", "last_user"):
+                    assert r["breakdown"]["prefill_calls"] == 1, r
+                seen.add(r["conv"])
 
 
 def nan_model(src, dst, tensor):
