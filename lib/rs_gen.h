@@ -179,7 +179,8 @@ struct rs_ckcache;
  * reuse from now on, instead of the state's one checkpoint: each prefill
  * saves the state at the start of every assistant turn of the prompt
  * (each "<|im_start|>" followed by "assistant"), every
- * o.checkpoint_every positions, and at the prompt's end; a prompt that
+ * o.checkpoint_every positions (both where o.checkpoint_min_call allows),
+ * and at the prompt's end; a prompt that
  * the state's history cannot be cut back to exactly restores the longest
  * of the state's checkpoints inside the common prefix.  Several
  * generators (rs-serve's slots) may share C; they run one at a time.
