@@ -36,7 +36,9 @@
 # the previous measurement), OUT, RUNS
 # ("cache nocache" by
 # default; "drop" is the cache with preserve_thinking false, where the
-# template drops earlier turns' reasoning), BUDGET (seconds for the whole
+# template drops earlier turns' reasoning; "split" the cache with
+# --checkpoint-min-call 1, the checkpoint rule of the previous
+# measurement, to tell its share from the spill path's), BUDGET (seconds for the whole
 # command, default 530: a run that would not fit in what is left is
 # skipped and said so), CHECK (1, the default: check_cuda's engine case
 # first, when build/tests/check_cuda is there; 0: not).  Exit 1 when a
@@ -125,6 +127,7 @@ for run in $runs; do
 	cache) opts=() ;;
 	nocache) opts=(--cache-mem 0 --cache-host-mem 0) ;;
 	drop) opts=(); extra=(--drop-reasoning) ;;
+	split) opts=(--checkpoint-min-call 1) ;;
 	*) echo "gpu-replay: unknown run '$run'" >&2; exit 2 ;;
 	esac
 	if [ "$(left)" -lt 150 ]; then
