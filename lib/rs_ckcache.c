@@ -8,6 +8,18 @@
  * ssm_len), the layout of st->conv and st->ssm.  Entries are few (a budget
  * of 8 GiB holds 54 27B checkpoints), so they sit in an array and LRU is a
  * scan for the smallest use tick.
+ *
+ * Buffers are recycled, never freed before rs_ckcache_free(): a dropped or
+ * spilled entry's buffer goes to a pool (one for each memory) and the next
+ * save or spill takes it.  Budgets bound what is held plus what is pooled.
+ * Why: on the CUDA backend a cudaFree synchronises the device and a
+ * cudaMalloc of 150 MiB costs about a millisecond, and a fresh host buffer
+ * costs a page fault per 4 KiB on its first copy (pageable) or ~30 ms of
+ * pinning (page-locked), all on the request's path to its first token;
+ * the H200 replay of issue #14 spilled 2-3 times a turn.  Spills and
+ * restores from host RAM go through the memory's asynchronous copies into
+ * page-locked buffers when it has them (rs_state_impl.h), so the host
+ * never waits for them.
  */
 #include <sys/types.h>
 
@@ -30,13 +42,101 @@ struct entry {
 	uint64_t	 used;		/* LRU tick */
 };
 
+/* A buffer held for reuse. */
+struct pooled {
+	void		*p;
+	const struct rs_state_mem *mem;
+	size_t		 bytes;
+};
+
+struct pool {
+	struct pooled	*b;
+	size_t		 n, cap;
+	uint64_t	*bytes;		/* the stats' counter of this pool */
+};
+
 struct rs_ckcache {
 	struct rs_ckcache_opts	 o;
 	struct entry		*e;
 	size_t			 n, cap;
 	uint64_t		 tick;
 	struct rs_ckcache_stats	 s;
+	struct pool		 dpool, hpool;	/* device, host RAM */
 };
+
+static void *
+host_alloc(const struct rs_state_mem *m, size_t bytes)
+{
+	return (m->host_alloc != NULL ? m->host_alloc(bytes) : malloc(bytes));
+}
+
+static void
+host_free(const struct rs_state_mem *m, void *p)
+{
+	if (m->host_free != NULL)
+		m->host_free(p);
+	else
+		free(p);
+}
+
+/* Release buffer P of MEM (DEV: device memory, else host RAM). */
+static void
+release(const struct rs_state_mem *m, void *p, int dev)
+{
+	if (dev)
+		m->free(p);
+	else
+		host_free(m, p);
+}
+
+/* Keep buffer P of BYTES in MEM for reuse (released when there is no room
+   in the pool's array). */
+static void
+pool_put(struct pool *pl, const struct rs_state_mem *m, void *p,
+    size_t bytes, int dev)
+{
+	if (pl->n == pl->cap) {
+		size_t cap = pl->cap > 0 ? 2 * pl->cap : 16;
+		struct pooled *nb = realloc(pl->b, cap * sizeof(*nb));
+		if (nb == NULL) {
+			release(m, p, dev);
+			return;
+		}
+		pl->b = nb;
+		pl->cap = cap;
+	}
+	pl->b[pl->n].p = p;
+	pl->b[pl->n].mem = m;
+	pl->b[pl->n++].bytes = bytes;
+	*pl->bytes += bytes;
+}
+
+/* A pooled buffer of BYTES in MEM, taken out of the pool, or NULL. */
+static void *
+pool_take(struct pool *pl, const struct rs_state_mem *m, size_t bytes)
+{
+	void	*p;
+
+	for (size_t i = 0; i < pl->n; i++) {
+		if (pl->b[i].mem != m || pl->b[i].bytes != bytes)
+			continue;
+		p = pl->b[i].p;
+		*pl->bytes -= bytes;
+		pl->b[i] = pl->b[--pl->n];
+		return (p);
+	}
+	return (NULL);
+}
+
+/* Release the last pooled buffer (one of another size or memory). */
+static void
+pool_trim(struct pool *pl, int dev)
+{
+	struct pooled *b = &pl->b[--pl->n];
+
+	*pl->bytes -= b->bytes;
+	release(b->mem, b->p, dev);
+}
 
 enum rs_status
 rs_ckcache_new(struct rs_ckcache **out, const struct rs_ckcache_opts *o,
@@ -47,23 +147,25 @@ rs_ckcache_new(struct rs_ckcache **out, const struct rs_ckcache_opts *o,
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	c->o = *o;
+	c->dpool.bytes = &c->s.dev_pool_bytes;
+	c->hpool.bytes = &c->s.host_pool_bytes;
 	*out = c;
 	return (RS_OK);
 }
 
-/* Release entry I's buffers and remove it (the last entry takes its place). */
+/* Pool entry I's buffers and remove it (the last entry takes its place). */
 static void
 drop(struct rs_ckcache *c, size_t i)
 {
 	struct entry *e = &c->e[i];
 
 	if (e->dev != NULL) {
-		e->mem->free(e->dev);
+		pool_put(&c->dpool, e->mem, e->dev, e->bytes, 1);
 		c->s.dev_bytes -= e->bytes;
 		c->s.n_dev--;
 	}
 	if (e->host != NULL) {
-		free(e->host);
+		pool_put(&c->hpool, e->mem, e->host, e->bytes, 0);
 		c->s.host_bytes -= e->bytes;
 		c->s.n_host--;
 	}
@@ -74,12 +176,40 @@ drop(struct rs_ckcache *c, size_t i)
 void
 rs_ckcache_free(struct rs_ckcache *c)
 {
+	const struct rs_state_mem *m = NULL;
+
 	if (c == NULL)
 		return;
+	/* no copy may still read or write a buffer about to be freed */
+	for (size_t i = 0; i < c->n && m == NULL; i++)
+		m = c->e[i].mem;
+	for (size_t i = 0; i < c->hpool.n && m == NULL; i++)
+		m = c->hpool.b[i].mem;
+	if (m != NULL && m->sync != NULL)
+		m->sync();
 	while (c->n > 0)
 		drop(c, c->n - 1);
+	while (c->dpool.n > 0)
+		pool_trim(&c->dpool, 1);
+	while (c->hpool.n > 0)
+		pool_trim(&c->hpool, 0);
+	free(c->dpool.b);
+	free(c->hpool.b);
 	free(c->e);
 	free(c);
+}
+
+void
+rs_ckcache_reserve(struct rs_ckcache *c, const struct rs_state *st)
+{
+	size_t	 bytes = rs_state_gdn_bytes(st);
+	void	*p;
+
+	if (st->mem->to_host == NULL || st->mem->host_alloc == NULL)
+		return;
+	while (c->s.host_bytes + c->s.host_pool_bytes + bytes <=
+	    c->o.host_bytes && (p = st->mem->host_alloc(bytes)) != NULL)
+		pool_put(&c->hpool, st->mem, p, bytes, 0);
 }
 
 /* The least recently used entry in device (DEV) or host memory, or -1. */
@@ -97,47 +227,66 @@ lru(const struct rs_ckcache *c, int dev)
 	return (best);
 }
 
-/* Make room for BYTES in host RAM by dropping LRU host entries; 0 or -1. */
-static int
-host_room(struct rs_ckcache *c, size_t bytes)
+/*
+ * A host buffer of BYTES for MEM within the host budget: a pooled one, a
+ * new one, or one freed by dropping the least recently used host entries;
+ * NULL when the budget or the allocator says no.
+ */
+static void *
+host_buf(struct rs_ckcache *c, const struct rs_state_mem *m, size_t bytes)
 {
-	ssize_t	i;
+	void	*p;
+	ssize_t	 i;
 
 	if (bytes > c->o.host_bytes)
-		return (-1);
-	while (c->s.host_bytes + bytes > c->o.host_bytes) {
+		return (NULL);
+	for (;;) {
+		if ((p = pool_take(&c->hpool, m, bytes)) != NULL)
+			return (p);
+		if (c->s.host_bytes + c->s.host_pool_bytes + bytes <=
+		    c->o.host_bytes)
+			return (host_alloc(m, bytes));
+		if (c->hpool.n > 0) {
+			pool_trim(&c->hpool, 0);
+			continue;
+		}
 		if ((i = lru(c, 0)) < 0)
-			return (-1);
+			return (NULL);
 		drop(c, (size_t)i);
 		c->s.evictions++;
 	}
-	return (0);
+}
+
+/* The host copy of MEM: asynchronous into page-locked memory if it can. */
+static void
+to_host(const struct rs_state_mem *m, void *h, const void *d, size_t n)
+{
+	(m->to_host_async != NULL ? m->to_host_async : m->to_host)(h, d, n);
 }
 
 /*
- * Move entry I from the device to host RAM, or drop it when the host
- * budget or the backend (no to_host) does not allow it.  The entry may
- * move in the array: dropping host entries reorders it, so it is found
- * again by its tick.
+ * Move entry I from the device to host RAM (its device buffer to the
+ * pool), or drop it when the host budget or the backend (no to_host) does
+ * not allow it.  The entry may move in the array: dropping host entries
+ * reorders it, so it is found again by its tick.
  */
 static void
 spill(struct rs_ckcache *c, size_t i)
 {
 	uint64_t used = c->e[i].used;
-	void	*h;
+	void	*h = NULL;
 
-	if (c->e[i].mem->to_host == NULL || host_room(c, c->e[i].bytes) != 0 ||
-	    (h = malloc(c->e[i].bytes)) == NULL) {
-		for (i = 0; i < c->n && c->e[i].used != used; i++)
-			;
+	if (c->e[i].mem->to_host != NULL)
+		h = host_buf(c, c->e[i].mem, c->e[i].bytes);
+	for (i = 0; i < c->n && c->e[i].used != used; i++)
+		;
+	if (h == NULL) {
 		drop(c, i);
 		c->s.evictions++;
 		return;
 	}
-	for (i = 0; i < c->n && c->e[i].used != used; i++)
-		;
-	c->e[i].mem->to_host(h, c->e[i].dev, c->e[i].bytes);
-	c->e[i].mem->free(c->e[i].dev);
+	to_host(c->e[i].mem, h, c->e[i].dev, c->e[i].bytes);
+	pool_put(&c->dpool, c->e[i].mem, c->e[i].dev, c->e[i].bytes, 1);
 	c->e[i].dev = NULL;
 	c->e[i].host = h;
 	c->s.dev_bytes -= c->e[i].bytes;
@@ -147,17 +296,50 @@ spill(struct rs_ckcache *c, size_t i)
 	c->s.spills++;
 }
 
+/*
+ * A device buffer of BYTES in MEM within the device budget: a pooled one,
+ * a new one, or the buffer of the least recently used device entry,
+ * spilled to make room; NULL when the budget or the allocator says no.
+ */
+static void *
+dev_buf(struct rs_ckcache *c, const struct rs_state_mem *m, size_t bytes)
+{
+	void	*p;
+	ssize_t	 i;
+
+	if (bytes > c->o.dev_bytes)
+		return (NULL);
+	for (;;) {
+		if ((p = pool_take(&c->dpool, m, bytes)) != NULL)
+			return (p);
+		if (c->s.dev_bytes + c->s.dev_pool_bytes + bytes <=
+		    c->o.dev_bytes)
+			return (m->alloc(bytes));
+		if (c->dpool.n > 0) {
+			pool_trim(&c->dpool, 1);
+			continue;
+		}
+		if ((i = lru(c, 1)) < 0)
+			return (NULL);
+		spill(c, (size_t)i);
+	}
+}
+
 /* Copy ST's live GDN state into DST of ST's memory (TO_HOST: host RAM). */
 static void
-copy_out(const struct rs_state *st, void *dst, int to_host)
+copy_out(const struct rs_state *st, void *dst, int to_host_ram)
 {
+	const struct rs_state_mem *m = st->mem;
 	size_t	cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
 	size_t	sb = (size_t)(st->n_gdn * st->ssm_len) * sizeof(float);
-	void	(*cp)(void *, const void *, size_t) = to_host ?
-	    st->mem->to_host : st->mem->copy;
 
-	cp(dst, st->conv, cb);
-	cp((char *)dst + cb, st->ssm, sb);
+	if (to_host_ram) {
+		to_host(m, dst, st->conv, cb);
+		to_host(m, (char *)dst + cb, st->ssm, sb);
+	} else {
+		m->copy(dst, st->conv, cb);
+		m->copy((char *)dst + cb, st->ssm, sb);
+	}
 }
 
 /* The entry of ST at POS, or -1. */
@@ -201,15 +383,10 @@ rs_ckcache_save(struct rs_ckcache *c, struct rs_state *st,
 	if ((e.key = malloc((size_t)st->pos * sizeof(int32_t))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	memcpy(e.key, st->tokens, (size_t)st->pos * sizeof(int32_t));
-	if (bytes <= c->o.dev_bytes) {
-		while (c->s.dev_bytes + bytes > c->o.dev_bytes &&
-		    (i = lru(c, 1)) >= 0)
-			spill(c, (size_t)i);
-		if ((e.dev = st->mem->alloc(bytes)) != NULL)
-			copy_out(st, e.dev, 0);
-	}
-	if (e.dev == NULL && st->mem->to_host != NULL &&
-	    host_room(c, bytes) == 0 && (e.host = malloc(bytes)) != NULL)
+	if ((e.dev = dev_buf(c, st->mem, bytes)) != NULL)
+		copy_out(st, e.dev, 0);
+	else if (st->mem->to_host != NULL &&
+	    (e.host = host_buf(c, st->mem, bytes)) != NULL)
 		copy_out(st, e.host, 1);
 	if (e.dev == NULL && e.host == NULL) {
 		free(e.key);
@@ -250,26 +427,37 @@ usable(const struct entry *e, const struct rs_state *st, const int32_t *p,
 {
 	const struct rs_state *o = e->owner;
 
-	if (e->pos > max || memcmp(e->key, p, (size_t)e->pos *
-	    sizeof(int32_t)) != 0)
+	/* the cheap tests first: a key is up to 256 KB (65,536 positions) */
+	if (e->pos > max || (e->serial != st->serial && !cross))
+		return (0);
+	if (memcmp(e->key, p, (size_t)e->pos * sizeof(int32_t)) != 0)
 		return (0);
 	if (e->serial == st->serial)
 		return (e->pos <= st->pos);
-	return (cross && o->model == st->model && o->mem == st->mem &&
+	return (o->model == st->model && o->mem == st->mem &&
 	    e->pos <= o->pos && e->pos <= st->n_ctx && memcmp(e->key,
 	    o->tokens, (size_t)e->pos * sizeof(int32_t)) == 0);
 }
 
-/* The longest usable checkpoint, ST's own first among equals; or -1. */
+/*
+ * The longest usable checkpoint, ST's own first among equals; or -1.
+ * Entries that cannot beat the best so far are not compared: a lookup
+ * over a full cache (80 27B checkpoints of ~50,000 positions: 16 MB of
+ * keys) would otherwise cost milliseconds, several times a request.
+ */
 static ssize_t
 best_for(const struct rs_ckcache *c, const struct rs_state *st,
     const int32_t *p, int32_t l, int32_t max, int cross)
 {
-	const struct entry *e;
+	const struct entry *e, *b;
 	ssize_t	best = -1;
 
 	for (size_t i = 0; i < c->n; i++) {
 		e = &c->e[i];
+		b = best >= 0 ? &c->e[best] : NULL;
+		if (b != NULL && (e->pos < b->pos || (e->pos == b->pos &&
+		    (e->serial != st->serial || b->serial == st->serial))))
+			continue;
 		if (!usable(e, st, p, e->serial == st->serial ? l : max, cross))
 			continue;
 		if (best < 0 || e->pos > c->e[best].pos || (e->pos ==
@@ -337,8 +525,12 @@ rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
 		st->mem->copy(st->conv, e->dev, cb);
 		st->mem->copy(st->ssm, (char *)e->dev + cb, sb);
 	} else {
-		st->mem->from_host(st->conv, e->host, cb);
-		st->mem->from_host(st->ssm, (char *)e->host + cb, sb);
+		void (*cp)(void *, const void *, size_t) =
+		    st->mem->from_host_async != NULL ?
+		    st->mem->from_host_async : st->mem->from_host;
+		cp(st->conv, e->host, cb);
+		cp(st->ssm, (char *)e->host + cb, sb);
+		c->s.host_restores++;
 	}
 	e->used = ++c->tick;
 	st->pos = e->pos;

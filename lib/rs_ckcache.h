@@ -37,9 +37,13 @@
  * spilled to host RAM (rs_state_mem.to_host) when a new one needs room,
  * up to host_bytes, where the least recently used ones are dropped.  A
  * restore from host RAM copies it back into the state directly (27B: 150
- * MiB over PCIe, ~10-25 ms).  Both budgets count state bytes only; the keys
- * (4 bytes a position) are host memory beside them.  Saving and restoring
- * touch an entry (LRU).
+ * MiB over PCIe, ~3 ms from page-locked memory).  Buffers are pooled and
+ * reused rather than freed (no allocation on a request's path once the
+ * budgets are reached), and copies to and from host RAM are queued on the
+ * device without the host waiting when the memory allows it
+ * (rs_state_impl.h).  Both budgets count state bytes, held or pooled;
+ * the keys (4 bytes a position) are host memory beside them.  Saving and
+ * restoring touch an entry (LRU).
  *
  * Lifecycle and threads.  rs_ckcache_new() / rs_ckcache_free(); every
  * state used with a cache must be of the same engine and outlive the
@@ -72,8 +76,13 @@ struct rs_ckcache_stats {
 	uint64_t	saves;		/* checkpoints stored */
 	uint64_t	spills;		/* moved from the device to host RAM */
 	uint64_t	evictions;	/* dropped for room (not by pruning) */
+	uint64_t	host_restores;	/* hits restored from host RAM */
 	uint64_t	dev_bytes;	/* held in the states' memory */
 	uint64_t	host_bytes;	/* held in host RAM */
+	uint64_t	dev_pool_bytes;	/* free buffers kept for reuse there;
+					   dev_bytes + dev_pool_bytes stays
+					   within the budget */
+	uint64_t	host_pool_bytes;	/* the same in host RAM */
 	uint32_t	n_dev, n_host;	/* checkpoints held */
 };
 
@@ -84,8 +93,18 @@ struct rs_ckcache_stats {
 enum rs_status	rs_ckcache_new(struct rs_ckcache **out,
 		    const struct rs_ckcache_opts *o, struct rs_err *err);
 
-/* Free every checkpoint and the cache; NULL is fine. */
+/* Free every checkpoint, every pooled buffer and the cache; NULL is fine. */
 void		rs_ckcache_free(struct rs_ckcache *c);
+
+/*
+ * Allocate the host budget now, as buffers for checkpoints of ST's size,
+ * when ST's memory has page-locked host memory (the CUDA backend): pinning
+ * 150 MiB costs ~30 ms, which would otherwise fall on the first requests
+ * that spill.  Stops quietly where the allocator says no; a no-op for the
+ * CPU backend (its spills are plain memcpy).
+ */
+void		rs_ckcache_reserve(struct rs_ckcache *c,
+		    const struct rs_state *st);
 
 /*
  * Save ST's GDN state at its position P > 0 under the key of its tokens

@@ -454,6 +454,12 @@ rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
 }
 
 enum rs_status
+rs_engine_sync(struct rs_engine *e, struct rs_err *err)
+{
+	return (e->ops->sync != NULL ? e->ops->sync(e, err) : RS_OK);
+}
+
+enum rs_status
 rs_engine_mtp_batch(struct rs_engine *e, struct rs_state *st,
     const int32_t *tokens, int32_t n, int32_t pos, const float *h_in,
     float *logits, float *h_out, struct rs_err *err)

@@ -200,6 +200,14 @@ enum rs_status	rs_engine_set_top_skip(struct rs_engine *e,
 		    const unsigned char *mask, struct rs_err *err);
 
 /*
+ * Wait until everything issued on E so far (forward calls without logits
+ * return before the device has run them; state copies of the checkpoint
+ * cache) is done: for timing a step (rs_gen's time-to-first-token
+ * breakdown).  A no-op on the CPU.  Fails with RS_ERR_CUDA.
+ */
+enum rs_status	rs_engine_sync(struct rs_engine *e, struct rs_err *err);
+
+/*
  * The MTP block (§6.1) on N tokens at positions POS .. POS + N − 1 of the
  * MTP cache: row t combines TOKENS[t] with H_IN row t, the trunk hidden
  * state (post-output_norm) of position POS + t − 1 — zeros at position 0 —

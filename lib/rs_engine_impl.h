@@ -68,6 +68,9 @@ struct rs_backend_ops {
 			    const float *h_in, int32_t k, struct rs_top *top,
 			    int64_t *bad, float *bad_val, float *h_out,
 			    struct rs_err *err);
+	/* Wait until every call and state copy issued so far is done;
+	   optional (NULL: the backend never returns before its work is) */
+	enum rs_status	(*sync)(struct rs_engine *e, struct rs_err *err);
 };
 
 struct rs_engine {

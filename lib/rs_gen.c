@@ -11,6 +11,8 @@
 #include "rs_ckcache.h"
 #include "rs_gen_impl.h"
 
+static void	breakdown(const struct rs_gen_job *, struct rs_gen_timings *);
+
 /* ---- the generator ---- */
 
 void
@@ -178,6 +180,9 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	if (o->prefill_chunk < 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "prefill_chunk %d is "
 		    "negative", (int)o->prefill_chunk));
+	if (o->checkpoint_min_call < 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "checkpoint_min_call "
+		    "%d is negative", (int)o->checkpoint_min_call));
 	/* the default sampling parameters must make a sampler */
 	if ((rc = rs_sample_new(&s, &o->sample, (int32_t)m->hp.n_vocab,
 	    err)) != RS_OK)
@@ -195,6 +200,9 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	if (g->o.prefill_chunk == 0)
 		g->o.prefill_chunk = rs_engine_max_batch(e) > 256 ?
 		    rs_engine_max_batch(e) : 256;
+	if (g->o.checkpoint_min_call == 0)
+		g->o.checkpoint_min_call = rs_engine_backend(e) ==
+		    RS_BACKEND_CUDA ? 256 : 1;
 	g->n_ctx = rs_state_n_ctx(st);
 	g->n_vocab = (int32_t)m->hp.n_vocab;
 	find_template(g, m);
@@ -419,6 +427,7 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	t->ttft_ms = res->n_tokens > 0 ? u->t_first - u->t0 : 0.0;
 	if (u->g->drafter != NULL)
 		draft_timings(u->g->drafter, t);
+	breakdown(u, t);
 	if (u->g->ckc != NULL) {
 		struct rs_ckcache_stats cs;
 
@@ -442,6 +451,35 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 		    t->predicted_ms;
 	}
 	return (RS_OK);
+}
+
+/* The time-to-first-token breakdown into T (rs_gen.h). */
+static void
+breakdown(const struct rs_gen_job *u, struct rs_gen_timings *t)
+{
+	const struct rs_gen_timings *b = &u->bd;
+
+	t->render_ms = u->r->render_ms;
+	t->tokenize_ms = u->r->tokenize_ms;
+	t->setup_ms = b->setup_ms;
+	t->lookup_ms = b->lookup_ms;
+	t->restore_ms = b->restore_ms;
+	t->restore_from_host = b->restore_from_host;
+	t->restore_cross = b->restore_cross;
+	t->prefill_calls = b->prefill_calls;
+	t->prefill_call_ms = b->prefill_call_ms;
+	memcpy(t->call_tokens, b->call_tokens, sizeof(t->call_tokens));
+	memcpy(t->call_ms, b->call_ms, sizeof(t->call_ms));
+	t->save_ms = b->save_ms;
+	t->spills = b->spills;
+	t->spill_ms = b->spill_ms;
+	t->first_decode_ms = b->first_decode_ms;
+	if (u->n_out > 0)
+		t->first_token_ms = u->t_first - u->t_prefill;
+	if (u->t_text > 0) {
+		t->first_text_ms = u->t_text - u->t_prefill;
+		t->first_text_tokens = u->n_text;
+	}
 }
 
 /* ---- a run ---- */
@@ -546,7 +584,9 @@ rs_gen_run(struct rs_gen *g, struct rs_gen_req *r, rs_gen_cb cb, void *arg,
 	u.arg = arg;
 	rs_buf_init(&u.raw);
 	u.t0 = rs_gen_now_ms();
-	if ((st = setup(&u)) == RS_OK) {
+	st = setup(&u);
+	u.bd.setup_ms = rs_gen_now_ms() - u.t0;
+	if (st == RS_OK) {
 		running = 1;
 		if ((st = rs_gen_prefill(&u)) == RS_OK) {
 			u.t_prefill = rs_gen_now_ms();

@@ -138,9 +138,22 @@ struct rs_gen_opts {
 	enum rs_drafter_kind	 draft;
 	int			 draft_max;
 	/* with a checkpoint cache (rs_gen_set_ckcache): also checkpoint
-	   every this many positions of a prefill (at multiples of it);
-	   0: only at assistant-turn starts and at the prompt's end */
+	   at the multiples of this many positions, in a prefill of more
+	   than that many tokens, from min(it, 256) tokens after the
+	   prefill's start on (each splits an engine call); 0: only at
+	   assistant-turn starts and at the prompt's end */
 	int32_t			 checkpoint_every;
+	/* with a checkpoint cache: an assistant turn's start or a multiple
+	   of checkpoint_every inside a prefill is checkpointed only where
+	   both engine calls it separates get at least this many tokens
+	   (each call has a fixed cost on the GPU, and calls of at most
+	   RS_ENGINE_EXACT_MAX tokens run every token's attention over the
+	   whole context on their own); the prompt's last assistant turn
+	   (its opener) is checkpointed all the same when the request's
+	   template drops earlier turns' reasoning, since the next turn
+	   leaves the history there.  0: 256 on the GPU, 1 (any) on the
+	   CPU, whose calls cost only their tokens */
+	int32_t			 checkpoint_min_call;
 };
 
 void		rs_gen_opts_init(struct rs_gen_opts *o);
@@ -172,7 +185,8 @@ struct rs_ckcache;
  * reuse from now on, instead of the state's one checkpoint: each prefill
  * saves the state at the start of every assistant turn of the prompt
  * (each "<|im_start|>" followed by "assistant"), every
- * o.checkpoint_every positions, and at the prompt's end; a prompt that
+ * o.checkpoint_every positions (both where o.checkpoint_min_call allows),
+ * and at the prompt's end; a prompt that
  * the state's history cannot be cut back to exactly restores the longest
  * of the state's checkpoints inside the common prefix.  Several
  * generators (rs-serve's slots) may share C; they run one at a time.
@@ -267,6 +281,9 @@ struct rs_gen_req {
 	int32_t			*forced;
 	size_t			 n_forced;
 	int			 prepared;
+	/* set by rs_gen_prepare(): wall time of rendering the template and
+	   of tokenizing (RS_GEN_TEXT: tokenizing only), ms */
+	double			 render_ms, tokenize_ms;
 };
 
 /*
@@ -446,6 +463,9 @@ struct rs_gen_usage {
 	int64_t	total_tokens;
 };
 
+/* Prefill calls listed one by one in struct rs_gen_timings. */
+#define RS_GEN_MAX_CALLS	32
+
 /* The llama.cpp "timings" object (§4.8) plus the time to first token. */
 struct rs_gen_timings {
 	int64_t	cache_n;		/* prompt tokens reused */
@@ -482,6 +502,39 @@ struct rs_gen_timings {
 	int64_t	checkpoint_mem_bytes;	/* the cache's device bytes after
 					   the run (host for the CPU) */
 	int64_t	checkpoint_host_mem_bytes;	/* spilled to host RAM */
+	/*
+	 * Where the time to the first token went (ms, wall clock; the engine
+	 * is synchronised after each step below, so device work is counted
+	 * where it was issued).  RENDER_MS and TOKENIZE_MS come from
+	 * rs_gen_prepare() (rs-serve: its prep thread, before the queue);
+	 * the rest is rs_gen_run(): SETUP_MS (sampler, stop matcher,
+	 * parser), LOOKUP_MS (common prefix, checkpoint pruning and choice),
+	 * RESTORE_MS (a checkpoint restored; RESTORE_FROM_HOST 1 when it
+	 * came from host RAM, RESTORE_CROSS 1 when from another state, KV
+	 * rows copied), the PREFILL_CALLS engine calls (the first
+	 * RS_GEN_MAX_CALLS of them in CALL_TOKENS / CALL_MS, PREFILL_CALL_MS
+	 * their sum), the checkpoint saves (checkpoint_saves, SAVE_MS,
+	 * spills to host among them: SPILLS, SPILL_MS), FIRST_TOKEN_MS (the
+	 * prefill's end to the first output token: sampling it) and
+	 * FIRST_TEXT_MS (the prefill's end to the first text event, after
+	 * FIRST_TEXT_TOKENS output tokens: decode steps of markup such as
+	 * <think> or held-back bytes).  prompt_ms = setup + lookup + restore
+	 * + calls + saves, up to a few µs of bookkeeping.
+	 */
+	double	render_ms, tokenize_ms, setup_ms, lookup_ms, restore_ms;
+	int	restore_from_host, restore_cross;
+	int32_t	prefill_calls;
+	double	prefill_call_ms;
+	int32_t	call_tokens[RS_GEN_MAX_CALLS];
+	double	call_ms[RS_GEN_MAX_CALLS];
+	double	save_ms;
+	int64_t	spills;
+	double	spill_ms;
+	double	first_token_ms, first_text_ms;
+	int64_t	first_text_tokens;
+	double	first_decode_ms;	/* the first decode step's engine
+					   call (a graph re-capture when
+					   the slot changed included) */
 };
 
 struct rs_gen_call {

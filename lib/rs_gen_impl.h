@@ -90,6 +90,12 @@ struct rs_gen_job {
 	int64_t			 ck_hit, ck_miss, ck_tokens, ck_saves;
 	int64_t			 reasoning;	/* reasoning tokens */
 	double			 t0, t_prefill, t_first;	/* ms */
+	double			 t_text;	/* the first text event, ms */
+	double			 t_reuse;	/* reuse() began, ms */
+	int64_t			 n_text;	/* output tokens by then */
+	/* the time-to-first-token breakdown (rs_gen.h), filled as the run
+	   goes; result() copies it */
+	struct rs_gen_timings	 bd;
 	struct rs_err		 err;
 };
 

@@ -39,7 +39,7 @@ rs_gen_usage_json(const struct rs_gen_usage *u)
 struct rs_json *
 rs_gen_timings_json(const struct rs_gen_timings *t)
 {
-	struct rs_json	*o = rs_json_obj();
+	struct rs_json	*o = rs_json_obj(), *calls;
 
 	put(&o, "cache_n", rs_json_int(t->cache_n));
 	put(&o, "prompt_n", rs_json_int(t->prompt_n));
@@ -82,7 +82,37 @@ rs_gen_timings_json(const struct rs_gen_timings *t)
 		    rs_json_int(t->checkpoint_mem_bytes));
 		put(&o, "checkpoint_host_mem_bytes",
 		    rs_json_int(t->checkpoint_host_mem_bytes));
+		put(&o, "checkpoint_save_ms", rs_json_real(t->save_ms));
+		put(&o, "checkpoint_spills", rs_json_int(t->spills));
+		put(&o, "checkpoint_spill_ms", rs_json_real(t->spill_ms));
+		put(&o, "restore_from_host",
+		    rs_json_bool(t->restore_from_host));
+		put(&o, "restore_cross", rs_json_bool(t->restore_cross));
 	}
+	put(&o, "render_ms", rs_json_real(t->render_ms));
+	put(&o, "tokenize_ms", rs_json_real(t->tokenize_ms));
+	put(&o, "setup_ms", rs_json_real(t->setup_ms));
+	put(&o, "lookup_ms", rs_json_real(t->lookup_ms));
+	put(&o, "restore_ms", rs_json_real(t->restore_ms));
+	put(&o, "prefill_calls", rs_json_int(t->prefill_calls));
+	put(&o, "prefill_call_ms", rs_json_real(t->prefill_call_ms));
+	calls = rs_json_arr();
+	for (int32_t i = 0; i < t->prefill_calls && i < RS_GEN_MAX_CALLS &&
+	    calls != NULL; i++) {
+		struct rs_json *c = rs_json_arr();
+		if (c == NULL || rs_json_push(c, rs_json_int(
+		    t->call_tokens[i])) != 0 || rs_json_push(c,
+		    rs_json_real(t->call_ms[i])) != 0 ||
+		    rs_json_push(calls, c) != 0) {
+			rs_json_free(calls);
+			calls = NULL;
+		}
+	}
+	put(&o, "prefill_call_list", calls);
+	put(&o, "first_token_ms", rs_json_real(t->first_token_ms));
+	put(&o, "first_text_ms", rs_json_real(t->first_text_ms));
+	put(&o, "first_text_tokens", rs_json_int(t->first_text_tokens));
+	put(&o, "first_decode_ms", rs_json_real(t->first_decode_ms));
 	return (o);
 }
 

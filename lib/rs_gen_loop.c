@@ -48,6 +48,12 @@ rs_gen_emit(struct rs_gen_job *u, const struct rs_gen_event *ev)
 {
 	if (u->cancelled)
 		return (-1);
+	if (u->t_text == 0 && (ev->kind == RS_GEN_EV_REASONING ||
+	    ev->kind == RS_GEN_EV_CONTENT || ev->kind == RS_GEN_EV_TOOL_CALL ||
+	    ev->kind == RS_GEN_EV_TOOL_ARGS)) {
+		u->t_text = rs_gen_now_ms();
+		u->n_text = (int64_t)u->n_out;
+	}
 	if (u->cb != NULL && u->cb(ev, u->arg) != 0)
 		u->cancelled = 1;
 	return (u->cancelled ? -1 : 0);
@@ -147,8 +153,28 @@ flush(struct rs_gen_job *u, enum rs_gen_end how)
 /* ---- prefill ---- */
 
 /*
- * Where to checkpoint: the last <|im_start|> of the prompt (the start of
- * the message the next turn will re-render differently), else P − 1.
+ * 1 when the next turn re-renders request R's last assistant turn (its
+ * opener) differently from how it runs now: a template that drops the
+ * reasoning of earlier turns (rs_chat.c assistant(): Qwen3.5 always,
+ * Qwen3.6 unless preserve_thinking, Qwen3.8 when preserve_thinking is
+ * false), or a prompt of tokens or text, whose template is unknown.
+ */
+static int
+drops_reasoning(const struct rs_gen *g, const struct rs_gen_req *r)
+{
+	if (r->kind != RS_GEN_CHAT)
+		return (1);
+	if (g->variant == RS_CHAT_QWEN38)
+		return (r->preserve_thinking == 0);
+	if (g->variant == RS_CHAT_QWEN36)
+		return (r->preserve_thinking != 1);
+	return (1);
+}
+
+/*
+ * Where to checkpoint (no cache): the last <|im_start|> of the prompt
+ * (the start of the message the next turn may re-render differently: its
+ * reasoning dropped, thinking switched on or off), else P − 1.
  */
 static int32_t
 checkpoint_pos(const struct rs_gen *g, const int32_t *p, int32_t n)
@@ -200,14 +226,27 @@ rs_gen_common_prefix(const struct rs_gen *g, const struct rs_gen_req *r)
 static int32_t
 reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {
-	struct rs_gen	*g = u->g;
-	int32_t		 l = common_prefix(g, p, n), c;
+	struct rs_gen		*g = u->g;
+	int32_t			 l = common_prefix(g, p, n), c;
+	struct rs_ckcache_stats	 a, b;
+	double			 t;
 
 	rs_ckcache_prune(g->ckc, g->st, l);
-	if (rs_ckcache_peek(g->ckc, g->st, p, l, n - 1) <= l &&
-	    rs_state_truncate(g->st, l, NULL) == RS_OK)
+	c = rs_ckcache_peek(g->ckc, g->st, p, l, n - 1);
+	t = rs_gen_now_ms();
+	u->bd.lookup_ms = t - u->t_reuse;
+	if (c <= l && rs_state_truncate(g->st, l, NULL) == RS_OK) {
+		(void)rs_engine_sync(g->e, NULL);
+		u->bd.restore_ms = rs_gen_now_ms() - t;
 		return (l);
+	}
+	rs_ckcache_stats(g->ckc, &a);
 	rs_ckcache_restore(g->ckc, g->st, p, l, n - 1, &c);
+	(void)rs_engine_sync(g->e, NULL);
+	u->bd.restore_ms = rs_gen_now_ms() - t;
+	rs_ckcache_stats(g->ckc, &b);
+	u->bd.restore_from_host = b.host_restores > a.host_restores;
+	u->bd.restore_cross = b.cross > a.cross;
 	if (c >= 0) {
 		u->ck_hit = 1;
 		u->ck_tokens = c;
@@ -245,14 +284,13 @@ rs_gen_affinity(const struct rs_gen *g, const struct rs_gen_req *r)
 }
 
 static int32_t
-reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
+reuse_plain(struct rs_gen_job *u, const int32_t *p, int32_t n)
 {
 	struct rs_gen	*g = u->g;
 	int32_t		 l, c;
 
-	if (g->ckc != NULL)
-		return (reuse_cached(u, p, n));
 	l = common_prefix(g, p, n);
+	u->bd.lookup_ms = rs_gen_now_ms() - u->t_reuse;
 	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
 	c = rs_state_checkpoint_pos(g->st);
@@ -260,6 +298,23 @@ reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
 		return (c);
 	rs_state_reset(g->st);
 	return (0);
+}
+
+/* reuse_cached() or reuse_plain(), timed (lookup_ms, restore_ms). */
+static int32_t
+reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
+{
+	int32_t	pos;
+	double	t;
+
+	u->t_reuse = rs_gen_now_ms();
+	if (u->g->ckc != NULL)
+		return (reuse_cached(u, p, n));
+	pos = reuse_plain(u, p, n);
+	t = u->t_reuse + u->bd.lookup_ms;
+	(void)rs_engine_sync(u->g->e, NULL);
+	u->bd.restore_ms = rs_gen_now_ms() - t;
+	return (pos);
 }
 
 int
@@ -277,49 +332,130 @@ rs_gen_turn_at(const struct rs_gen *g, const int32_t *p, int32_t n,
 }
 
 /*
- * With a checkpoint cache: 1 when the state before prompt token Q is
- * checkpointed.  At the start of an assistant turn (rs_gen_turn_at()): a
- * template that drops earlier reasoning re-renders that turn without it
- * in the next request, an edit of a later message leaves the prompt after
- * it, and the last one (the opener) is where the answer's echo starts
- * (serving.md §2.8).  Every checkpoint_every positions: bounds what a
- * prompt that leaves the history anywhere else recomputes.
+ * With a checkpoint cache: 1 when the state before prompt token Q may be
+ * checkpointed, in a prefill that starts at L.  At the start of an
+ * assistant turn (rs_gen_turn_at()): a template that drops earlier
+ * reasoning re-renders that turn without it in the next request, an edit
+ * of a later message leaves the prompt after it, and the last one (the
+ * opener) is where the answer's echo starts (serving.md §2.8).  Every
+ * checkpoint_every positions E: bounds what a prompt that leaves the
+ * history anywhere else recomputes; only in a long prefill (more than E
+ * tokens: an agent's 200-token turn that crossed a multiple of 2,048 paid
+ * a call for a checkpoint that saves a later prefill at most those 200
+ * tokens).
  */
 static int
-is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t q)
+is_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t l,
+    int32_t q)
 {
 	int32_t	e = g->o.checkpoint_every;
 
 	if (q <= 0 || q >= n)
 		return (0);
-	if (e > 0 && q % e == 0)
+	if (e > 0 && q % e == 0 && n - l > e)
 		return (1);
 	return (rs_gen_turn_at(g, p, n, q, 1));
 }
 
-/* The first checkpoint position in (FROM, TO), or TO. */
+/* The prompt's last assistant turn start in (L, N), or −1. */
+static int32_t
+last_turn(const struct rs_gen *g, const int32_t *p, int32_t n, int32_t l)
+{
+	for (int32_t q = n - 1; q > l; q--)
+		if (rs_gen_turn_at(g, p, n, q, 1))
+			return (q);
+	return (-1);
+}
+
+/*
+ * The first position in (FROM, TO) to checkpoint at, or TO: HARD (the
+ * opener that must be checkpointed, or −1), or a checkpoint (as above)
+ * that leaves checkpoint_min_call tokens at least to the call it ends and
+ * to the one it starts (up to HARD or N).  Why: on the GPU a call of more
+ * than RS_ENGINE_EXACT_MAX tokens decodes every weight to f16 (27B: ~27
+ * ms) and runs its attention at a fixed latency per block over the whole
+ * context (~3 ms a layer at 51,000 positions), and a shorter one runs each
+ * token's attention over the whole context on its own (~9 ms a token at
+ * 51,000 positions), so a split costs 50-200 ms whatever it saves.
+ */
 static int32_t
 next_checkpoint(const struct rs_gen *g, const int32_t *p, int32_t n,
-    int32_t from, int32_t to)
+    int32_t l, int32_t from, int32_t to, int32_t hard)
 {
-	for (int32_t q = from + 1; q < to; q++)
-		if (is_checkpoint(g, p, n, q))
+	int32_t	m = g->o.checkpoint_min_call, end;
+
+	for (int32_t q = from + 1; q < to; q++) {
+		if (q == hard)
 			return (q);
+		end = hard > q ? hard : n;
+		if (q - from >= m && end - q >= m &&
+		    is_checkpoint(g, p, n, l, q))
+			return (q);
+	}
 	return (to);
 }
 
-/* Checkpoint the state into the cache, if there is one (a failure only
-   costs a later reuse). */
+/*
+ * Checkpoint the state into the cache, if there is one (a failure only
+ * costs a later reuse).  Timed with the copies it queued (save_ms; those
+ * that spilled another checkpoint to host RAM also in spill_ms).
+ */
 static void
 save(struct rs_gen_job *u)
 {
 	struct rs_ckcache_stats	before, after;
+	double			t = rs_gen_now_ms(), dt;
 
 	rs_ckcache_stats(u->g->ckc, &before);
 	if (rs_ckcache_save(u->g->ckc, u->g->st, NULL) != RS_OK)
 		return;
+	(void)rs_engine_sync(u->g->e, NULL);
+	dt = rs_gen_now_ms() - t;
 	rs_ckcache_stats(u->g->ckc, &after);
 	u->ck_saves += (int64_t)(after.saves - before.saves);
+	u->bd.save_ms += dt;
+	if (after.spills > before.spills) {
+		u->bd.spills += (int64_t)(after.spills - before.spills);
+		u->bd.spill_ms += dt;
+	}
+}
+
+/*
+ * Prompt tokens FROM .. TO − 1 in one engine call, the last one's logits
+ * (or their best tokens, the job's top_k) kept when TO is the prompt's
+ * end, the hidden rows shown to the drafter; timed (a call without logits
+ * returns before the device is done, hence the sync).
+ */
+static enum rs_status
+prefill_call(struct rs_gen_job *u, int32_t from, int32_t to, int32_t n)
+{
+	struct rs_gen	*g = u->g;
+	const int32_t	*p = u->r->prompt;
+	double		 t = rs_gen_now_ms(), dt;
+	int32_t		 k = u->bd.prefill_calls;
+	enum rs_status	 st;
+
+	if (to == n && u->top_k > 0)
+		st = rs_engine_forward_top(g->e, g->st, p + from, to - from,
+		    RS_LOGITS_LAST, u->top_k, u->r->kind == RS_GEN_CHAT, g->top,
+		    g->hidden, &u->err);
+	else
+		st = rs_engine_forward(g->e, g->st, p + from, to - from,
+		    to == n ? g->logits : NULL, to == n ? RS_LOGITS_LAST :
+		    RS_LOGITS_NONE, g->hidden, &u->err);
+	if (st == RS_OK && g->drafter != NULL)
+		st = rs_drafter_observe(g->drafter, g->st, p + from, to - from,
+		    from, g->hidden, &u->err);
+	if (st == RS_OK && to < n)
+		st = rs_engine_sync(g->e, &u->err);
+	dt = rs_gen_now_ms() - t;
+	if (k < RS_GEN_MAX_CALLS) {
+		u->bd.call_tokens[k] = to - from;
+		u->bd.call_ms[k] = dt;
+	}
+	u->bd.prefill_calls++;
+	u->bd.prefill_call_ms += dt;
+	return (st);
 }
 
 enum rs_status
@@ -328,6 +464,8 @@ rs_gen_prefill(struct rs_gen_job *u)
 	struct rs_gen		*g = u->g;
 	const int32_t		*p = u->r->prompt;
 	int32_t			 n = (int32_t)u->r->n_prompt, l, cp, from, to;
+	int32_t			 hard, q;
+	int			 at_ck, cut;
 	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
 	enum rs_status		 st;
 
@@ -336,30 +474,31 @@ rs_gen_prefill(struct rs_gen_job *u)
 	if (g->drafter != NULL)
 		rs_drafter_begin(g->drafter, g->st);
 	cp = g->ckc != NULL ? -1 : checkpoint_pos(g, p, n);
+	hard = g->ckc != NULL && drops_reasoning(g, u->r) ?
+	    last_turn(g, p, n, l) : -1;
+	/* the start needs no split: save it if it is a checkpoint */
+	at_ck = g->ckc != NULL && is_checkpoint(g, p, n, l, l);
 	ev.n_total = n - l;
 	for (from = l; from < n; from = to) {
 		to = from + g->o.prefill_chunk < n ? from +
 		    g->o.prefill_chunk : n;
 		if (cp > from && cp < to)
 			to = cp;
-		if (g->ckc != NULL)
-			to = next_checkpoint(g, p, n, from, to);
+		cut = 0;
+		if (g->ckc != NULL && (q = next_checkpoint(g, p, n, l, from,
+		    to, hard)) < to) {
+			to = q;
+			cut = 1;
+		}
 		if (from == cp && cp > 0)
 			rs_state_checkpoint(g->st, NULL);	/* optional */
-		if (g->ckc != NULL && is_checkpoint(g, p, n, from))
+		if (at_ck)
 			save(u);
-		if (to == n && u->top_k > 0)
-			st = rs_engine_forward_top(g->e, g->st, p + from,
-			    to - from, RS_LOGITS_LAST, u->top_k,
-			    u->r->kind == RS_GEN_CHAT, g->top, g->hidden,
-			    &u->err);
-		else
-			st = rs_engine_forward(g->e, g->st, p + from, to - from,
-			    to == n ? g->logits : NULL, to == n ?
-			    RS_LOGITS_LAST : RS_LOGITS_NONE, g->hidden, &u->err);
-		if (st != RS_OK || (g->drafter != NULL &&
-		    (st = rs_drafter_observe(g->drafter, g->st, p + from,
-		    to - from, from, g->hidden, &u->err)) != RS_OK))
+		/* the next call starts at a checkpoint: one that split this
+		   call, or one that falls on the chunk's end (no split) */
+		at_ck = g->ckc != NULL && (cut || (to < n &&
+		    is_checkpoint(g, p, n, l, to)));
+		if ((st = prefill_call(u, from, to, n)) != RS_OK)
 			return (st);
 		ev.n_done = to - l;
 		if (rs_gen_emit(u, &ev) != 0)
@@ -509,6 +648,7 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 	struct rs_gen	*g = u->g;
 	int32_t		 room;
 	int		 kk = 0, max;
+	double		 t0;
 	enum rs_status	 st;
 
 	ps->p = rs_state_pos(g->st);
@@ -529,12 +669,18 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 	ps->fed = 1;
 	ps->kk = kk;
 	ps->i = 0;
+	t0 = u->bd.first_decode_ms == 0 ? rs_gen_now_ms() : 0;
 	if (u->top_k > 0)
-		return (rs_engine_forward_top(g->e, g->st, ps->toks, kk + 1,
+		st = rs_engine_forward_top(g->e, g->st, ps->toks, kk + 1,
 		    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, u->top_k,
-		    u->r->kind == RS_GEN_CHAT, g->top, g->hidden, &u->err));
-	return (rs_engine_forward(g->e, g->st, ps->toks, kk + 1, g->logits,
-	    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, g->hidden, &u->err));
+		    u->r->kind == RS_GEN_CHAT, g->top, g->hidden, &u->err);
+	else
+		st = rs_engine_forward(g->e, g->st, ps->toks, kk + 1,
+		    g->logits, kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST,
+		    g->hidden, &u->err);
+	if (t0 > 0)
+		u->bd.first_decode_ms = rs_gen_now_ms() - t0;
+	return (st);
 }
 
 /*

@@ -15,7 +15,14 @@
  * backend's stream, which is a blocking stream).  to_host and from_host
  * move bytes between this memory and plain host memory (malloc'd): the
  * checkpoint cache (rs_ckcache.h) spills states to host RAM through them;
- * NULL in a backend that has none, and then nothing spills.  KV values take KV_ELEM
+ * NULL in a backend that has none, and then nothing spills.  The spill
+ * path's optional fast forms: HOST_ALLOC / HOST_FREE give page-locked host
+ * memory (NULL: malloc / free), and TO_HOST_ASYNC / FROM_HOST_ASYNC copy
+ * between this memory and such host memory ordered after all earlier
+ * work on the backend's stream and before all later work, without the
+ * host waiting (NULL: to_host / from_host); the host must not touch or
+ * free those host bytes before SYNC (NULL: nothing is ever pending)
+ * returns.  KV values take KV_ELEM
  * bytes: 4 (f32) on the host, 2 (f16) on the device, where st->k and
  * friends then point to binary16 values despite their float type.
  */
@@ -28,6 +35,13 @@ struct rs_state_mem {
 	size_t		 kv_elem;
 	void		 (*to_host)(void *host, const void *src, size_t bytes);
 	void		 (*from_host)(void *dst, const void *host, size_t bytes);
+	void		*(*host_alloc)(size_t bytes);
+	void		 (*host_free)(void *p);
+	void		 (*to_host_async)(void *host, const void *src,
+			    size_t bytes);
+	void		 (*from_host_async)(void *dst, const void *host,
+			    size_t bytes);
+	void		 (*sync)(void);
 };
 
 extern const struct rs_state_mem rs_state_host_mem;

@@ -32,8 +32,13 @@ Per request it prints: turn, conversation, kind, prompt tokens, tokens
 reused (usage cached_tokens), the checkpoint hit and the positions it
 restored (timings), client-side time to first token (request sent to the
 first reasoning, content or tool-call delta), prefill ms and decode tok/s
-(server timings), and output tok/s seen by the client.  --jsonl FILE writes
-one JSON object per request too.  Only the standard library (the GPU
+(server timings), and output tok/s seen by the client; then, unless
+--no-breakdown, a line with the server's time-to-first-token breakdown
+(rs_gen.h: template render and tokenize, setup, prefix lookup, checkpoint
+restore and whether from host RAM or another slot, each prefill call's
+tokens and ms, checkpoint saves and spills with their ms, and the first
+text event: output tokens before it and the first decode step).  --jsonl
+FILE writes one JSON object per request too, the breakdown included.  Only the standard library (the GPU
 machine has no OpenAI SDK); every request has --timeout.
 
 Exit status: 0 when every request streamed a well-formed answer (chunks,
@@ -231,9 +236,11 @@ class Replay:
             "completion_tokens": n_out, "finish_reason": finish,
             "checkpoint_mem_bytes": tm.get("checkpoint_mem_bytes"),
             "checkpoint_host_mem_bytes": tm.get("checkpoint_host_mem_bytes"),
+            "breakdown": breakdown(tm),
         }
         self.rows.append(row)
         self.print_row(row)
+        self.print_breakdown(row)
         if self.jsonl:
             self.jsonl.write(json.dumps(row) + "\n")
             self.jsonl.flush()
@@ -249,6 +256,22 @@ class Replay:
                                  for _, e in sorted(calls.items())]
         return msg
 
+    def print_breakdown(self, r):
+        b = r.get("breakdown")
+        if not b or self.a.no_breakdown:
+            return
+        calls = " ".join(f"{t}:{ms:.0f}" for t, ms in b["calls"][:8])
+        if len(b["calls"]) > 8:
+            calls += " ..."
+        print(f"{'':>4} ttft ms: render {b['render_ms']:.1f} tokenize {b['tokenize_ms']:.1f}"
+              f" | setup {b['setup_ms']:.1f} lookup {b['lookup_ms']:.1f}"
+              f" restore {b['restore_ms']:.1f}{'@host' if b['restore_from_host'] else ''}"
+              f"{'+kv' if b['restore_cross'] else ''}"
+              f" | prefill {b['prefill_calls']} calls [{calls}] {b['prefill_call_ms']:.1f}"
+              f" | save {b['saves']}/{b['save_ms']:.1f} spill {b['spills']}/{b['spill_ms']:.1f}"
+              f" | first text +{b['first_text_tokens']} tok {b['first_text_ms']:.1f}"
+              f" (decode step {b['first_decode_ms']:.1f})")
+
     def print_row(self, r):
         if len(self.rows) == 1:
             print(f"{'turn':>4} {'conv':<5} {'kind':<12} {'prompt':>7} {'reused':>7} "
@@ -262,6 +285,27 @@ class Replay:
               f"{f(r['checkpoint_tokens'], 7)} {f(r['ttft_s'], 8, '.3f')} "
               f"{f(r['prefill_ms'], 10, '.1f')} {f(r['decode_tok_s'], 9, '.1f')} "
               f"{f(r['client_tok_s'], 9, '.1f')}", flush=True)
+
+
+def breakdown(tm):
+    """The server's time-to-first-token breakdown (rs_gen.h), or None."""
+    if "prefill_calls" not in tm:
+        return None
+    g = lambda k: tm.get(k) or 0
+    return {
+        "render_ms": g("render_ms"), "tokenize_ms": g("tokenize_ms"),
+        "setup_ms": g("setup_ms"), "lookup_ms": g("lookup_ms"),
+        "restore_ms": g("restore_ms"),
+        "restore_from_host": bool(tm.get("restore_from_host")),
+        "restore_cross": bool(tm.get("restore_cross")),
+        "prefill_calls": g("prefill_calls"), "prefill_call_ms": g("prefill_call_ms"),
+        "calls": [tuple(c) for c in tm.get("prefill_call_list") or []],
+        "saves": g("checkpoint_saves"), "save_ms": g("checkpoint_save_ms"),
+        "spills": g("checkpoint_spills"), "spill_ms": g("checkpoint_spill_ms"),
+        "first_token_ms": g("first_token_ms"), "first_text_ms": g("first_text_ms"),
+        "first_text_tokens": g("first_text_tokens"),
+        "first_decode_ms": g("first_decode_ms"),
+    }
 
 
 def body_for(a, messages, thinking=True, tool_choice="auto", with_tools=True):
@@ -433,6 +477,8 @@ def main():
                    help="end with the last request again on a prefix no cache holds")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per request")
     p.add_argument("--jsonl", default=None, help="also write one JSON object per request here")
+    p.add_argument("--no-breakdown", action="store_true",
+                   help="leave out the per-turn line of the server's ttft breakdown")
     a = p.parse_args()
     if a.turns < 4:
         p.error("--turns must be at least 4")

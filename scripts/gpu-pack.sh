@@ -16,9 +16,11 @@
 set -eu
 cd "$(dirname "$0")/.."
 fx=${RS_FIXTURES:-../shared/fixtures}
-exclude=$(git rev-parse --git-path info/exclude)	# worktrees too
-mkdir -p "$(dirname "$exclude")"
-grep -qx '/.dev/' "$exclude" 2>/dev/null || echo '/.dev/' >>"$exclude"
+# (a worktree's .git is a file: ask git where its exclude file is)
+ex=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$ex")"
+grep -qx '/.dev/' "$ex" 2>/dev/null || echo '/.dev/' >>"$ex"
+
 rm -rf .dev
 mkdir -p .dev/fx/tiny .dev/stage .dev/lib
 for l in libjansson.so.4 libpcre2-8.so.0 libutf8proc.so.2 libsubunit.so.0; do

@@ -7,13 +7,17 @@
  *             there first; a restore touches; restores are exact (the
  *             logits after a restore equal those of the run that took it,
  *             bit for bit: the CPU engine is batch-invariant)
+ *             buffers are pooled and reused within the budgets
  *   greedy    rs_gen with the cache gives the greedy tokens of a
  *             generator without one, for a prompt that leaves the
  *             history inside a checkpoint interval, exactly at a
  *             checkpoint, and for a chat whose middle message is edited;
  *             the timings count the hit and the positions restored;
  *             and for a checkpoint restored into another generator's
- *             state (its KV rows copied)
+ *             state (its KV rows copied); with a minimum call length
+ *             (the GPU's rule) checkpoints that would split off short
+ *             calls are skipped, but the opener of a template that drops
+ *             reasoning is kept, and the output is still the same
  */
 #include <check.h>
 #include <stdlib.h>
@@ -174,6 +178,60 @@ START_TEST(budgets)
 END_TEST
 
 /*
+ * Buffers are pooled, not freed: after a prune the next saves take the
+ * pooled buffers, and what is held plus what is pooled stays within each
+ * budget through saves, spills, evictions and prunes.
+ */
+START_TEST(pool)
+{
+	struct t_lm		 lm;
+	struct rs_ckcache	*c;
+	struct rs_ckcache_stats	 s;
+	struct rs_ckcache_opts	 o;
+	struct rs_err		 err = { 0 };
+	size_t			 g;
+
+	t_lm_open(&lm, F16, 2, 0, 0, 0);
+	g = rs_state_gdn_bytes(lm.st);
+	o.dev_bytes = 3 * g;
+	o.host_bytes = 2 * g;
+	ck_assert_int_eq(rs_ckcache_new(&c, &o, &err), RS_OK);
+	for (int round = 0; round < 3; round++) {
+		rs_state_reset(lm.st);
+		rs_ckcache_prune(c, lm.st, 0);
+		rs_ckcache_stats(c, &s);
+		ck_assert_uint_eq(s.n_dev + s.n_host, 0);
+		if (round > 0) {
+			/* everything went to the pools, nothing was freed */
+			ck_assert_uint_eq(s.dev_pool_bytes, 3 * g);
+			ck_assert_uint_eq(s.host_pool_bytes, 2 * g);
+		}
+		for (int k = 0; k < 6; k++) {
+			advance(&lm, lm.st, 4, NULL);
+			ck_assert_int_eq(rs_ckcache_save(c, lm.st, &err),
+			    RS_OK);
+			rs_ckcache_stats(c, &s);
+			ck_assert_uint_le(s.dev_bytes + s.dev_pool_bytes,
+			    o.dev_bytes);
+			ck_assert_uint_le(s.host_bytes + s.host_pool_bytes,
+			    o.host_bytes);
+		}
+		rs_ckcache_stats(c, &s);
+		ck_assert_uint_eq(s.n_dev, 3);
+		ck_assert_uint_eq(s.n_host, 2);
+		ck_assert_uint_eq(s.dev_pool_bytes + s.host_pool_bytes, 0);
+		ck_assert_uint_eq(s.evictions, (uint64_t)(round + 1));
+	}
+	/* reserve fills nothing on the CPU backend (no page-locked memory) */
+	rs_ckcache_reserve(c, lm.st);
+	rs_ckcache_stats(c, &s);
+	ck_assert_uint_eq(s.host_pool_bytes, 0);
+	rs_ckcache_free(c);
+	t_lm_close(&lm);
+}
+END_TEST
+
+/*
  * Inputs that must not restore anything wrong: a save at position 0
  * stores nothing; a common prefix L that overstates what the prompt
  * shares (a caller's bug) is caught by the key check; another state takes
@@ -272,10 +330,15 @@ struct gen {
 	struct rs_tok		*tok;
 	struct rs_gen		*g;
 	struct rs_ckcache	*c;
+	enum rs_chat_variant	 variant;
 };
 
+/* A generator with checkpoints every 16 positions, calls of MIN_CALL at
+   least between them (0: the default), prompt chunks of CHUNK tokens (0:
+   the default) and template VARIANT. */
 static void
-gen_open(struct gen *x, int cached)
+gen_open_chunk(struct gen *x, int cached, int32_t min_call, int32_t chunk,
+    enum rs_chat_variant variant)
 {
 	struct rs_gen_opts	o;
 	struct rs_ckcache_opts	co = { 64 << 20, 64 << 20 };
@@ -286,12 +349,29 @@ gen_open(struct gen *x, int cached)
 	x->tok = t_tok_load(F16, RS_TOK_NORM_DEFAULT);
 	rs_gen_opts_init(&o);
 	o.checkpoint_every = 16;
+	o.checkpoint_min_call = min_call;
+	o.prefill_chunk = chunk;
+	o.variant = variant;
+	x->variant = variant;
 	ck_assert_msg(rs_gen_new(&x->g, x->lm.e, x->lm.st, x->tok, &o,
 	    &err) == RS_OK, "%s", err.msg);
 	if (cached) {
 		ck_assert_int_eq(rs_ckcache_new(&x->c, &co, &err), RS_OK);
 		rs_gen_set_ckcache(x->g, x->c);
 	}
+}
+
+static void
+gen_open_with(struct gen *x, int cached, int32_t min_call,
+    enum rs_chat_variant variant)
+{
+	gen_open_chunk(x, cached, min_call, 0, variant);
+}
+
+static void
+gen_open(struct gen *x, int cached)
+{
+	gen_open_with(x, cached, 0, RS_CHAT_UNKNOWN);
 }
 
 static void
@@ -348,7 +428,7 @@ same_as_fresh(struct gen *x, const char *body, struct rs_gen_result *res)
 	struct rs_gen_result	ref;
 
 	gen_run(x, body, res);
-	gen_open(&f, 0);
+	gen_open_with(&f, 0, 0, x->variant);
 	gen_run(&f, body, &ref);
 	ck_assert_int_eq(ref.usage.cached_tokens, 0);
 	ck_assert_uint_eq(res->n_tokens, ref.n_tokens);
@@ -401,6 +481,65 @@ START_TEST(greedy_intervals)
 		free(body);
 		rs_gen_result_cleanup(&b);
 	}
+	gen_close(&x);
+}
+END_TEST
+
+/*
+ * checkpoint_min_call 24 (the GPU's rule at the tiny scale): the 70-token
+ * prompt is checkpointed at 32 only (16 would end a 16-token call, 48 and
+ * 64 would start calls shorter than 24 tokens) and at its end, in two
+ * calls whose tokens and times the timings list; a prompt that leaves it
+ * at 37 restores 32, and gives the fresh generator's tokens.
+ */
+START_TEST(greedy_min_call)
+{
+	struct gen		x;
+	struct rs_gen_result	a, b;
+	int32_t			p[70], pos[8];
+	char			*body;
+	double			sum = 0;
+
+	for (int32_t i = 0; i < 70; i++)
+		p[i] = 200 + i * 13 % 700;
+	/* prompt chunks of 16 (below the rule's 24): their ends at 16 and
+	   48 are checkpoints that split nothing, so they are kept */
+	gen_open_chunk(&x, 1, 24, 16, RS_CHAT_UNKNOWN);
+	body = tokens_body(p, 70);
+	gen_run(&x, body, &a);
+	free(body);
+	ck_assert_int_eq(rs_ckcache_list(x.c, x.lm.st, pos, 8), 5);
+	ck_assert_int_eq(a.timings.prefill_calls, 5);
+	rs_gen_result_cleanup(&a);
+	gen_close(&x);
+	gen_open_with(&x, 1, 24, RS_CHAT_UNKNOWN);
+	body = tokens_body(p, 70);
+	same_as_fresh(&x, body, &a);
+	free(body);
+	ck_assert_int_eq(a.timings.checkpoint_saves, 2);
+	ck_assert_int_eq(rs_ckcache_list(x.c, x.lm.st, pos, 8), 2);
+	ck_assert_int_eq(pos[0], 32);
+	ck_assert_int_eq(pos[1], 70);
+	ck_assert_int_eq(a.timings.prefill_calls, 2);
+	ck_assert_int_eq(a.timings.call_tokens[0], 32);
+	ck_assert_int_eq(a.timings.call_tokens[1], 38);
+	for (int i = 0; i < 2; i++) {
+		ck_assert(a.timings.call_ms[i] >= 0);
+		sum += a.timings.call_ms[i];
+	}
+	ck_assert(sum <= a.timings.prefill_call_ms + 1e-9 &&
+	    a.timings.prefill_call_ms <= a.timings.prompt_ms);
+	rs_gen_result_cleanup(&a);
+	for (int32_t i = 37; i < 70; i++)
+		p[i] = 900 + i;
+	body = tokens_body(p, 70);
+	same_as_fresh(&x, body, &b);
+	ck_assert_int_eq(b.timings.checkpoint_hits, 1);
+	ck_assert_int_eq(b.timings.checkpoint_tokens, 32);
+	ck_assert_int_eq(b.timings.prefill_calls, 1);
+	ck_assert_int_eq(b.timings.call_tokens[0], 38);
+	free(body);
+	rs_gen_result_cleanup(&b);
 	gen_close(&x);
 }
 END_TEST
@@ -517,6 +656,69 @@ START_TEST(greedy_cross)
 }
 END_TEST
 
+/* The conversation of chat_body() and its next turn: the answer, then a
+   new user message. */
+static char *
+next_turn_body(const char *answer)
+{
+	struct rs_buf	b;
+
+	rs_buf_init(&b);
+	rs_buf_addf(&b, "{\"messages\": ["
+	    "{\"role\": \"system\", \"content\": \"You are terse.\"},"
+	    "{\"role\": \"user\", \"content\": \"Name a colour.\"},"
+	    "{\"role\": \"assistant\", \"content\": \"Blue.\","
+	    " \"reasoning_content\": \"Colours: blue.\"},"
+	    "{\"role\": \"user\", \"content\": \"And a fruit?\"}%s],"
+	    "\"temperature\": 0, \"max_tokens\": 8, "
+	    "\"enable_thinking\": true}", answer);
+	ck_assert(!b.oom);
+	return (rs_buf_release(&b, NULL));
+}
+
+/*
+ * With calls of at least 1,000 tokens (nothing may split these prompts),
+ * the opener of the prompt's last assistant turn is still checkpointed
+ * when the template drops earlier reasoning (Qwen3.5: the next turn
+ * re-renders that turn without it and leaves the history there), and not
+ * when it keeps it (Qwen3.8: the next turn continues the whole prompt,
+ * which the checkpoint at its end serves).  Both give the fresh
+ * generator's tokens on the next turn, and both hit.
+ */
+START_TEST(greedy_opener)
+{
+	static const enum rs_chat_variant var[] = { RS_CHAT_QWEN35,
+	    RS_CHAT_QWEN38 };
+	struct gen		x;
+	struct rs_gen_result	a, b;
+	int32_t			pos[16];
+	char			*body;
+	int			n;
+
+	for (size_t k = 0; k < 2; k++) {
+		gen_open_with(&x, 1, 1000, var[k]);
+		body = next_turn_body("");
+		gen_run(&x, body, &a);
+		free(body);
+		n = rs_ckcache_list(x.c, x.lm.st, pos, 16);
+		ck_assert_int_eq(a.timings.prefill_calls, k == 0 ? 2 : 1);
+		ck_assert_int_eq(n, k == 0 ? 2 : 1);
+		ck_assert_int_eq(pos[n - 1], a.usage.prompt_tokens);
+		rs_gen_result_cleanup(&a);
+		body = next_turn_body(", {\"role\": \"assistant\", "
+		    "\"content\": \"Pear.\", \"reasoning_content\": "
+		    "\"A fruit: pear.\"}, {\"role\": \"user\", "
+		    "\"content\": \"A number?\"}");
+		same_as_fresh(&x, body, &b);
+		ck_assert_int_ge(b.usage.cached_tokens, pos[0]);
+		ck_assert_int_eq(b.timings.checkpoint_hits, 1);
+		free(body);
+		rs_gen_result_cleanup(&b);
+		gen_close(&x);
+	}
+}
+END_TEST
+
 Suite *
 ckcache_suite(void)
 {
@@ -526,6 +728,7 @@ ckcache_suite(void)
 	tc = tcase_create("memory");
 	tcase_add_test(tc, memory);
 	tcase_add_test(tc, budgets);
+	tcase_add_test(tc, pool);
 	tcase_add_test(tc, bad_input);
 	tcase_add_test(tc, exact);
 	tcase_set_timeout(tc, 60);
@@ -534,6 +737,8 @@ ckcache_suite(void)
 	tcase_add_test(tc, greedy_intervals);
 	tcase_add_test(tc, greedy_edit);
 	tcase_add_test(tc, greedy_cross);
+	tcase_add_test(tc, greedy_min_call);
+	tcase_add_test(tc, greedy_opener);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return (s);

@@ -20,6 +20,7 @@
 #include <check.h>
 #include <cuda_runtime_api.h>
 
+#include "rs_ckcache.h"
 #include "rs_cpu.h"
 #include "rs_engine.h"
 #include "rs_half.h"
@@ -1537,6 +1538,78 @@ START_TEST(engine_rollback)
 END_TEST
 
 /*
+ * The checkpoint cache on the device (rs_ckcache.h): a device budget of
+ * one checkpoint and a page-locked host budget of two, reserved up front.
+ * Saves at 13 and 18 (the second spills the first to host RAM through an
+ * asynchronous copy), 9 more tokens with logits A; then restores from
+ * host RAM (13) and from the device (18), each followed by the same
+ * tokens: the last row equals A's bit for bit (the exact path is
+ * batch-invariant, so the different grouping of the calls does not
+ * matter), and the buffers stay within the budgets.
+ */
+START_TEST(engine_ckcache)
+{
+	struct prompts		 p;
+	struct rs_model		*m;
+	struct rs_state		*st;
+	struct rs_ckcache	*c;
+	struct rs_ckcache_opts	 co;
+	struct rs_ckcache_stats	 cs;
+	struct rs_err		 err;
+	int32_t			 hist[32], q;
+
+	load_prompts(&p);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	const int64_t V = m->hp.n_vocab;
+	const int32_t *tok = p.tok[2];
+	float *a = malloc(V * 4), *b = malloc(V * 4);
+	ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
+	co.dev_bytes = rs_state_gdn_bytes(st);
+	co.host_bytes = 2 * rs_state_gdn_bytes(st);
+	ck_assert_int_eq(rs_ckcache_new(&c, &co, &err), RS_OK);
+	rs_ckcache_reserve(c, st);
+	rs_ckcache_stats(c, &cs);
+	ck_assert_uint_eq(cs.host_pool_bytes, co.host_bytes);
+	ck_assert_int_eq(rs_engine_forward(gpu, st, tok, 13, NULL,
+	    RS_LOGITS_NONE, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_ckcache_save(c, st, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(gpu, st, tok + 13, 5, NULL,
+	    RS_LOGITS_NONE, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_ckcache_save(c, st, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(gpu, st, tok + 18, 9, a,
+	    RS_LOGITS_LAST, NULL, &err), RS_OK);
+	rs_ckcache_stats(c, &cs);
+	ck_assert_uint_eq(cs.spills, 1);
+	ck_assert_uint_eq(cs.n_dev, 1);
+	ck_assert_uint_eq(cs.n_host, 1);
+	for (int32_t i = 0; i < 27; i++)
+		hist[i] = rs_state_token(st, i);
+	for (int k = 0; k < 2; k++) {
+		int32_t want = k == 0 ? 13 : 18;
+		rs_ckcache_restore(c, st, hist, want, want, &q);
+		ck_assert_int_eq(q, want);
+		ck_assert_int_eq(rs_engine_forward(gpu, st, tok + want,
+		    27 - want, b, RS_LOGITS_LAST, NULL, &err), RS_OK);
+		ck_assert_msg(memcmp(a, b, (size_t)V * 4) == 0,
+		    "restored at %d: logits differ by %.3g", want,
+		    t_rel_err(a, b, V));
+	}
+	rs_ckcache_stats(c, &cs);
+	ck_assert_uint_eq(cs.host_restores, 1);
+	ck_assert_uint_le(cs.dev_bytes + cs.dev_pool_bytes, co.dev_bytes);
+	ck_assert_uint_le(cs.host_bytes + cs.host_pool_bytes, co.host_bytes);
+	rs_ckcache_free(c);
+	rs_state_free(st);
+	free(a);
+	free(b);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
+/*
  * Batch invariance: on the exact path every kernel sums each output in one
  * order whatever the number of tokens in the call, so a 70-token prompt
  * run in groups of G (every G from 2 to RS_ENGINE_EXACT_MAX, the longest
@@ -1679,6 +1752,7 @@ cuda_suite(void)
 	tcase_add_test(e, engine_drafters);
 	tcase_add_test(e, engine_batch_invariant);
 	tcase_add_test(e, engine_prefill_chunks);
+	tcase_add_test(e, engine_ckcache);
 	suite_add_tcase(s, e);
 	return (s);
 }

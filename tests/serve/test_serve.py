@@ -139,6 +139,45 @@ def test_ttft_after_prefill(server):
     assert ttft_count() == before + 1
 
 
+def test_ttft_breakdown(server):
+    """Where the time to first token went, in the stream's last timings and
+    in the access log's ttft=... field: the prefill's engine calls cover
+    the prompt tokens run, their time is part of prompt_ms, and prompt_ms
+    is set-up, lookup, restore, calls and saves."""
+    logged = len(server.log_lines("POST /v1/chat/completions 200"))
+    msgs = [{"role": "user", "content": " ".join(f"term{i}" for i in range(90))}]
+    s = client(server).chat.completions.create(
+        model="x", messages=msgs, max_tokens=4, temperature=0, stream=True,
+        stream_options={"include_usage": True})
+    t = None
+    for c in s:
+        if extra(c, "timings"):
+            t = extra(c, "timings")
+    assert t is not None
+    calls = t["prefill_call_list"]
+    assert t["prefill_calls"] == len(calls) >= 1, t
+    assert sum(n for n, _ in calls) == t["prompt_n"], t
+    assert abs(sum(ms for _, ms in calls) - t["prefill_call_ms"]) < 0.01, t
+    parts = (t["setup_ms"] + t["lookup_ms"] + t["restore_ms"] + t["prefill_call_ms"] +
+             t.get("checkpoint_save_ms", 0))
+    assert parts <= t["prompt_ms"] + 0.01 and t["prompt_ms"] - parts < 5, t
+    for k in ("render_ms", "tokenize_ms", "first_token_ms", "first_text_ms",
+              "first_decode_ms"):
+        assert t[k] >= 0, (k, t)
+    assert t["tokenize_ms"] > 0 and t["first_text_tokens"] >= 1, t
+    end = time.monotonic() + 10
+    while (len(server.log_lines("POST /v1/chat/completions 200")) == logged and
+           time.monotonic() < end):
+        time.sleep(0.01)
+    line = server.log_lines("POST /v1/chat/completions 200")[-1]
+    m = re.search(r" ttft=prep:[\d.]+\(render:[\d.]+,tok:[\d.]+\),wait:-?[\d.]+,"
+                  r"pick:[\d.]+,setup:[\d.]+,lookup:[\d.]+,restore:[\d.]+(@host)?(\+kv)?,"
+                  r"prefill:(\d+)/(\d+)/[\d.]+\(.*\),save:\d+/[\d.]+,spill:\d+/[\d.]+,"
+                  r"first:[\d.]+\(\+\d+:[\d.]+\)$", line)
+    assert m, line
+    assert int(m[3]) == t["prefill_calls"] and int(m[4]) == t["prompt_n"], line
+
+
 def test_sandbox_violation_ends_server(tmp_path_factory):
     """A system call outside the filter (RS_SERVE_TEST_VIOLATION=1 makes
     the engine thread call getsid at its first job) ends the worker; the
@@ -1451,6 +1490,23 @@ def test_copilot_replay_qwen38(tmp_path_factory):
                  strict=True)
     check_replay(*replay(tmp_path_factory, ("-m", path, "-c", "8192"), "replay38d",
                          "--drop-reasoning"), strict=False)
+    # the GPU's rule (no checkpoint that splits off a call under 256
+    # tokens, but the opener when the reasoning is dropped): still hits
+    for name, extra_args, strict in (("replay38m", (), True),
+                                     ("replay38md", ("--drop-reasoning",), False)):
+        rows, metrics = replay(tmp_path_factory, ("-m", path, "-c", "8192",
+                                                  "--checkpoint-min-call", "256"),
+                               name, *extra_args)
+        check_replay(rows, metrics, strict=strict)
+        if strict:
+            # reasoning kept: an agent turn after its conversation's first
+            # (not an edit) is one engine call
+            seen = set()
+            for r in rows:
+                if r["conv"] in seen and r["kind"] in ("tool_named", "tool_result",
+                                                       "user", "last_user"):
+                    assert r["breakdown"]["prefill_calls"] == 1, r
+                seen.add(r["conv"])
 
 
 def nan_model(src, dst, tensor):

@@ -132,6 +132,11 @@ struct serve_log {
 	double		 t_recv;	/* serve_now_ms() on arrival */
 	int64_t		 prompt_tokens, cached_tokens, completion_tokens;
 	double		 queue_ms;	/* arrival to the engine */
+	double		 prep_ms;	/* the prep thread's work on it:
+					   JSON, checks, template, tokens */
+	double		 pick_ms;	/* choosing its slot */
+	int		 has_timings;	/* TIMINGS holds the run's */
+	struct rs_gen_timings timings;	/* for the ttft breakdown */
 	double		 prefill_ms;	/* prompt tokens not cached, run */
 	double		 prefill_tps;	/* their rate, tokens/s */
 	double		 ttft_ms;	/* arrival to the first content,

@@ -159,10 +159,50 @@ serve_log_init(struct serve_log *l, struct http_request *req, double t_recv)
 	l->cancel_ms = -1;
 }
 
+/*
+ * The time to first token, piece by piece (rs_gen.h, struct
+ * rs_gen_timings): " ttft=prep:P(render:R,tok:T),wait:W,pick:K,setup:S,
+ * lookup:L,restore:X[@host][+kv],prefill:N/TOK/MS[(t1:ms1 ...)],
+ * save:N/MS,spill:N/MS,first:F(+K:D)" (ms; WAIT the queue after the prep,
+ * PICK the choice of a slot, K the output tokens before the first text, D
+ * the first decode step).
+ */
+static int
+ttft_fields(const struct serve_log *l, char *s, size_t cap)
+{
+	const struct rs_gen_timings *t = &l->timings;
+	int64_t	tok = 0;
+	int	n, k;
+
+	for (int32_t i = 0; i < t->prefill_calls && i < RS_GEN_MAX_CALLS; i++)
+		tok += t->call_tokens[i];
+	n = snprintf(s, cap, " ttft=prep:%.1f(render:%.1f,tok:%.1f),"
+	    "wait:%.1f,pick:%.1f,setup:%.1f,lookup:%.1f,restore:%.1f%s%s,"
+	    "prefill:%d/%lld/%.1f", l->prep_ms, t->render_ms, t->tokenize_ms,
+	    l->queue_ms - l->prep_ms, l->pick_ms, t->setup_ms, t->lookup_ms,
+	    t->restore_ms, t->restore_from_host ? "@host" : "",
+	    t->restore_cross ? "+kv" : "", (int)t->prefill_calls,
+	    (long long)tok, t->prefill_call_ms);
+	for (int32_t i = 0; i < t->prefill_calls && i < 8 && n > 0 &&
+	    n < (int)cap; i++)
+		n += snprintf(s + n, cap - n, "%s%d:%.1f%s", i == 0 ? "(" :
+		    " ", (int)t->call_tokens[i], t->call_ms[i],
+		    i + 1 == t->prefill_calls || i == 7 ? ")" : "");
+	if (n > 0 && n < (int)cap) {
+		k = snprintf(s + n, cap - n, ",save:%lld/%.1f,spill:%lld/%.1f,"
+		    "first:%.1f(+%lld:%.1f)", (long long)t->checkpoint_saves,
+		    t->save_ms, (long long)t->spills, t->spill_ms,
+		    t->first_text_ms, (long long)t->first_text_tokens,
+		    t->first_decode_ms);
+		n += k;
+	}
+	return (n);
+}
+
 void
 serve_log_write(const struct serve_log *l, int code)
 {
-	char	line[640], path[4 * sizeof(l->path)];
+	char	line[1280], path[4 * sizeof(l->path)];
 	int	n;
 
 	rs_metrics_request(serve_metrics, l->route, code);
@@ -198,6 +238,8 @@ serve_log_write(const struct serve_log *l, int code)
 	if (l->cancel_ms >= 0 && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " cancel_ms=%.2f",
 		    l->cancel_ms);
+	if (l->has_timings && n > 0 && n < (int)sizeof(line))
+		n += ttft_fields(l, line + n, sizeof(line) - n);
 	if (n < 0 || n >= (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';

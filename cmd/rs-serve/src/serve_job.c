@@ -229,6 +229,8 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 	l->prefill_ms = res->timings.prompt_ms;
 	l->prefill_tps = res->timings.prompt_per_second;
 	l->finish = rs_gen_finish_name(res->finish);
+	l->timings = res->timings;
+	l->has_timings = 1;
 	if (job->t_first > 0) {
 		l->ttft_ms = job->t_first - job->t_recv;
 		rs_metrics_ttft(serve_metrics, l->ttft_ms / 1e3);
@@ -308,7 +310,7 @@ run_job(struct serve_job *job)
 	struct rs_gen_result	res;
 	struct rs_gen_error	ge;
 	enum rs_status		st;
-	int			status = 200;
+	int			status = 200, slot;
 
 	job->t_start = serve_now_ms();
 	job->log.queue_ms = job->t_start - job->t_recv;
@@ -320,8 +322,9 @@ run_job(struct serve_job *job)
 		push(job, NULL, 0, 1);
 		return;
 	}
-	st = rs_gen_run(eng.g[pick_slot(job)], &job->greq, on_event, job, &res,
-	    &ge);
+	slot = pick_slot(job);
+	job->log.pick_ms = serve_now_ms() - job->t_start;
+	st = rs_gen_run(eng.g[slot], &job->greq, on_event, job, &res, &ge);
 	rs_buf_reset(&eng.scratch);
 	if (st != RS_OK) {
 		job->log.finish = "error";
@@ -435,6 +438,8 @@ build(void)
 			goto fail;
 		for (int i = 0; i < serve_cfg.slots; i++)
 			rs_gen_set_ckcache(eng.g[i], eng.ckc);
+		/* pin the host budget now, not on the first spills */
+		rs_ckcache_reserve(eng.ckc, eng.state[0]);
 		rs_ckcache_stats(eng.ckc, &cs);
 		rs_metrics_checkpoints(serve_metrics, &cs);
 	}

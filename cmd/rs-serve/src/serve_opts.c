@@ -67,6 +67,10 @@ usage_full(void)
 	    "tokens (default 2048;\n"
 	    "                            0: only at assistant turns and "
 	    "prompt ends)\n"
+	    "      --checkpoint-min-call N  no checkpoint that leaves an "
+	    "engine call under N\n"
+	    "                            tokens (default 0: 256 with "
+	    "cuda, 1 with cpu)\n"
 	    "      --queue N             requests that may wait for the "
 	    "engine (default 16);\n"
 	    "                            more are refused with 503 and "
@@ -189,7 +193,8 @@ enum {
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
 	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
-	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_PUBLIC_HOST, OPT_DRAFT_MAX
+	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_CK_MIN_CALL, OPT_PUBLIC_HOST,
+	OPT_DRAFT_MAX
 };
 
 static const struct option longopts[] = {
@@ -199,6 +204,7 @@ static const struct option longopts[] = {
 	{ "cache-host-mem", required_argument, NULL, OPT_CACHE_HOST_MEM },
 	{ "cache-mem", required_argument, NULL, OPT_CACHE_MEM },
 	{ "checkpoint-every", required_argument, NULL, OPT_CK_EVERY },
+	{ "checkpoint-min-call", required_argument, NULL, OPT_CK_MIN_CALL },
 	{ "chroot", required_argument, NULL, OPT_CHROOT },
 	{ "client-specials", no_argument, NULL, OPT_CLIENT_SPECIALS },
 	{ "copilot-config", required_argument, NULL, OPT_COPILOT },
@@ -309,6 +315,10 @@ option(struct serve_cfg *c, int ch, const char *arg)
 	case OPT_CK_EVERY:
 		c->gen.checkpoint_every = (int32_t)number("--checkpoint-every",
 		    arg, 0, 1 << 24);
+		break;
+	case OPT_CK_MIN_CALL:
+		c->gen.checkpoint_min_call = (int32_t)number(
+		    "--checkpoint-min-call", arg, 0, 1 << 24);
 		break;
 	case OPT_MAX_BODY:
 		c->body_max = number("--max-body", arg, 1024, INT64_C(1) << 32);

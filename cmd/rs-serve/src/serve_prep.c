@@ -254,7 +254,7 @@ detokenize(struct serve_job *job, const struct rs_json *b)
  * with the prompt it renders to (§4.1).
  */
 static void
-generation(struct serve_job *job, const struct rs_json *body)
+generation(struct serve_job *job, const struct rs_json *body, double t0)
 {
 	const struct rs_gen	*gen = serve_engine_gen();
 	struct rs_gen_error	 ge;
@@ -297,6 +297,8 @@ generation(struct serve_job *job, const struct rs_json *body)
 	}
 	if (job->greq.logprobs)
 		rs_oai_resp_logprobs(&job->fmt, serve_model.tok);
+	/* before the hand-over: from there the engine thread owns the log */
+	job->log.prep_ms = serve_now_ms() - t0;
 	serve_job_prepared(job, SERVE_READY);
 }
 
@@ -306,6 +308,7 @@ prepare(struct serve_job *job)
 	struct rs_json	*body;
 	struct rs_err	 err;
 	size_t		 at;
+	double		 t0 = serve_now_ms();
 
 	/* §6 rows 1, 2 and 4: bytes, then JSON, then an object */
 	if (!rs_utf8_valid(job->body, job->body_len, &at)) {
@@ -324,7 +327,7 @@ prepare(struct serve_job *job)
 	else if (job->api == SERVE_DETOKENIZE)
 		detokenize(job, body);
 	else
-		generation(job, body);
+		generation(job, body, t0);
 	rs_json_free(body);
 }
 
