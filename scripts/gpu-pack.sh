@@ -3,7 +3,8 @@
 # .dev/ (git-ignored), small enough to travel with the working tree
 # (64 MiB): the stripped commands and check_cuda of build/ (and of
 # build/sm70, the `make volta` build, when it is there) as one xz tarball,
-# the fixtures the GPU tests read (tiny/*.gguf, tiny/reference.json), and
+# the fixtures the GPU tests read (tiny/*.gguf, tiny/reference.json and
+# ref-logits.npy, demo/model-q4_k_m.gguf and reference.json), and
 # the shared libraries of our dependencies that a CUDA image lacks
 # (jansson, PCRE2, utf8proc, Check's subunit), for LD_LIBRARY_PATH.
 #
@@ -27,7 +28,10 @@ for l in libjansson.so.4 libpcre2-8.so.0 libutf8proc.so.2 libsubunit.so.0; do
 	cp -L "$(ldconfig -p | awk -v l="$l" '$1 == l { print $NF; exit }')" \
 	    .dev/lib/
 done
-cp "$fx"/tiny/model-*.gguf "$fx"/tiny/reference.json .dev/fx/tiny/
+cp "$fx"/tiny/model-*.gguf "$fx"/tiny/reference.json "$fx"/tiny/ref-logits.npy \
+    .dev/fx/tiny/
+mkdir -p .dev/fx/demo
+cp "$fx"/demo/model-q4_k_m.gguf "$fx"/demo/reference.json .dev/fx/demo/
 for b in build build/sm70; do
 	[ -x "$b/tests/check_cuda" ] || continue
 	mkdir -p ".dev/stage/$b/bin" ".dev/stage/$b/tests"

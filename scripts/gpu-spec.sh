@@ -6,7 +6,8 @@
 #
 # Sections (GPU_SPEC, default "demo identity oracle"; each fits the
 # device's 10-minute limit on its own):
-#   demo      the trained demo model (fixtures/demo) on --backend cuda: its
+#   demo      the trained demo model (fixtures/demo, its Q4_K_M file) on
+#             --backend cuda: its
 #             three prompts, 200 greedy tokens with each drafter through
 #             rs-generate; the tokens must equal plain decoding's; the
 #             timings (acceptance per position, draft time) go to
@@ -39,7 +40,7 @@ git log -1 --format='%h %s' | tee -a "$out/gpu.txt"
 
 if want demo; then
 	echo "== demo: each drafter vs plain decoding, 200 greedy tokens"
-	m=$fx/demo/model-f16.gguf
+	m=$fx/demo/model-q4_k_m.gguf
 	python3 - "$fx/demo/reference.json" >"$out/demo-in.jsonl" <<'PY'
 import json, sys
 for p in json.load(open(sys.argv[1]))["prompts"]:

@@ -1430,7 +1430,8 @@ END_TEST
  * Speculative decoding on the GPU with every drafter: 200 greedy tokens
  * after each of the demo model's prompts equal plain decoding's on the
  * GPU (verification passes are bit-identical to single steps); the
- * acceptance and times are printed for the perf log.
+ * acceptance and times are printed for the perf log.  The Q4_K_M file:
+ * the GPU's integer paths, and small enough to travel to a GPU machine.
  */
 START_TEST(engine_drafters)
 {
@@ -1442,7 +1443,7 @@ START_TEST(engine_drafters)
 	int32_t		 want[200], got[200];
 
 	t_demo_load(&dm);
-	ck_assert_int_eq(rs_model_open(&m, t_fixture("demo/model-f16.gguf"),
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("demo/model-q4_k_m.gguf"),
 	    &err), RS_OK);
 	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 0);
 	struct rs_state_opts so = { .n_ctx = 512, .n_snap = 5 };
