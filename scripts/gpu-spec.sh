@@ -7,9 +7,9 @@
 # Sections (GPU_SPEC, default "demo identity oracle"; each fits the
 # device's 10-minute limit on its own):
 #   demo      the trained demo model (fixtures/demo, its Q4_K_M file) on
-#             --backend cuda: its
-#             three prompts, 200 greedy tokens with each drafter through
-#             rs-generate; the tokens must equal plain decoding's; the
+#             --backend cuda: its three prompts, 200 greedy tokens with
+#             each drafter through rs-generate; the tokens must equal
+#             plain decoding's; the
 #             timings (acceptance per position, draft time) go to
 #             demo-<drafter>.jsonl, a summary to demo.txt
 #   identity  the synthetic 27B (rs-bench --synth 27b, written to $SYNTH
