@@ -313,24 +313,25 @@ struct matvec_launch {
 	go_mma(void)
 	{
 		/*
-		 * Super-blocks per warp and step, measured with
-		 * kernels/dev/matvec_xq.cu (docs/perf-log.md): two for two
-		 * columns of Q4_K/Q5_K, one elsewhere (registers).
+		 * One super-block per warp and step; registers capped for two
+		 * CTAs an SM up to 8 columns (more bytes in flight), free for
+		 * 16 (spills otherwise): measured with kernels/dev/matvec_xq.cu
+		 * (docs/perf-log.md).
 		 */
-		if (NT == 2 && TYPE != RS_TYPE_Q6_K)
-			go_mma_spw<TYPE, NT, 2>();
+		if (NT <= 8)
+			go_mma_spw<TYPE, NT, 1, 2>();
 		else
-			go_mma_spw<TYPE, NT, 1>();
+			go_mma_spw<TYPE, NT, 1, 1>();
 	}
 
-	template <int TYPE, int NT, int SPW>
+	template <int TYPE, int NT, int SPW, int MINB>
 	void
 	go_mma_spw(void)
 	{
 		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
-		matvec_xq_mma_kernel<TYPE, NT, SPW><<<grid, 8 / SPW * RS_WARP,
-		    0, stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
-		    accumulate);
+		matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
+		    8 / SPW * RS_WARP, 0, stream>>>(w, n_in, n_out, row_bytes, xq,
+		    y, ldy, accumulate);
 	}
 
 	template <int TYPE, int NT, int R, int U>

@@ -313,10 +313,11 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 /*
  * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
  * W Q4_K / Q5_K / Q6_K rows of n_in values (a multiple of 256).  Grid:
- * one CTA of 8 / SPW warps per 16 rows.
+ * one CTA of 8 / SPW warps per 16 rows.  MINB: CTAs an SM must fit
+ * (launch bounds: caps the registers), a tuning knob like SPW.
  */
-template <int TYPE, int NT, int SPW>
-static __global__ void __launch_bounds__(8 / SPW * RS_WARP)
+template <int TYPE, int NT, int SPW, int MINB = 1>
+static __global__ void __launch_bounds__(8 / SPW * RS_WARP, MINB)
 matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
     int64_t n_out, int64_t row_bytes, const uint8_t *__restrict__ xq,
     float *__restrict__ y, int64_t ldy, int accumulate)

@@ -79,13 +79,14 @@ launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
 	    n_in, n_out, rb, xq, y, ldy, 0);
 }
 
-template <int TYPE, int NT, int SPW>
+template <int TYPE, int NT, int SPW, int MINB>
 static void
 launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
     const uint8_t *xq, float *y, int64_t ldy)
 {
 	dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
-	matvec_xq_mma_kernel<TYPE, NT, SPW><<<grid, 8 / SPW * RS_WARP>>>(w,
+	matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
+	    8 / SPW * RS_WARP>>>(w,
 	    n_in, n_out, rb, xq, y, ldy, 0);
 }
 
@@ -97,14 +98,15 @@ struct variant {
 
 #define V(r, u) { "r" #r "_u" #u, 1, { launch<RS_TYPE_Q4_K, r, u>, \
 	launch<RS_TYPE_Q5_K, r, u>, launch<RS_TYPE_Q6_K, r, u> } }
-#define M(nt, spw) { "mma" #nt "_spw" #spw, nt, { \
-	launch_mma<RS_TYPE_Q4_K, nt, spw>, launch_mma<RS_TYPE_Q5_K, nt, spw>, \
-	launch_mma<RS_TYPE_Q6_K, nt, spw> } }
+#define M(nt, spw, mb) { "mma" #nt "_spw" #spw "_minb" #mb, nt, { \
+	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
+	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
+	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> } }
 
 static const struct variant variants[] = {
-	V(1, 1), V(1, 2), V(1, 3), V(1, 4), V(2, 1), V(2, 2), V(4, 1),
-	M(2, 1), M(2, 2), M(2, 4), M(8, 1), M(8, 2), M(8, 4), M(16, 1),
-	M(16, 2),
+	V(2, 2), V(4, 1),
+	M(2, 1, 1), M(2, 1, 2), M(2, 1, 3), M(2, 2, 1), M(4, 1, 2),
+	M(8, 1, 1), M(8, 1, 2), M(8, 1, 3), M(16, 1, 1), M(16, 1, 2),
 };
 
 static int
