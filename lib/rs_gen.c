@@ -176,6 +176,7 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->id_im_start = find_id(tok, "<|im_start|>");
 	assistant_ids(g);
 	g->id_think_end = find_id(tok, "</think>");
+	g->id_call_start = find_id(tok, "<tool_call>");
 	g->id_call_end = find_id(tok, "</tool_call>");
 	g->piece_cap = rs_detok_max(tok);
 	g->logits = malloc((size_t)(1 + g->o.draft_ngram) * g->n_vocab *
@@ -431,6 +432,18 @@ setup(struct rs_gen_job *u)
 
 	u->limit = (size_t)(r->max_tokens > 0 && r->max_tokens < room ?
 	    r->max_tokens : room);
+	/* a forced call's opening always fits (§3.8): max_tokens is raised
+	   to it, a context without room for it is refused */
+	if (r->n_reserve > 0 && (int64_t)r->n_reserve > room)
+		return (rs_errf(&u->err, RS_ERR_INVALID_ARG, "tool_choice: "
+		    "the prompt leaves %lld tokens of context, the forced tool "
+		    "call needs %zu", (long long)room, r->n_reserve));
+	if (u->limit < r->n_reserve)
+		u->limit = r->n_reserve;
+	if (r->n_names > 0 && ((u->cand = malloc(r->n_names)) == NULL ||
+	    (u->allow = malloc(r->n_names * sizeof(*u->allow))) == NULL ||
+	    (u->allow_v = malloc(r->n_names * sizeof(*u->allow_v))) == NULL))
+		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if (r->logprobs && (r->top_logprobs < 0 ||
 	    r->top_logprobs > RS_LOGPROB_MAX_TOP))
 		return (rs_errf(&u->err, RS_ERR_INVALID_ARG, "top_logprobs %d "
@@ -461,6 +474,9 @@ teardown(struct rs_gen_job *u)
 	rs_buf_cleanup(&u->raw);
 	free(u->out);
 	free(u->lp);
+	free(u->cand);
+	free(u->allow);
+	free(u->allow_v);
 }
 
 enum rs_status
