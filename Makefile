@@ -7,7 +7,9 @@
 #                     tests; every stage runs, and the summary names those
 #                     that failed
 #   make asan         the same tests under AddressSanitizer + UBSan
-#   make fuzz         libFuzzer targets, run FUZZ_SECONDS each on a seed corpus
+#   make fuzz         libFuzzer targets (fuzz/fuzz_*.c: GGUF, tokenizer, request
+#                     parser, chat template, output parser, streaming path),
+#                     run FUZZ_SECONDS each on a seed corpus (fuzz/seeds/)
 #   make install PREFIX=/usr/local
 #
 # Every lib/*.c goes into librs.a, every cmd/rs-*.c becomes a command and
