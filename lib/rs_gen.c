@@ -441,8 +441,8 @@ setup(struct rs_gen_job *u)
 	if (u->limit < r->n_reserve)
 		u->limit = r->n_reserve;
 	if (r->n_names > 0 && ((u->cand = malloc(r->n_names)) == NULL ||
-	    (u->allow = malloc(r->n_names * sizeof(*u->allow))) == NULL ||
-	    (u->allow_v = malloc(r->n_names * sizeof(*u->allow_v))) == NULL))
+	    (u->masked = malloc((size_t)g->n_vocab *
+	    sizeof(*u->masked))) == NULL))
 		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if (r->logprobs && (r->top_logprobs < 0 ||
 	    r->top_logprobs > RS_LOGPROB_MAX_TOP))
@@ -475,8 +475,7 @@ teardown(struct rs_gen_job *u)
 	free(u->out);
 	free(u->lp);
 	free(u->cand);
-	free(u->allow);
-	free(u->allow_v);
+	free(u->masked);
 }
 
 enum rs_status

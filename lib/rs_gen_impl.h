@@ -93,8 +93,8 @@ struct rs_gen_job {
 	unsigned char		*cand;		/* (n_names) names still
 						   possible (RS_GEN_TC_NAME) */
 	size_t			 name_k;	/* name tokens taken */
-	int32_t			*allow;		/* (n_names) scratch */
-	float			*allow_v;	/* (n_names) scratch */
+	float			*masked;	/* (n_vocab) the logits the name
+						   is sampled from */
 	int			 stopped;	/* a stop string matched */
 	enum rs_gen_end		 end;		/* how decoding ended */
 	int			 cancelled;

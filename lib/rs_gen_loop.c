@@ -368,29 +368,26 @@ rs_gen_prefill(struct rs_gen_job *u)
 /* ---- decode ---- */
 
 /*
- * RS_GEN_TC_NAME: leave in ROW only the next token of every name still
- * possible (the others -inf), so that whatever the model prefers, the
- * sampler picks a tool's name (the logprobs reported are the masked
- * row's).
+ * RS_GEN_TC_NAME: ROW with only the next token of every name still
+ * possible (the others -inf) into U->masked, so that whatever the model
+ * prefers, the sampler picks a tool's name; ROW itself stays as it is
+ * for the log-probabilities.
  */
-static void
-mask_names(struct rs_gen_job *u, float *row)
+static const float *
+mask_names(struct rs_gen_job *u, const float *row)
 {
 	const struct rs_gen_req	*r = u->r;
-	size_t			 i, n = 0, from;
+	size_t			 i, from;
 
+	for (int32_t v = 0; v < u->g->n_vocab; v++)
+		u->masked[v] = -INFINITY;
 	for (i = 0; i < r->n_names; i++) {
 		from = i > 0 ? r->name_end[i - 1] : 0;
-		if (!u->cand[i] || from + u->name_k >= r->name_end[i])
-			continue;
-		u->allow[n] = r->name_ids[from + u->name_k];
-		u->allow_v[n] = row[u->allow[n]];
-		n++;
+		if (u->cand[i] && from + u->name_k < r->name_end[i])
+			u->masked[r->name_ids[from + u->name_k]] =
+			    row[r->name_ids[from + u->name_k]];
 	}
-	for (int32_t v = 0; v < u->g->n_vocab; v++)
-		row[v] = -INFINITY;
-	for (i = 0; i < n; i++)
-		row[u->allow[i]] = u->allow_v[i];
+	return (u->masked);
 }
 
 /*
@@ -413,9 +410,8 @@ next_token(struct rs_gen_job *u, float *row, int32_t *t, int *forced)
 		*t = g->id_think_end;
 		return (RS_OK);
 	}
-	if (u->tc == RS_GEN_TC_NAME)
-		mask_names(u, row);
-	if ((st = rs_sample_next(u->smp, row, t, &u->err)) != RS_OK)
+	if ((st = rs_sample_next(u->smp, u->tc == RS_GEN_TC_NAME ?
+	    mask_names(u, row) : row, t, &u->err)) != RS_OK)
 		return (st);
 	if (u->tc == RS_GEN_TC_THINK && (*t == g->id_call_start ||
 	    rs_tok_is_eog(g->tok, *t)))
