@@ -11,7 +11,7 @@ and /health answering at the end.
 
     python3 tests/serve/hostile.py [--table FILE]
 
-make test runs it through tests/serve/test_hostile.py; docs/hardening.md
+make test runs it through tests/serve/test_serve_hostile.py; docs/hardening.md
 has its table.
 """
 import json

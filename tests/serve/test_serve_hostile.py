@@ -1,6 +1,8 @@
 """The hostile-client suite (hostile.py) as one test of make test-serve:
 every case must pass; the table is printed (pytest -s shows it) and
-written to $RS_HOSTILE_TABLE when that is set."""
+written to $RS_HOSTILE_TABLE when that is set.  Named to run after
+test_serve.py, whose latency measurements (test_overhead) its floods
+would disturb."""
 import os
 
 import hostile
