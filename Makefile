@@ -7,7 +7,9 @@
 #                     tests; every stage runs, and the summary names those
 #                     that failed
 #   make asan         the same tests under AddressSanitizer + UBSan
-#   make fuzz         libFuzzer targets, run FUZZ_SECONDS each on a seed corpus
+#   make fuzz         libFuzzer targets (fuzz/fuzz_*.c: GGUF, tokenizer, request
+#                     parser, chat template, output parser, streaming path),
+#                     run FUZZ_SECONDS each on a seed corpus (fuzz/seeds/)
 #   make install PREFIX=/usr/local
 #
 # Every lib/*.c goes into librs.a, every cmd/rs-*.c becomes a command and
@@ -198,7 +200,8 @@ test-man: cmds
 	RS_BIN=$(BUILD)/bin sh scripts/man-test.sh man/*.1 man/*.7
 
 # rs-serve end to end: the OpenAI Python SDK and curl against a server on
-# 127.0.0.1 (tests/serve/requirements.txt; scripts/deps.sh installs it).
+# 127.0.0.1 (tests/serve/requirements.txt; scripts/deps.sh installs it),
+# and the hostile-client suite (tests/serve/hostile.py, docs/hardening.md).
 test-serve: cmds
 	RS_BIN=$(BUILD)/bin PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q \
 	    -p no:cacheprovider tests/serve

@@ -209,6 +209,7 @@ rs_gen_new(struct rs_gen **out, struct rs_engine *e, struct rs_state *st,
 	g->id_im_start = find_id(tok, "<|im_start|>");
 	assistant_ids(g);
 	g->id_think_end = find_id(tok, "</think>");
+	g->id_call_start = find_id(tok, "<tool_call>");
 	g->id_call_end = find_id(tok, "</tool_call>");
 	g->piece_cap = rs_detok_max(tok);
 	if (g->o.draft == RS_DRAFTER_NONE)
@@ -528,6 +529,18 @@ setup(struct rs_gen_job *u)
 
 	u->limit = (size_t)(r->max_tokens > 0 && r->max_tokens < room ?
 	    r->max_tokens : room);
+	/* a forced call's opening always fits (§3.8): max_tokens is raised
+	   to it, a context without room for it is refused */
+	if (r->n_reserve > 0 && (int64_t)r->n_reserve > room)
+		return (rs_errf(&u->err, RS_ERR_INVALID_ARG, "tool_choice: "
+		    "the prompt leaves %lld tokens of context, the forced tool "
+		    "call needs %zu", (long long)room, r->n_reserve));
+	if (u->limit < r->n_reserve)
+		u->limit = r->n_reserve;
+	if (r->n_names > 0 && ((u->cand = malloc(r->n_names)) == NULL ||
+	    (u->masked = malloc((size_t)g->n_vocab *
+	    sizeof(*u->masked))) == NULL))
+		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if (r->logprobs && (r->top_logprobs < 0 ||
 	    r->top_logprobs > RS_LOGPROB_MAX_TOP))
 		return (rs_errf(&u->err, RS_ERR_INVALID_ARG, "top_logprobs %d "
@@ -537,10 +550,12 @@ setup(struct rs_gen_job *u)
 		return (rs_errf(&u->err, RS_ERR_NOMEM, "out of memory"));
 	if ((st = make_sampler(u)) != RS_OK)
 		return (st);
-	/* logprobs read whole rows; otherwise the sampler may need less
-	   (a chat's bans are the engine's skip mask, set in rs_gen_new) */
-	u->top_k = r->logprobs ? 0 : rs_sample_top_need(u->smp,
-	    r->kind == RS_GEN_CHAT ? g->banned : NULL);
+	/* logprobs and a forced call's name mask read whole rows; otherwise
+	   the sampler may need less (a chat's bans are the engine's skip
+	   mask, set in rs_gen_new) */
+	u->top_k = r->logprobs || r->n_names > 0 ? 0 :
+	    rs_sample_top_need(u->smp, r->kind == RS_GEN_CHAT ? g->banned :
+	    NULL);
 	if ((st = rs_stop_new(&u->stop, r->stop_ids, r->n_stop_ids,
 	    (const char *const *)r->stop, r->n_stop, &u->err)) != RS_OK)
 		return (st);
@@ -563,6 +578,8 @@ teardown(struct rs_gen_job *u)
 	rs_buf_cleanup(&u->raw);
 	free(u->out);
 	free(u->lp);
+	free(u->cand);
+	free(u->masked);
 }
 
 enum rs_status

@@ -280,6 +280,18 @@ struct rs_gen_req {
 	int			 thinking;
 	int32_t			*forced;
 	size_t			 n_forced;
+	/* set by rs_gen_prepare() for tool_choice required: every tool's
+	   "NAME>\n" as tokens, end to end, sequence i ending at
+	   NAME_END[i]; the name after the forced "<function=" is sampled
+	   among these only (rs_gen_loop.c) */
+	int32_t			*name_ids;
+	size_t			*name_end;
+	size_t			 n_names;
+	/* tool_choice required or named: the tokens the call's opening
+	   needs at least ("</think>" when thinking, the forced text, the
+	   longest name); max_tokens is raised to it, the reasoning ends in
+	   time for it */
+	size_t			 n_reserve;
 	int			 prepared;
 	/* set by rs_gen_prepare(): wall time of rendering the template and
 	   of tokenizing (RS_GEN_TEXT: tokenizing only), ms */

@@ -30,6 +30,7 @@ struct rs_gen {
 	int			 n_asst;	/* 0: unknown */
 	struct rs_ckcache	*ckc;		/* borrowed, or NULL */
 	int32_t			 id_think_end;
+	int32_t			 id_call_start;
 	int32_t			 id_call_end;
 	struct rs_logit_bias	*ban;		/* never sampled in chat mode */
 	size_t			 n_ban;
@@ -59,6 +60,25 @@ enum rs_gen_end {
 	RS_GEN_END_LENGTH	/* max_tokens or the context end */
 };
 
+/*
+ * Where a run is in the call that tool_choice required or named forces
+ * (§3.8; rs_gen_loop.c): the output must hold a valid call whatever the
+ * model would write.
+ */
+enum rs_gen_tc {
+	RS_GEN_TC_OFF,		/* no forced call */
+	RS_GEN_TC_THINK,	/* reasoning: "<tool_call>" and end-of-
+				   generation become "</think>", which is also
+				   forced when only the call's tokens are left */
+	RS_GEN_TC_FORCE,	/* taking the forced "<tool_call>\n<function="
+				   (and "NAME>\n" when named) */
+	RS_GEN_TC_NAME,		/* required: sampling the name among the
+				   tools' "NAME>\n" sequences only */
+	RS_GEN_TC_CALL		/* the call is open: the model writes the
+				   arguments, the parser closes them at any
+				   end (named: the first "</tool_call>" ends) */
+};
+
 /* One run's working set (rs_gen_run() owns it). */
 struct rs_gen_job {
 	struct rs_gen		*g;
@@ -83,6 +103,12 @@ struct rs_gen_job {
 	size_t			 n_force, i_force;
 	int			 forced_think;	/* forced text after </think>
 						   already queued */
+	enum rs_gen_tc		 tc;
+	unsigned char		*cand;		/* (n_names) names still
+						   possible (RS_GEN_TC_NAME) */
+	size_t			 name_k;	/* name tokens taken */
+	float			*masked;	/* (n_vocab) the logits the name
+						   is sampled from */
 	int			 stopped;	/* a stop string matched */
 	enum rs_gen_end		 end;		/* how decoding ended */
 	int			 cancelled;

@@ -24,6 +24,7 @@
  * The last token is never forwarded: the state ends at P + n − 1
  * positions, which is what the next request's prefix reuse compares.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -142,8 +143,9 @@ flush(struct rs_gen_job *u, enum rs_gen_end how)
 	}
 	if (u->parse == NULL)
 		return (RS_OK);
-	pe = how == RS_GEN_END_LENGTH && !u->stopped ? RS_PARSE_END_LENGTH :
-	    RS_PARSE_END_STOP;
+	/* a forced call is closed and kept at any end (§3.8) */
+	pe = how == RS_GEN_END_LENGTH && !u->stopped &&
+	    u->tc != RS_GEN_TC_CALL ? RS_PARSE_END_LENGTH : RS_PARSE_END_STOP;
 	if ((st = rs_parse_finish(u->parse, pe, &u->err)) != RS_OK)
 		return (st);
 	parse_events(u);
@@ -514,24 +516,85 @@ rs_gen_prefill(struct rs_gen_job *u)
 /* ---- decode ---- */
 
 /*
+ * RS_GEN_TC_NAME: ROW with only the next token of every name still
+ * possible (the others -inf) into U->masked, so that whatever the model
+ * prefers, the sampler picks a tool's name; ROW itself stays as it is
+ * for the log-probabilities.
+ */
+static const float *
+mask_names(struct rs_gen_job *u, const float *row)
+{
+	const struct rs_gen_req	*r = u->r;
+	size_t			 i, from;
+
+	for (int32_t v = 0; v < u->g->n_vocab; v++)
+		u->masked[v] = -INFINITY;
+	for (i = 0; i < r->n_names; i++) {
+		from = i > 0 ? r->name_end[i - 1] : 0;
+		if (u->cand[i] && from + u->name_k < r->name_end[i])
+			u->masked[r->name_ids[from + u->name_k]] =
+			    row[r->name_ids[from + u->name_k]];
+	}
+	return (u->masked);
+}
+
+/*
  * The next output token: forced, or sampled from row I of the last pass
- * (its best tokens in g->top when the job has a top_k, else its logits).
+ * (its best tokens in g->top when the job has a top_k, else its logits),
+ * under the forced call's rules (enum rs_gen_tc; a job that may have to
+ * mask names has no top_k).
  */
 static enum rs_status
 next_token(struct rs_gen_job *u, int i, int32_t *t, int *forced)
 {
-	const struct rs_gen *g = u->g;
+	const struct rs_gen	*g = u->g;
+	enum rs_status		 st;
 
 	*forced = u->i_force < u->n_force;
 	if (*forced) {
 		*t = u->force[u->i_force++];
 		return (RS_OK);
 	}
+	if (u->tc == RS_GEN_TC_THINK && u->limit - u->n_out <= u->r->n_reserve) {
+		*forced = 1;
+		*t = g->id_think_end;
+		return (RS_OK);
+	}
 	if (u->top_k > 0)
-		return (rs_sample_next_top(u->smp, g->top + (int64_t)i *
-		    u->top_k, u->top_k, t, &u->err));
-	return (rs_sample_next(u->smp, g->logits + (int64_t)i * g->n_vocab, t,
-	    &u->err));
+		st = rs_sample_next_top(u->smp, g->top + (int64_t)i * u->top_k,
+		    u->top_k, t, &u->err);
+	else {
+		const float *row = g->logits + (int64_t)i * g->n_vocab;
+		st = rs_sample_next(u->smp, u->tc == RS_GEN_TC_NAME ?
+		    mask_names(u, row) : row, t, &u->err);
+	}
+	if (st != RS_OK)
+		return (st);
+	if (u->tc == RS_GEN_TC_THINK && (*t == g->id_call_start ||
+	    rs_tok_is_eog(g->tok, *t)))
+		*t = g->id_think_end;
+	return (RS_OK);
+}
+
+/* RS_GEN_TC_NAME: the name token T taken; the call opens after the last. */
+static void
+name_step(struct rs_gen_job *u, int32_t t)
+{
+	const struct rs_gen_req	*r = u->r;
+	size_t			 i, from;
+
+	for (i = 0; i < r->n_names; i++) {
+		from = i > 0 ? r->name_end[i - 1] : 0;
+		if (u->cand[i] && (from + u->name_k >= r->name_end[i] ||
+		    r->name_ids[from + u->name_k] != t))
+			u->cand[i] = 0;
+	}
+	u->name_k++;
+	for (i = 0; i < r->n_names; i++) {
+		from = i > 0 ? r->name_end[i - 1] : 0;
+		if (u->cand[i] && from + u->name_k == r->name_end[i])
+			u->tc = RS_GEN_TC_CALL;
+	}
 }
 
 /* Decode token T's bytes and pass them on; sets RS_GEN_END_STRING on a stop. */
@@ -611,7 +674,8 @@ take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
 	    (st = token_text(u, t, end)) != RS_OK)
 		return (st);
 	if (*end == RS_GEN_END_NONE && r->tools != NULL &&
-	    !r->parallel_tool_calls && t == g->id_call_end)
+	    (!r->parallel_tool_calls || r->tool_choice == RS_GEN_TOOLS_NAMED) &&
+	    t == g->id_call_end)
 		*end = RS_GEN_END_TOKEN;
 	if (*end == RS_GEN_END_NONE && r->thinking && r->n_forced > 0 &&
 	    !u->forced_think && t == g->id_think_end) {
@@ -619,7 +683,14 @@ take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
 		u->n_force = r->n_forced;
 		u->i_force = 0;
 		u->forced_think = 1;
-	}
+		u->tc = RS_GEN_TC_FORCE;
+	} else if (u->tc == RS_GEN_TC_FORCE && u->i_force == u->n_force) {
+		u->tc = r->n_names > 0 ? RS_GEN_TC_NAME : RS_GEN_TC_CALL;
+		u->name_k = 0;
+		if (r->n_names > 0)
+			memset(u->cand, 1, r->n_names);
+	} else if (u->tc == RS_GEN_TC_NAME)
+		name_step(u, t);
 	if (*end == RS_GEN_END_NONE && u->n_out >= u->limit)
 		*end = RS_GEN_END_LENGTH;
 	return (RS_OK);
@@ -721,7 +792,9 @@ rs_gen_decode(struct rs_gen_job *u)
 	if (!u->r->thinking && u->r->n_forced > 0) {
 		u->force = u->r->forced;
 		u->n_force = u->r->n_forced;
-	}
+		u->tc = RS_GEN_TC_FORCE;
+	} else if (u->r->n_forced > 0)
+		u->tc = RS_GEN_TC_THINK;
 	while (!u->cancelled) {
 		/* whole rows only without top_k (take's logprobs need them) */
 		float *row = u->top_k > 0 ? NULL : u->g->logits +

@@ -102,6 +102,61 @@ tokenize_chat(const struct rs_gen *g, const struct rs_chat_prompt *p,
 }
 
 /*
+ * tool_choice required: each tool's "NAME>\n" as tokens into R->name_ids
+ * and R->name_end, the choices the decode loop samples the name from, and
+ * the longest of them into R->n_reserve.
+ */
+static enum rs_status
+name_choices(const struct rs_gen *g, struct rs_gen_req *r,
+    struct rs_gen_error *ge)
+{
+	struct rs_tok_ids	 ids;
+	struct rs_buf		 b;
+	struct rs_err		 err = { 0 };
+	struct rs_json		*fn;
+	const char		*name;
+	size_t			 i, n = rs_json_arr_len(r->tools), len, most = 0;
+	enum rs_status		 st = RS_OK;
+
+	if (n == 0)
+		return (RS_OK);
+	if ((r->name_end = calloc(n, sizeof(*r->name_end))) == NULL)
+		return (rs_gen_fail(ge, RS_ERR_NOMEM, NULL, "out of memory"));
+	rs_tok_ids_init(&ids);
+	rs_buf_init(&b);
+	for (i = 0; i < n && st == RS_OK; i++) {
+		size_t from = ids.n;
+
+		fn = rs_json_get(rs_json_arr_at(r->tools, i), "function");
+		if (rs_json_as_str(rs_json_get(fn, "name"), &name, &len) != 0) {
+			st = rs_errf(&err, RS_ERR_INVALID_ARG, "tools[%zu]: no "
+			    "function name", i);
+			break;
+		}
+		b.len = 0;
+		rs_buf_add(&b, name, len);
+		rs_buf_adds(&b, ">\n");
+		if (b.oom)
+			st = rs_errf(&err, RS_ERR_NOMEM, "out of memory");
+		else
+			st = rs_tok_encode(g->tok, b.data, b.len,
+			    RS_TOK_SPECIAL_USER, &ids, &err);
+		r->name_end[i] = ids.n;
+		if (ids.n - from > most)
+			most = ids.n - from;
+	}
+	rs_buf_cleanup(&b);
+	if (st != RS_OK) {
+		rs_tok_ids_cleanup(&ids);
+		return (rs_gen_fail(ge, st, "tools", "%s", err.msg));
+	}
+	r->name_ids = ids.v;
+	r->n_names = n;
+	r->n_reserve += most;
+	return (RS_OK);
+}
+
+/*
  * tool_choice required or named (§3.8): the text forced into the output,
  * after the generation prompt or, when thinking, after "</think>".
  */
@@ -137,6 +192,9 @@ forced_text(const struct rs_gen *g, struct rs_gen_req *r,
 	}
 	r->forced = ids.v;
 	r->n_forced = ids.n;
+	r->n_reserve = (r->thinking ? 1 : 0) + r->n_forced;
+	if (r->tool_choice == RS_GEN_TOOLS_REQUIRED)
+		return (name_choices(g, r, ge));
 	return (RS_OK);
 }
 
@@ -259,6 +317,11 @@ rs_gen_prepare(const struct rs_gen *g, struct rs_gen_req *r,
 		free(r->prompt);
 		free(r->forced);
 		free(r->rendered);
+		free(r->name_ids);
+		free(r->name_end);
+		r->name_ids = NULL;
+		r->name_end = NULL;
+		r->n_names = r->n_reserve = 0;
 		r->prompt = r->forced = NULL;
 		r->rendered = NULL;
 		r->n_prompt = r->n_forced = r->rendered_len = 0;

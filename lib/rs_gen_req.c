@@ -89,6 +89,8 @@ rs_gen_req_cleanup(struct rs_gen_req *r)
 	free(r->prompt);
 	free(r->rendered);
 	free(r->forced);
+	free(r->name_ids);
+	free(r->name_end);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -20,6 +20,7 @@
  * string is freed, so the handler never sees a half-written name.
  */
 static char *volatile	reg[RS_OUT_MAX];
+static char		reg_empty[] = "";	/* a slot taken, no name yet */
 
 static int
 reg_add(char *tmp)
@@ -107,27 +108,43 @@ static enum rs_status
 open_tmp(struct rs_out *o, struct rs_err *err)
 {
 	size_t	len = strlen(o->path) + 48;
-	int	fd = -1;
+	int	fd = -1, failed = 0;
 
 	if ((o->tmp = malloc(len)) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
-	for (int n = 0; n < TMP_TRIES && fd == -1; n++) {
-		snprintf(o->tmp, len, "%s.tmp.%ld.%d", o->path,
-		    (long)getpid(), n);
-		fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-		    O_CLOEXEC, 0666);
-		if (fd == -1 && errno != EEXIST)
-			return (rs_errf(err, RS_ERR_IO, "%s: %s", o->tmp,
-			    strerror(errno)));
-	}
-	if (fd == -1)
-		return (rs_errf(err, RS_ERR_IO, "%s: %d temporary names "
-		    "taken", o->tmp, TMP_TRIES));
-	if ((o->slot = reg_add(o->tmp)) < 0) {
-		close(fd);
-		unlink(o->tmp);
+	/*
+	 * The name is published before the file exists: a signal right
+	 * after open() must find it (it did not, and SIGINT in that window
+	 * left the file, check_out synth_interrupted).  The slot holds ""
+	 * while the name is rewritten.
+	 */
+	if ((o->slot = reg_add(reg_empty)) < 0)
 		return (rs_errf(err, RS_ERR_LIMIT, "more than %d outputs open",
 		    RS_OUT_MAX));
+	for (int n = 0; n < TMP_TRIES && fd == -1; n++) {
+		reg[o->slot] = reg_empty;
+		snprintf(o->tmp, len, "%s.tmp.%ld.%d", o->path,
+		    (long)getpid(), n);
+		reg[o->slot] = o->tmp;
+		fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0666);
+		if (fd == -1 && errno != EEXIST) {
+			(void)rs_errf(err, RS_ERR_IO, "%s: %s", o->tmp,
+			    strerror(errno));
+			failed = 1;
+			break;
+		}
+	}
+	if (fd == -1) {
+		if (!failed)
+			(void)rs_errf(err, RS_ERR_IO, "%s: %d temporary names "
+			    "taken", o->tmp, TMP_TRIES);
+		/* not ours: nothing to remove, here or in a handler */
+		reg[o->slot] = NULL;
+		o->slot = -1;
+		free(o->tmp);
+		o->tmp = NULL;
+		return (RS_ERR_IO);
 	}
 	if ((o->fp = fdopen(fd, "wb")) == NULL) {
 		close(fd);

@@ -118,7 +118,8 @@ static inline const char *
 cur(const struct rs_parse *p, size_t *n)
 {
 	*n = p->avail - p->pos;
-	return (p->in.data + p->pos);
+	/* nothing fed yet: no buffer, and NULL + 0 is undefined */
+	return (p->in.data != NULL ? p->in.data + p->pos : "");
 }
 
 static inline void

@@ -1236,13 +1236,24 @@ START_TEST(tool_parallel_and_thinking)
 	ck_assert_int_eq(res.finish, RS_GEN_FINISH_TOOL_CALLS);
 	ck_assert_uint_eq(res.n_calls, 1);
 	rs_gen_result_cleanup(&res);
+	/* parallel calls (auto): generation goes on after a </tool_call> */
+	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"Weather?\"}], %s, \"tool_choice\": \"auto\", "
+	    "\"enable_thinking\": false, \"logit_bias\": {\"%d\": 100}, "
+	    "\"max_tokens\": 20}", TOOLS, close);
+	run_body(&x, body, &res, NULL);
+	ck_assert_uint_eq(res.n_tokens, 20);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+	rs_gen_result_cleanup(&res);
+	/* a named choice is one call: its </tool_call> ends generation */
 	snprintf(body, sizeof(body), "{\"messages\": [{\"role\": \"user\", "
 	    "\"content\": \"Weather?\"}], %s, %s, \"enable_thinking\": false, "
 	    "\"logit_bias\": {\"%d\": 100}, \"max_tokens\": 20}", TOOLS, NAMED,
 	    close);
 	run_body(&x, body, &res, NULL);
-	ck_assert_uint_eq(res.n_tokens, 20);
-	ck_assert_int_eq(res.finish, RS_GEN_FINISH_LENGTH);
+	ck_assert_uint_eq(res.n_tokens, forced.n + 1);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_TOOL_CALLS);
+	ck_assert_uint_eq(res.n_calls, 1);
 	rs_gen_result_cleanup(&res);
 	/* thinking: </think>, then "\n\n<tool_call>\n<function=NAME>\n" */
 	rs_tok_ids_cleanup(&forced);
@@ -1261,6 +1272,69 @@ START_TEST(tool_parallel_and_thinking)
 	ck_assert_int_eq(res.usage.reasoning_tokens, 1);
 	rs_gen_result_cleanup(&res);
 	rs_tok_ids_cleanup(&forced);
+	gx_close(&x);
+}
+END_TEST
+
+/*
+ * tool_choice required or named yields a valid call of a listed tool
+ * whatever the model writes (#15): the tiny model's weights are noise, so
+ * sampled at temperature 1 it would wander off in reasoning, end early,
+ * write a name of its own or run out of max_tokens mid-call.  Every run,
+ * thinking or not, with max_tokens too small for the call's opening or
+ * not: at least one call, the first one of a listed tool, its arguments a
+ * JSON object, the streamed calls the same as the result's.
+ */
+START_TEST(tool_choice_any_model)
+{
+	static const char *choice[] = {
+		"\"required\"",
+		"{\"type\": \"function\", \"function\": {\"name\": "
+		    "\"get_time\"}}",
+	};
+	struct gx		x;
+	struct rs_gen_result	res;
+	struct col		c;
+	struct rs_json		*j;
+	struct rs_err		err = { 0 };
+	char			body[1024];
+
+	gx_open(&x, F16, 0, 1, NULL);
+	for (int k = 0; k < 2; k++)
+	for (int think = 0; think < 2; think++)
+	for (int mt = 2; mt <= 40; mt += 38)
+	for (int seed = 0; seed < 4; seed++) {
+		snprintf(body, sizeof(body), "{\"messages\": [{\"role\": "
+		    "\"user\", \"content\": \"Weather?\"}], \"tools\": ["
+		    "{\"type\": \"function\", \"function\": {\"name\": "
+		    "\"get_weather\", \"parameters\": {\"type\": \"object\", "
+		    "\"properties\": {\"city\": {\"type\": \"string\"}}}}}, "
+		    "{\"type\": \"function\", \"function\": {\"name\": "
+		    "\"get_time\"}}], \"tool_choice\": %s, \"enable_thinking\": "
+		    "%s, \"temperature\": 1, \"seed\": %d, \"max_tokens\": %d}",
+		    choice[k], think ? "true" : "false", seed, mt);
+		col_init(&c);
+		run_body(&x, body, &res, &c);
+		ck_assert_msg(res.n_calls >= 1, "%s: no call", body);
+		ck_assert_msg(strcmp(res.calls[0].name, "get_time") == 0 ||
+		    (k == 0 && strcmp(res.calls[0].name, "get_weather") == 0),
+		    "%s: call %s", body, res.calls[0].name);
+		ck_assert(res.calls[0].known);
+		for (size_t i = 0; i < res.n_calls; i++) {
+			ck_assert_msg(rs_json_parse(res.calls[i].arguments,
+			    res.calls[i].args_len, &j, &err) == RS_OK &&
+			    rs_json_kind(j) == RS_JSON_OBJECT, "%s: args %s",
+			    body, res.calls[i].arguments);
+			rs_json_free(j);
+		}
+		ck_assert_uint_eq(c.n_calls, res.n_calls);
+		ck_assert(strncmp(c.names.data, res.calls[0].name,
+		    strlen(res.calls[0].name)) == 0);
+		if (res.n_calls == 1)
+			ck_assert_str_eq(c.args.data, res.calls[0].arguments);
+		col_cleanup(&c);
+		rs_gen_result_cleanup(&res);
+	}
 	gx_close(&x);
 }
 END_TEST
@@ -1883,6 +1957,7 @@ gen_suite(void)
 	tcase_add_test(tc, chat_tokens);
 	tcase_add_test(tc, tool_named);
 	tcase_add_test(tc, tool_parallel_and_thinking);
+	tcase_add_test(tc, tool_choice_any_model);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("request");
 	tcase_set_timeout(tc, 60);

@@ -588,6 +588,14 @@ START_TEST(empty_answer)
 	ck_assert_uint_eq(r.content_len, 0);
 	ck_assert_uint_eq(r.n_calls, 0);
 	rs_parse_free(p);
+	/* thinking, nothing fed: fuzz_parse found NULL + 0 there (UBSan) */
+	o.thinking = 1;
+	ck_assert_int_eq(rs_parse_new(&p, &o, &err), RS_OK);
+	ck_assert_int_eq(rs_parse_finish(p, RS_PARSE_END_LENGTH, &err), RS_OK);
+	rs_parse_result(p, &r);
+	ck_assert_uint_eq(r.reasoning_len, 0);
+	ck_assert_uint_eq(r.content_len, 0);
+	rs_parse_free(p);
 }
 END_TEST
 

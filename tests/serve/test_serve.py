@@ -351,6 +351,34 @@ def test_required_tool_choice_seeded(server):
     assert r.choices[0].finish_reason == ref["finish_reason"]
 
 
+TOOLS2 = TOOLS + [{"type": "function", "function": {"name": "get_time"}}]
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function",
+                                                 "function": {"name": "get_time"}}])
+@pytest.mark.parametrize("think", [False, True])
+def test_tool_choice_constrained(server, choice, think):
+    """#15: required and named yield a valid call of a listed tool whatever
+    the model writes (the tiny model's weights are noise: at temperature 1
+    it wanders, ends early, writes names of its own), streamed or not, with
+    max_tokens too small for the call's opening too."""
+    c = client(server)
+    for seed in range(3):
+        for mt in (2, 40):
+            kw = dict(model="tiny", messages=[{"role": "user", "content": "Weather?"}],
+                      tools=TOOLS2, tool_choice=choice, max_tokens=mt, temperature=1.0,
+                      seed=seed, extra_body={"enable_thinking": think})
+            msg = c.chat.completions.create(**kw).choices[0].message
+            assert msg.tool_calls, (seed, mt, msg)
+            names = {"get_time"} if isinstance(choice, dict) else {"get_time", "get_weather"}
+            assert msg.tool_calls[0].function.name in names
+            for t in msg.tool_calls:
+                assert isinstance(json.loads(t.function.arguments), dict)
+            _, _, calls, _ = collect(c.chat.completions.create(stream=True, **kw))
+            assert [(calls[i]["name"], calls[i]["arguments"]) for i in sorted(calls)] == \
+                [(t.function.name, t.function.arguments) for t in msg.tool_calls]
+
+
 # ---- thinking: off unless the request asks (§2.5) ----
 #
 # The expected prompts are the fixtures' renderings by real Jinja2: the

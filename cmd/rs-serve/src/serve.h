@@ -7,6 +7,7 @@
  *                   limits (kore_parent_configure), the worker's start and
  *                   end, the seccomp filter, the 413 hook
  *   serve_opts.c    option parsing, --help, --version
+ *   serve_guard.c   bounds on waiting connections, header timeouts
  *   serve_http.c    the route table, authentication, CORS, error bodies,
  *                   /health, /v1/models, /metrics, the access log
  *   serve_prep.c    the prep thread: validation, parsing, tokenization
@@ -42,6 +43,7 @@
 
 struct http_request;
 struct connection;
+struct netbuf;
 
 /* ---- configuration (serve_opts.c) ---- */
 
@@ -151,6 +153,22 @@ struct serve_log {
 void		serve_log_init(struct serve_log *l, struct http_request *req,
 		    double t_recv);
 void		serve_log_write(const struct serve_log *l, int code);
+
+/*
+ * Answer connection C with CODE and the OpenAI error envelope holding MSG,
+ * then close it; what the client still sends on NB (its receive buffer,
+ * or NULL) is dropped (serve_main.c).
+ */
+void		serve_refuse(struct connection *c, struct netbuf *nb, int code,
+		    const char *msg);
+
+/*
+ * Slow clients (serve_guard.c): a new connection C may evict the oldest
+ * connection waiting for a request; a timer closes those that wait too
+ * long.
+ */
+void		serve_guard_accept(struct connection *c);
+void		serve_guard_start(void);
 
 /* After Kore queued a response on C: keep the 413 check on its next read. */
 void		serve_conn_rearm(struct connection *c);

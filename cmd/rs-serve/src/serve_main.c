@@ -64,6 +64,9 @@ struct worker_fate {
 };
 static struct worker_fate *fate;
 
+/* Kore's pool of header entries (http.c) */
+extern struct kore_pool http_header_pool;
+
 static int	serve_header_recv(struct netbuf *);
 static int	serve_discard(struct netbuf *);
 
@@ -354,6 +357,17 @@ setup_kore(void)
 	    "/dev/null");
 	http_body_max = (size_t)c->body_max;
 	http_header_max = 32768;	/* agent clients send long headers */
+	/*
+	 * Slow clients (serve_guard.c): the header and body timeouts are
+	 * ours, with the envelope and shorter under pressure, so Kore's are
+	 * set out of reach; room for 1024 connections (Kore's 512 all
+	 * waiting stopped /health), of which serve_guard.c lets at most
+	 * a few hundred wait for a request.
+	 */
+	http_header_timeout = UINT16_MAX;
+	http_body_timeout = UINT16_MAX;
+	worker_max_connections = 1024;
+	worker_rlimit_nofiles = 1024 + 256;
 	http_hsts_enable = 0;
 	{
 		char v[64];
@@ -425,6 +439,7 @@ void
 kore_worker_configure(void)
 {
 	fate->state = 1;
+	serve_guard_start();
 	serve_engine_start();
 }
 
@@ -695,6 +710,7 @@ serve_connect(struct connection *c)
 		c->idle_timer.length = http_keepalive_time * 1000;
 	net_recv_queue(c, http_header_max, NETBUF_CALL_CB_ALWAYS,
 	    serve_header_recv);
+	serve_guard_accept(c);
 }
 
 void
@@ -754,21 +770,30 @@ expects_body(const char *h, size_t n)
 	    (n > 6 && strncmp(h, "PATCH ", 6) == 0));
 }
 
-/*
- * Answer C with CODE (STATUS its reason phrase) and the OpenAI error
- * envelope holding MSG, then close: what the client still sends is
- * dropped, never read as a next request.
- */
-static void
-refuse(struct connection *c, struct netbuf *nb, int code, const char *status,
+/* The reason phrase of CODE (Kore's table lacks 431). */
+static const char *
+reason(int code)
+{
+	const char *t;
+
+	if (code == 431)
+		return ("Request Header Fields Too Large");
+	t = http_status_text(code);
+	return (t != NULL && *t != '\0' ? t : "Error");
+}
+
+void
+serve_refuse(struct connection *c, struct netbuf *nb, int code,
     const char *msg)
 {
 	struct rs_json	*j;
 	struct rs_buf	 b;
 	char		*body;
 
-	/* all of these are the client's doing, 411 included */
-	j = rs_oai_error(code, "invalid_request_error", msg, NULL);
+	/* the client's doing (411, 408, 505 included), but for 500 and 503 */
+	j = rs_oai_error(code, code == 503 ? "unavailable_error" :
+	    code == 500 ? "server_error" : "invalid_request_error", msg,
+	    NULL);
 	body = j != NULL ? rs_json_dumps(j) : NULL;
 	rs_json_free(j);
 	rs_buf_init(&b);
@@ -776,20 +801,134 @@ refuse(struct connection *c, struct netbuf *nb, int code, const char *status,
 	    "server: rs-serve/%s\r\n"
 	    "content-type: application/json; charset=utf-8\r\n"
 	    "content-length: %zu\r\nconnection: close\r\n\r\n%s", code,
-	    status, rs_version(), body != NULL ? strlen(body) : 0,
+	    reason(code), rs_version(), body != NULL ? strlen(body) : 0,
 	    body != NULL ? body : "");
 	free(body);
 	if (!serve_cfg.quiet)
 		rs_cli_warn("%d %s", code, msg);
 	rs_metrics_request(serve_metrics, "other", code);
-	nb->s_off = 0;
-	nb->cb = serve_discard;
+	if (nb != NULL && nb->buf != NULL) {
+		nb->s_off = 0;
+		nb->cb = serve_discard;
+	}
 	c->flags |= CONN_CLOSE_EMPTY;
 	if (!b.oom)
 		net_send_queue(c, b.data, b.len);
 	rs_buf_cleanup(&b);
 	if (!net_send_flush(c))
 		kore_connection_disconnect(c);
+}
+
+static void
+refuse(struct connection *c, struct netbuf *nb, int code, const char *status,
+    const char *msg)
+{
+	(void)status;
+	serve_refuse(c, nb, code, msg);
+}
+
+/* What Kore's own refusals (http_error_response()) mean, for the client. */
+static const char *
+kore_error_msg(int code)
+{
+	switch (code) {
+	case 400:
+		return ("malformed request: the request line, the Host header "
+		    "or a header field is not valid HTTP/1.1");
+	case 405:
+		return ("HTTP/1.0 allows only GET, POST and HEAD");
+	case 411:
+		return ("a request body needs a valid Content-Length header");
+	case 413:
+		return ("request body too large (--max-body)");
+	case 414:
+		return ("request target too long: at most 1998 bytes");
+	case 503:
+		return ("too many requests in progress; retry later");
+	case 505:
+		return ("HTTP version not supported: use HTTP/1.1 or "
+		    "HTTP/1.0");
+	default:
+		return ("the request could not be handled");
+	}
+}
+
+/* The status of the response at the head of C's send queue, or 0. */
+static int
+queued_status(struct connection *c)
+{
+	struct netbuf	*nb = TAILQ_FIRST(&c->send_queue);
+	const char	*p;
+
+	if (nb == NULL || nb->buf == NULL || nb->b_len < 12)
+		return (0);
+	p = (const char *)nb->buf;
+	if (strncmp(p, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)p[9]) ||
+	    !isdigit((unsigned char)p[10]) || !isdigit((unsigned char)p[11]))
+		return (0);
+	return ((p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0'));
+}
+
+/*
+ * Hand the header block (HLEN bytes, a body of CLEN behind it) to Kore's
+ * http_header_recv(), with two amendments:
+ *
+ *   - pipelining: Kore takes the receive buffer with the request and
+ *     would lose a second request read with the first (or, behind a body,
+ *     count it as body).  Bytes past this request are dropped, and the
+ *     request is given "Connection: close", so its response says so and
+ *     the connection closes after it: the client retries the rest on a
+ *     new connection (RFC 9112 §9.3.2), nothing is silently lost;
+ *   - Kore refuses a malformed request (400, 414, 505, 503 at its request
+ *     limit...) with an empty body.  Its writes are held while it parses
+ *     (the write flag is off), and a refusal it queued is replaced by the
+ *     same status with the OpenAI error envelope.
+ */
+static int
+kore_header(struct connection *c, struct netbuf *nb, size_t hlen,
+    int64_t clen)
+{
+	struct http_request	*req, *last = NULL;
+	struct http_header	*hdr;
+	struct netbuf		*q;
+	size_t			 want = hlen + (size_t)(clen > 0 ? clen : 0);
+	int			 pipelined = 0, hold, w, rc, code;
+
+	TAILQ_FOREACH(req, &c->http_requests, olist)
+		last = req;
+	if (nb->s_off > want) {
+		pipelined = 1;
+		nb->s_off = want;
+	}
+	hold = TAILQ_EMPTY(&c->send_queue) && !(c->flags & CONN_CLOSE_EMPTY);
+	w = c->evt.flags & KORE_EVENT_WRITE;
+	if (hold)
+		c->evt.flags &= ~KORE_EVENT_WRITE;
+	rc = http_header_recv(nb);
+	if (hold) {
+		c->evt.flags |= w;
+		if ((code = queued_status(c)) >= 400) {
+			while ((q = TAILQ_FIRST(&c->send_queue)) != NULL)
+				net_remove_netbuf(c, q);
+			c->flags &= ~CONN_CLOSE_EMPTY;
+			serve_refuse(c, c->rnb, code, kore_error_msg(code));
+			return (KORE_RESULT_OK);
+		}
+		if (!TAILQ_EMPTY(&c->send_queue) && !net_send_flush(c))
+			kore_connection_disconnect(c);
+	}
+	TAILQ_FOREACH(req, &c->http_requests, olist)
+		if (TAILQ_NEXT(req, olist) == NULL)
+			break;
+	if (pipelined && req != NULL && req != last) {
+		static char conn[] = "connection", close[] = "close";
+
+		hdr = kore_pool_get(&http_header_pool);
+		hdr->header = conn;
+		hdr->value = close;
+		TAILQ_INSERT_HEAD(&req->req_headers, hdr, list);
+	}
+	return (rc);
 }
 
 /*
@@ -807,14 +946,25 @@ serve_header_recv(struct netbuf *nb)
 	struct connection	*c = nb->owner;
 	const char		*h = (const char *)nb->buf, *eoh;
 	char			 msg[128];
-	size_t			 n;
+	size_t			 n, skip;
 	int64_t			 len;
 
 	if (nb->s_off < 4)
 		return (KORE_RESULT_OK);
+	skip = 4;
 	eoh = memmem(h, nb->s_off, "\r\n\r\n", 4);
-	if (eoh == NULL && (eoh = memmem(h, nb->s_off, "\n\n", 2)) == NULL)
+	if (eoh == NULL && (skip = 2,
+	    eoh = memmem(h, nb->s_off, "\n\n", 2)) == NULL) {
+		/* a full buffer without the end: Kore would read 0 bytes into
+		   it, take that for the end of the connection and reset it */
+		if (nb->s_off >= nb->b_len) {
+			(void)snprintf(msg, sizeof(msg), "request header "
+			    "fields too large: at most %u bytes",
+			    (unsigned)http_header_max);
+			refuse(c, nb, 431, NULL, msg);
+		}
 		return (KORE_RESULT_OK);
+	}
 	n = (size_t)(eoh - h);
 	len = content_length(h, n);
 	if (header_find(h, n, "\ntransfer-encoding:") != NULL)
@@ -829,7 +979,7 @@ serve_header_recv(struct netbuf *nb)
 		    (long long)len, (long long)serve_cfg.body_max);
 		refuse(c, nb, 413, "Payload Too Large", msg);
 	} else
-		return (http_header_recv(nb));
+		return (kore_header(c, nb, n + skip, len));
 	return (KORE_RESULT_OK);
 }
 
