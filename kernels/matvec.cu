@@ -279,7 +279,14 @@ struct matvec_launch {
 	go_xq(void)
 	{
 		if constexpr (NT > 1) {
-			if (has_mma_matvec()) {
+			int mma = 0;
+
+			/* a host runtime call: NVRTC's check of the kernels
+			   (scripts/cuda129-nvrtc.sh) compiles without it */
+#ifndef __CUDACC_RTC__
+			mma = has_mma_matvec();
+#endif
+			if (mma) {
 				go_mma<TYPE, NT>();
 				return;
 			}
