@@ -35,7 +35,10 @@
  * about 0.07 instructions per weight, against 0.03 for one column on dp4a,
  * well under the ~0.25 per weight that the H200 can issue in the time its
  * memory delivers a weight.  Columns beyond NT are computed on a copy of
- * the last column and not written.
+ * the last column and not written.  Measured (docs/perf-log.md): 1.2-1.7
+ * TB/s at 2 columns against 2.0-2.8 for the one-column kernel, as ~100
+ * registers and short CTAs keep fewer bytes in flight; SPW and MINB are
+ * the knobs tried so far.
  */
 #ifndef RS_MATVEC_MMA_CUH
 #define RS_MATVEC_MMA_CUH

@@ -52,14 +52,6 @@ extern "C" {
 #include "rs_xq.h"
 }
 
-/* Types with an integer path. */
-static inline bool
-xq_type(int type)
-{
-	return (type == RS_TYPE_Q4_K || type == RS_TYPE_Q5_K ||
-	    type == RS_TYPE_Q6_K);
-}
-
 /* ---- the canonical float steps (both kernels call these) ---- */
 
 static __device__ __forceinline__ float
