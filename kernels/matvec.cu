@@ -125,11 +125,12 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 /*
  * The integer path: x in the 16-bit format of rs_xq.h (XQ, column t at
  * t·RS_XQ_COL_BYTES(n_in)), Q4_K / Q5_K / Q6_K weights, summed in the
- * canonical order of matvec_xq.cuh with one warp per row: lane v is
- * virtual lane v, taking the row's 64-value chunks v, v + 32, ... (four
- * lanes share a super-block, a warp reads eight consecutive ones, two
- * steps of loads in flight), and each lane's chunk is decoded once for all
- * NT columns.  This is the decode kernel (NT = 1) and, before SM80, the
+ * canonical order of matvec_xq.cuh: lane v of a warp is virtual lane v of
+ * each of its R rows, taking the row's 64-value chunks v, v + 32, ...
+ * (four lanes share a super-block, a warp reads eight consecutive ones),
+ * U chunks a step in flight; each lane's chunk is decoded once for all NT
+ * columns.  R and U change no sum: matvec_launch::go_xq picks them per
+ * type from kernels/dev/matvec_xq.cu's timings.  This is the decode kernel (NT = 1) and, before SM80, the
  * multi-column one; matvec_mma.cuh gives the same bits on tensor cores.
  *
  * Instructions per 64 weights of a lane, one column: 3 (Q4_K) to 20
