@@ -105,9 +105,11 @@ $(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
+# (-MMD: header dependencies, as for the C objects: a .cuh change rebuilds
+# every kernel that includes it)
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
 # keep the command objects (make would delete them as intermediates)
 .SECONDARY: $(patsubst cmd/%.c,$(BUILD)/obj/cmd/%.o,$(CMD_SRC))

@@ -129,14 +129,20 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * each of its R rows, taking the row's 64-value chunks v, v + 32, ...
  * (four lanes share a super-block, a warp reads eight consecutive ones),
  * U chunks a step in flight; each lane's chunk is decoded once for all NT
- * columns.  R and U change no sum: matvec_launch::go_xq picks them per
- * type from kernels/dev/matvec_xq.cu's timings.  This is the decode kernel (NT = 1) and, before SM80, the
- * multi-column one; matvec_mma.cuh gives the same bits on tensor cores.
+ * columns, and each x load serves the R rows.  R and U change no sum:
+ * matvec_launch::go_xq picks them from kernels/dev/matvec_xq.cu's
+ * timings.  This is the decode kernel (NT = 1), the two-column one, and
+ * before SM80 every column count's; matvec_mma.cuh gives the same bits on
+ * tensor cores.
  *
  * Instructions per 64 weights of a lane, one column: 3 (Q4_K) to 20
- * (Q6_K) loads of weights, 10 of x, ~16 nibble operations, 32 dp4a and ~10
- * for scales and the float tail: ~1.1 per weight.  Each further column
- * adds 10 loads, 32 dp4a and ~10 more.
+ * (Q6_K) loads of weights, 10 / R of x, ~16 nibble operations, 32 dp4a
+ * and ~10 for scales and the float tail: ~1 per weight.  Each further
+ * column adds 10 / R loads, 32 dp4a and ~10 more.  What limits it is not
+ * the issue rate but the L1's sectors (ncu: L1/TEX 83 % busy, DRAM 38 %,
+ * at R = 2): a lane's 16-byte loads of x and of weights each touch their
+ * own 32-byte sector, and x is 2 bytes a value against the weights'
+ * 0.56-0.82; hence R = 4.
  */
 template <int TYPE, int NT, int R, int U>
 static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
@@ -172,20 +178,15 @@ matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
 				    (int)(k % 4), &c[u][r]);
 #pragma unroll
 		for (int u = 0; u < U; u++)
-#pragma unroll
-			for (int r = 0; r < R; r++)
-				xq_chunk_dot<TYPE, NT>(c[u][r], xq, ldq, n_in,
-				    (k + u * RS_WARP) / 4, acc[r]);
+			xq_chunk_dot<TYPE, NT, R>(c[u], xq, ldq, n_in,
+			    (k + u * RS_WARP) / 4, acc);
 	}
 	for (; k < nc; k += RS_WARP) {
 		xq_chunk c[R];
 #pragma unroll
 		for (int r = 0; r < R; r++)
 			xqc<TYPE>::load(row[r], k / 4, (int)(k % 4), &c[r]);
-#pragma unroll
-		for (int r = 0; r < R; r++)
-			xq_chunk_dot<TYPE, NT>(c[r], xq, ldq, n_in, k / 4,
-			    acc[r]);
+		xq_chunk_dot<TYPE, NT, R>(c, xq, ldq, n_in, k / 4, acc);
 	}
 #pragma unroll
 	for (int r = 0; r < R; r++)
@@ -279,7 +280,15 @@ struct matvec_launch {
 	void
 	go_xq(void)
 	{
-		if constexpr (NT > 1) {
+		/*
+		 * Two columns: four rows a warp on dp4a beat the tensor-core
+		 * kernel on every 27B matrix (each x load serves four rows;
+		 * the mma kernel's 8-column tile wastes three quarters of its
+		 * float tail).  Three and more: tensor cores where the device
+		 * runs them (SM80 on).  Both give the same bits
+		 * (matvec_xq.cuh), so the choice may depend on NT.
+		 */
+		if constexpr (NT > 2) {
 			int mma = 0;
 
 			/* a host runtime call: NVRTC's check of the kernels
@@ -293,16 +302,16 @@ struct matvec_launch {
 			}
 		}
 		/*
-		 * Rows per warp and chunks in flight per lane, the fastest
-		 * one-column shapes of kernels/dev/matvec_xq.cu on the 27B's
-		 * matrices (docs/perf-log.md): they change no sum.
+		 * Rows per warp R and chunks in flight per lane U change no
+		 * sum: four rows a warp, one chunk each, was the fastest
+		 * one-column shape on every matrix of the 27B in
+		 * kernels/dev/matvec_xq.cu (docs/perf-log.md); wider groups
+		 * on dp4a (before SM80) keep two rows for registers.
 		 */
-		if (TYPE == RS_TYPE_Q4_K)
-			go_dp4a<TYPE, NT, 2, 2>();
-		else if (TYPE == RS_TYPE_Q5_K)
-			go_dp4a<TYPE, NT, 2, 1>();
-		else
+		if (NT <= 4)
 			go_dp4a<TYPE, NT, 4, 1>();
+		else
+			go_dp4a<TYPE, NT, 2, 1>();
 	}
 
 	template <int TYPE, int NT, int R, int U>

@@ -241,19 +241,60 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 };
 
 /*
- * ACC[t] plus the terms of chunk K of super-block BI against the NT
- * quantized columns at XQ (N values each, LDQ bytes apart): low block,
- * then high block, in the canonical form.
+ * ACC plus one x-block's term of chunk K: block BLK's unpacked values Q
+ * against the column's high and low bytes HI, LO and its META.
  */
-template <int TYPE, int NT>
+template <int TYPE>
+static __device__ __forceinline__ float
+xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
+    const uint32_t hi[8], const uint32_t lo[8], float2 meta)
+{
+	if (TYPE == RS_TYPE_Q6_K) {
+		int p[2];
+#pragma unroll
+		for (int g = 0; g < 2; g++) {
+			int sh = 0, sl = 0;
+#pragma unroll
+			for (int i = 4 * g; i < 4 * g + 4; i++) {
+				sh = __dp4a((int)q[i], (int)hi[i], sh);
+				sl = dp4a_su((int)q[i], lo[i], sl);
+			}
+			p[g] = 256 * sh + sl;
+		}
+		return (xq_term_q6(acc, k.f[blk][0], k.f[blk][1], meta.x, p[0],
+		    p[1]));
+	}
+	int sh = 0;
+	unsigned sl = 0;
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		sh = __dp4a((int)q[i], (int)hi[i], sh);
+		sl = __dp4a(q[i], lo[i], sl);
+	}
+	return (xq_term_min(acc, k.f[blk][0], k.f[blk][1], meta,
+	    256 * sh + (int)sl));
+}
+
+/*
+ * ACC[r][t] plus the terms of chunk K[r] (chunk c of super-block BI of R
+ * rows: the same x-blocks) against the NT quantized columns at XQ (N
+ * values each, LDQ bytes apart): low block, then high block, in the
+ * canonical form.  Each x-block is loaded once for the R rows: x comes
+ * through L1 at 2 bytes a value against the weights' 0.56-0.82, so its
+ * loads, not the weights', fill the L1's sectors (docs/perf-log.md).
+ */
+template <int TYPE, int NT, int R>
 static __device__ __forceinline__ void
-xq_chunk_dot(const xq_chunk &k, const uint8_t *__restrict__ xq, int64_t ldq,
-    int64_t n, int64_t bi, float acc[NT])
+xq_chunk_dot(const xq_chunk (&k)[R], const uint8_t *__restrict__ xq,
+    int64_t ldq, int64_t n, int64_t bi, float (&acc)[R][NT])
 {
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
-		uint32_t q[8];
-		const int64_t xb = bi * 8 + xqc<TYPE>::unpack(k, blk, q);
+		uint32_t q[R][8];
+		int64_t xb = 0;
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			xb = bi * 8 + xqc<TYPE>::unpack(k[r], blk, q[r]);
 #pragma unroll
 		for (int t = 0; t < NT; t++) {
 			const uint8_t *col = xq + t * ldq;
@@ -268,32 +309,10 @@ xq_chunk_dot(const xq_chunk &k, const uint8_t *__restrict__ xq, int64_t ldq,
 			const uint32_t lo[8] = { l0.x, l0.y, l0.z, l0.w,
 			    l1.x, l1.y, l1.z, l1.w };
 
-			if (TYPE == RS_TYPE_Q6_K) {
-				int p[2];
 #pragma unroll
-				for (int g = 0; g < 2; g++) {
-					int sh = 0, sl = 0;
-#pragma unroll
-					for (int i = 4 * g; i < 4 * g + 4; i++) {
-						sh = __dp4a((int)q[i], (int)hi[i],
-						    sh);
-						sl = dp4a_su((int)q[i], lo[i], sl);
-					}
-					p[g] = 256 * sh + sl;
-				}
-				acc[t] = xq_term_q6(acc[t], k.f[blk][0],
-				    k.f[blk][1], meta.x, p[0], p[1]);
-			} else {
-				int sh = 0;
-				unsigned sl = 0;
-#pragma unroll
-				for (int i = 0; i < 8; i++) {
-					sh = __dp4a((int)q[i], (int)hi[i], sh);
-					sl = __dp4a(q[i], lo[i], sl);
-				}
-				acc[t] = xq_term_min(acc[t], k.f[blk][0],
-				    k.f[blk][1], meta, 256 * sh + (int)sl);
-			}
+			for (int r = 0; r < R; r++)
+				acc[r][t] = xq_block_term<TYPE>(acc[r][t], k[r],
+				    blk, q[r], hi, lo, meta);
 		}
 	}
 }

@@ -69,13 +69,13 @@ fill(int type, uint8_t *b, size_t bytes)
 typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, int64_t,
     const uint8_t *, float *, int64_t);
 
-template <int TYPE, int R, int U>
+template <int TYPE, int NT, int R, int U>
 static void
 launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
     const uint8_t *xq, float *y, int64_t ldy)
 {
 	dim3 grid((unsigned)((n_out + MV_WARPS * R - 1) / (MV_WARPS * R)));
-	matvec_xq_kernel<TYPE, 1, R, U><<<grid, MV_WARPS * RS_WARP>>>(w,
+	matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP>>>(w,
 	    n_in, n_out, rb, xq, y, ldy, 0);
 }
 
@@ -96,17 +96,18 @@ struct variant {
 	launch_fn	 fn[3];		/* Q4_K, Q5_K, Q6_K */
 };
 
-#define V(r, u) { "r" #r "_u" #u, 1, { launch<RS_TYPE_Q4_K, r, u>, \
-	launch<RS_TYPE_Q5_K, r, u>, launch<RS_TYPE_Q6_K, r, u> } }
+#define V(nt, r, u) { "dp4a" #nt "_r" #r "_u" #u, nt, { \
+	launch<RS_TYPE_Q4_K, nt, r, u>, launch<RS_TYPE_Q5_K, nt, r, u>, \
+	launch<RS_TYPE_Q6_K, nt, r, u> } }
 #define M(nt, spw, mb) { "mma" #nt "_spw" #spw "_minb" #mb, nt, { \
 	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
 	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> } }
 
 static const struct variant variants[] = {
-	V(2, 2), V(4, 1),
-	M(2, 1, 1), M(2, 1, 2), M(2, 1, 3), M(2, 2, 1), M(4, 1, 2),
-	M(8, 1, 1), M(8, 1, 2), M(8, 1, 3), M(16, 1, 1), M(16, 1, 2),
+	V(1, 1, 2), V(1, 2, 1), V(1, 2, 2), V(1, 4, 1), V(1, 4, 2),
+	V(1, 8, 1), V(2, 2, 1), V(2, 4, 1), V(4, 4, 1),
+	M(2, 1, 2), M(4, 1, 2), M(8, 1, 2), M(16, 1, 1),
 };
 
 static int
