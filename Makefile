@@ -2,10 +2,10 @@
 #
 #   make              librs.a and every command into build/bin (CPU backend;
 #                     the CUDA backend too when nvcc is found, unless CUDA=0)
-#   make test         build and run every Check suite, lint the man pages and
-#                     run their examples, run rs-serve's and the installer's
-#                     tests; every stage runs, and the summary names those
-#                     that failed
+#   make test         check lib/'s layering, build and run every Check suite,
+#                     lint the man pages and run their examples, run
+#                     rs-serve's and the installer's tests; every stage
+#                     runs, and the summary names those that failed
 #   make asan         the same tests under AddressSanitizer + UBSan
 #   make fuzz         libFuzzer targets (fuzz/fuzz_*.c: GGUF, tokenizer, request
 #                     parser, chat template, output parser, streaming path),
@@ -82,7 +82,8 @@ LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
-.PHONY: all lib cmds test test-unit test-man test-serve test-install test-cuda \
+.PHONY: all lib cmds test test-layers test-unit test-man test-serve \
+	test-install test-cuda \
 	volta asan fuzz \
 	install clean config
 all: config lib cmds
@@ -170,7 +171,7 @@ $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 
 # Every stage runs even when an earlier one fails; the last line says
 # which failed (scripts/test-stages.sh).
-TEST_STAGES := test-unit test-man test-serve test-install
+TEST_STAGES := test-layers test-unit test-man test-serve test-install
 
 test: all $(BUILD)/tests/check_all
 	@MAKE="$(MAKE) --no-print-directory" sh scripts/test-stages.sh \
@@ -196,6 +197,10 @@ volta:
 	$(MAKE) BUILD=build/sm70 CUDA=1 CUDA_ARCHS=70 \
 	    NVCC="$$(bash scripts/cuda129.sh)" all build/sm70/tests/check_cuda
 	bash scripts/cuda129-nvrtc.sh
+
+# lib/'s layers: no file includes a header of a layer above its own
+test-layers:
+	sh scripts/check-layers.sh
 
 test-unit: $(BUILD)/tests/check_all cmds
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
