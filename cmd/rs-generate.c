@@ -1,5 +1,5 @@
 /*
- * rs-generate - generate text with a model (lib/rs_gen.h).
+ * rs-generate - generate text with a model (rs_gen.h).
  *
  * Reads JSON lines on stdin, one request per line, with OpenAI field names
  * ({"messages": [...]}, {"prompt": "..."}, {"tokens": [...]} or {"ids":

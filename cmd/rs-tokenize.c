@@ -1,6 +1,6 @@
 /*
  * rs-tokenize - text to token ids and back with a model's tokenizer
- * (lib/rs_tok.h, serving.md §1).
+ * (rs_tok.h, serving.md §1).
  *
  * Plain mode reads the whole input (FILE, stdin, or --text) as one text and
  * prints its ids on one line, or with --pieces one "id<TAB>piece" line per

@@ -1,6 +1,6 @@
 /*
- * check_cuda.c - every CUDA kernel against its CPU oracle (lib/rs_cpu.h,
- * lib/rs_types.c), then the CUDA engine against the CPU engine on the tiny
+ * check_cuda.c - every CUDA kernel against its CPU oracle (rs_cpu.h,
+ * rs_types.c), then the CUDA engine against the CPU engine on the tiny
  * fixture models.  Built only with CUDA=1 and run by `make test-cuda` on a
  * machine with a GPU.  CUDA does not survive fork(), so each test
  * initialises it itself (Check forks before each test).
