@@ -14,6 +14,8 @@
  * (token, head).  Every per-token result is computed in the same order
  * whatever T, the chunking or the thread count, so a batch equals T decode
  * steps bit for bit, which is what makes rollback by snapshot exact.
+ * This file is the oracle of its CUDA twin, kernels/cuda_forward.cu, which
+ * keeps the same structure and operation order (tests/check_cuda.c).
  */
 #include <math.h>
 #include <stdlib.h>
