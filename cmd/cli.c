@@ -6,17 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "rs_time.h"
 #include "rs_utf8.h"
 #include "rs_version.h"
 
 static const char *progname = "rs";
 static int	 quiet;
 static int	 progress_shown;	/* a progress line is on screen */
-static struct timespec progress_last;
+static double	 progress_last;	/* rs_time_ms() of the last line */
 
 static void	 progress_clear(void);
 
@@ -294,16 +294,13 @@ progress_clear(void)
 void
 rs_cli_progress(const char *what, uint64_t done, uint64_t total)
 {
-	struct timespec	now;
-	double		dt;
+	double	now;
 
 	if (quiet || !isatty(STDERR_FILENO))
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	dt = (double)(now.tv_sec - progress_last.tv_sec) +
-	    (double)(now.tv_nsec - progress_last.tv_nsec) * 1e-9;
+	now = rs_time_ms();
 	/* 4 updates a second at most, and always the first and the last */
-	if (progress_shown && dt < 0.25 && done < total)
+	if (progress_shown && now - progress_last < 250 && done < total)
 		return;
 	progress_last = now;
 	if (total == 0)

@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "rs_gguf.h"
 #include "rs_json.h"
+#include "rs_time.h"
 #include "rs_tok.h"
 #include "rs_utf8.h"
 
@@ -81,15 +81,6 @@ usage_full(void)
 	    "      --version      show version and build configuration\n\n"
 	    "With no FILE, or when FILE is -, read standard input.\n"
 	    "Exit status: 0 success, 1 some record failed, 2 error.\n", USAGE);
-}
-
-static double
-now_s(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
 }
 
 /* The whole of FP into a malloc'd buffer; exits 2 on error. */
@@ -168,13 +159,13 @@ encode_plain(struct run *r, const char *text, size_t n)
 
 	warn_invalid(r, "input", text, n);
 	rs_tok_ids_init(&ids);
-	t0 = now_s();
+	t0 = 1e-3 * rs_time_ms();
 	if (rs_tok_encode(r->tok, text, n, r->o->special, &ids, &err) !=
 	    RS_OK) {
 		rs_cli_warn("input: %s", err.msg);
 		return (-1);
 	}
-	r->secs += now_s() - t0;
+	r->secs += 1e-3 * rs_time_ms() - t0;
 	r->bytes += n;
 	r->tokens += ids.n;
 	for (size_t i = 0; i < ids.n; i++) {
@@ -285,12 +276,12 @@ encode_json(struct run *r, const struct rs_json *req, struct rs_json *res,
 		return (-1);
 	}
 	rs_tok_ids_init(&ids);
-	t0 = now_s();
+	t0 = 1e-3 * rs_time_ms();
 	if (rs_tok_encode(r->tok, s, n, r->o->special, &ids, &err) != RS_OK) {
 		snprintf(msg, cap, "text: %s", err.msg);
 		return (-1);
 	}
-	r->secs += now_s() - t0;
+	r->secs += 1e-3 * rs_time_ms() - t0;
 	r->bytes += n;
 	r->tokens += ids.n;
 	arr = rs_json_arr();

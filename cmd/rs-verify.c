@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "cli_npy.h"
@@ -23,6 +22,7 @@
 #include "rs_json.h"
 #include "rs_model.h"
 #include "rs_state.h"
+#include "rs_time.h"
 #include "rs_verify.h"
 
 #define DEFAULT_EXTRA	4	/* tokens decoded after a rollback */
@@ -68,15 +68,6 @@ struct run {
 	int64_t			 tokens_done;
 	double			 ms_done;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 static void
 help(void)
@@ -483,7 +474,7 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 	rs_state_reset(r->state);
 	for (int32_t i = 0; i < rec->n; i += b) {
 		int32_t	 c = rec->n - i < b ? rec->n - i : b;
-		double	 t0 = now_ms();
+		double	 t0 = rs_time_ms();
 
 		if (rec->n >= RS_CLI_LONG_PROMPT)
 			rs_cli_progress("prefill", (uint64_t)i,
@@ -493,7 +484,7 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 		    c, r->lbuf, RS_LOGITS_ALL, r->want_mtp ?
 		    sc->hid + (i + 1) * embd : NULL, err)) != RS_OK)
 			return (s);
-		sc->fwd_ms += now_ms() - t0;
+		sc->fwd_ms += rs_time_ms() - t0;
 		for (int32_t t = 0; t < c; t++) {
 			const float *row = r->lbuf + t * vocab;
 
@@ -522,13 +513,13 @@ mtp_pass(struct run *r, const struct record *rec, struct scores *sc,
 
 	for (int32_t i = 0; i < rec->n; i += b) {
 		int32_t	 c = rec->n - i < b ? rec->n - i : b;
-		double	 t0 = now_ms();
+		double	 t0 = rs_time_ms();
 
 		if ((s = rs_engine_mtp_batch(r->engine, r->state,
 		    rec->tokens + i, c, i, sc->hid + i * embd, r->lbuf, NULL,
 		    err)) != RS_OK)
 			return (s);
-		sc->mtp_ms += now_ms() - t0;
+		sc->mtp_ms += rs_time_ms() - t0;
 		if (rs_cli_npy_rows(&r->mtp, r->lbuf, c) != 0)
 			return (rs_errf(err, RS_ERR_IO, "%s: %s",
 			    r->o->mtp_path, strerror(errno)));

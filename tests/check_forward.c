@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "rs_engine.h"
+#include "rs_time.h"
 #include "t_ref.h"
 #include "t_util.h"
 
@@ -423,12 +424,12 @@ bench(const char *file, int threads)
 	lg = alloc_rows(1, lm.m->hp.n_vocab);
 	for (int i = 0; i < n_pre; i++)
 		tok[i] = (int32_t)((i * 7919) % 2000);
-	t0 = t_now();
+	t0 = 1e-3 * rs_time_ms();
 	forward_ok(&lm, lm.st, tok, n_pre, lg, RS_LOGITS_LAST, NULL);
-	t1 = t_now();
+	t1 = 1e-3 * rs_time_ms();
 	for (int i = 0; i < n_dec; i++)
 		forward_ok(&lm, lm.st, &tok[i], 1, lg, RS_LOGITS_LAST, NULL);
-	t2 = t_now();
+	t2 = 1e-3 * rs_time_ms();
 	printf("bench cpu %s, %d threads: prefill %d tokens %.0f tok/s, "
 	    "decode %d tokens %.0f tok/s\n", file,
 	    rs_engine_n_threads(lm.e), n_pre, n_pre / (t1 - t0), n_dec,
