@@ -54,8 +54,8 @@ struct buffers {
 	int32_t	*seq;			/* (len) the final sequence */
 };
 
-static double
-rel_err(const float *a, const float *ref, int64_t n)
+double
+rs_verify_rel_err(const float *a, const float *ref, int64_t n)
 {
 	double	num = 0.0, den = 0.0;
 
@@ -267,9 +267,10 @@ rs_verify_check_rollback(struct rs_engine *e, const int32_t *tokens,
 		goto done;
 	rep->sequential_ms = rs_time_ms() - t0;
 	rep->n_compared = len;
-	rep->rel_err = rel_err(b.lg_spec, b.lg_seq, len * vocab);
+	rep->rel_err = rs_verify_rel_err(b.lg_spec, b.lg_seq, len * vocab);
 	if (mtp)
-		rep->mtp_rel_err = rel_err(b.mtp_spec, b.mtp_seq, len * vocab);
+		rep->mtp_rel_err = rs_verify_rel_err(b.mtp_spec, b.mtp_seq,
+		    len * vocab);
 done:
 	free_buffers(&b);
 out:
