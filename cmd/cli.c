@@ -2,10 +2,10 @@
  * cli.c - shared command-line conventions (see cli.h).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <unistd.h>
 
 #include "cli.h"
@@ -139,6 +139,67 @@ rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind *kind,
 	*kind = d->kind;
 	*k = d->kind == RS_DRAFTER_NONE ? 0 : d->count > 0 ? d->count :
 	    d->max > 0 ? d->max : RS_DRAFTER_K_DEFAULT;
+}
+
+void
+rs_cli_draft_help(int col)
+{
+	printf("      %-*sspeculative decoding with drafter D: none, ngram\n"
+	    "%*s(prompt lookup), mtp (the model's MTP head) or\n"
+	    "%*smtp+ngram; a number N means ngram with --draft-max N\n"
+	    "%*s(same output, fewer forward passes)\n", col - 6, "--draft D",
+	    col, "", col, "", col, "");
+	printf("      %-*sdrafts per pass, at most (1..%d, default %d; fewer\n"
+	    "%*swhile a request's acceptance is low)\n", col - 6,
+	    "--draft-max K", RS_DRAFTER_K_MAX, RS_DRAFTER_K_DEFAULT, col, "");
+}
+
+void
+rs_cli_common_opt(int c, const char *usage, void (*help)(void))
+{
+	switch (c) {
+	case 'h':
+		help();
+		exit(rs_cli_finish(RS_EXIT_OK));
+	case RS_CLI_OPT_VERSION:
+		rs_cli_print_version();
+		exit(rs_cli_finish(RS_EXIT_OK));
+	default:
+		rs_cli_usage_error(usage, "unknown option");
+	}
+}
+
+void
+rs_cli_opts_done(int argc, char **argv, const char *model, const char *usage)
+{
+	if (optind < argc)
+		rs_cli_usage_error(usage, "unexpected operand '%s'",
+		    argv[optind]);
+	if (model == NULL)
+		rs_cli_usage_error(usage, "no model (-m FILE)");
+}
+
+int64_t
+rs_cli_num_opt(const char *opt, const char *s, int64_t min, int64_t max,
+    const char *usage)
+{
+	int64_t	v;
+
+	if (rs_cli_parse_i64(s, min, max, &v) != 0)
+		rs_cli_usage_error(usage, "%s: '%s' is not an integer in "
+		    "[%lld, %lld]", opt, s, (long long)min, (long long)max);
+	return (v);
+}
+
+enum rs_backend
+rs_cli_backend_opt(const char *s, const char *usage)
+{
+	int	b;
+
+	if ((b = rs_backend_from_name(s)) < 0)
+		rs_cli_usage_error(usage, "--backend: '%s' is not cpu, cuda or "
+		    "auto", s);
+	return ((enum rs_backend)b);
 }
 
 void

@@ -446,7 +446,6 @@ parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "decode", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
 		{ "jsonl", no_argument, NULL, 'j' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "nfc", no_argument, NULL, 'N' },
@@ -457,8 +456,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "text", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		RS_CLI_LONGOPTS_TAIL
 	};
 	int	ch, no_added = 0, no_special = 0;
 
@@ -478,14 +476,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'n':
 			rs_cli_norm_opt(&o->norm, ch == 'N', USAGE);
 			break;
-		case 'h':
-			usage_full();
-			exit(rs_cli_finish(RS_EXIT_OK));
-		case 'V':
-			rs_cli_print_version();
-			exit(rs_cli_finish(RS_EXIT_OK));
 		default:
-			rs_cli_usage_error(USAGE, "unknown option");
+			rs_cli_common_opt(ch, USAGE, usage_full);
 		}
 	}
 	o->special = no_added ? RS_TOK_SPECIAL_NONE : no_special ?

@@ -121,20 +121,8 @@ help(void)
 
 enum {
 	OPT_TOKENS = 256, OPT_TOKENS_FILE, OPT_PREFIX, OPT_LOGITS, OPT_MTP,
-	OPT_CHECK, OPT_EXTRA, OPT_BACKEND, OPT_VERSION
+	OPT_CHECK, OPT_EXTRA, OPT_BACKEND
 };
-
-static int64_t
-num_arg(const char *name, const char *s, int64_t min, int64_t max)
-{
-	int64_t v;
-
-	if (rs_cli_parse_i64(s, min, max, &v) != 0)
-		rs_cli_usage_error(usage_line,
-		    "%s: '%s' is not an integer in [%lld, %lld]", name, s,
-		    (long long)min, (long long)max);
-	return (v);
-}
 
 static void
 parse_opts(int argc, char **argv, struct opts *o)
@@ -153,9 +141,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "batch-size", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 }
+		RS_CLI_LONGOPTS_TAIL
 	};
 	int c;
 
@@ -175,8 +161,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->tokens_file = optarg;
 			break;
 		case OPT_PREFIX:
-			o->prefix = (int32_t)num_arg("--prefix", optarg, 1,
-			    INT32_MAX);
+			o->prefix = (int32_t)rs_cli_num_opt("--prefix", optarg, 1,
+			    INT32_MAX, usage_line);
 			break;
 		case OPT_LOGITS:
 			o->logits_path = optarg;
@@ -188,43 +174,32 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->check_rollback = 1;
 			break;
 		case OPT_EXTRA:
-			o->extra = (int32_t)num_arg("--extra", optarg, 0, 4096);
+			o->extra = (int32_t)rs_cli_num_opt("--extra", optarg, 0,
+			    4096, usage_line);
 			break;
 		case OPT_BACKEND:
-			if ((o->backend = rs_backend_from_name(optarg)) < 0)
-				rs_cli_usage_error(usage_line,
-				    "--backend: '%s' is not cpu, cuda or auto",
-				    optarg);
+			o->backend = rs_cli_backend_opt(optarg, usage_line);
 			break;
 		case 't':
-			o->threads = (int)num_arg("--threads", optarg, 1, 256);
+			o->threads = (int)rs_cli_num_opt("--threads", optarg, 1,
+			    256, usage_line);
 			break;
 		case 'c':
-			o->ctx = (int32_t)num_arg("--ctx-size", optarg, 1,
-			    1 << 24);
+			o->ctx = (int32_t)rs_cli_num_opt("--ctx-size", optarg, 1,
+			    1 << 24, usage_line);
 			break;
 		case 'b':
-			o->batch = (int)num_arg("--batch-size", optarg, 1,
-			    65536);
+			o->batch = (int)rs_cli_num_opt("--batch-size", optarg, 1,
+			    65536, usage_line);
 			break;
 		case 'q':
 			o->quiet = 1;
 			break;
-		case 'h':
-			help();
-			exit(rs_cli_finish(RS_EXIT_OK));
-		case OPT_VERSION:
-			rs_cli_print_version();
-			exit(rs_cli_finish(RS_EXIT_OK));
 		default:
-			rs_cli_usage_error(usage_line, "unknown option");
+			rs_cli_common_opt(c, usage_line, help);
 		}
 	}
-	if (optind < argc)
-		rs_cli_usage_error(usage_line, "unexpected operand '%s'",
-		    argv[optind]);
-	if (o->model == NULL)
-		rs_cli_usage_error(usage_line, "no model (-m FILE)");
+	rs_cli_opts_done(argc, argv, o->model, usage_line);
 	if (o->tokens != NULL && o->tokens_file != NULL)
 		rs_cli_usage_error(usage_line,
 		    "--tokens and --tokens-file are exclusive");
