@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../common.cuh"
+#include "dev.cuh"
 #include "rs_kernels.h"
 
 #define NH	24
@@ -28,53 +29,6 @@
 #define LDQ	(2 * NH * HD)
 #define CTX	131072
 #define MAXT	32
-
-static uint64_t rng = 88172645463325252ULL;
-
-static float
-frand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f);
-}
-
-static void
-die(const char *what, cudaError_t e)
-{
-	if (e != cudaSuccess) {
-		fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-		exit(1);
-	}
-}
-
-static void
-check(const char *what, enum rs_status s, const struct rs_err *err)
-{
-	if (s != RS_OK) {
-		fprintf(stderr, "%s: %s\n", what, err->msg);
-		exit(1);
-	}
-}
-
-static void *
-dev_random(size_t n, int f16)
-{
-	void	*d, *h = malloc(n * (f16 ? 2 : 4));
-
-	for (size_t i = 0; i < n; i++) {
-		if (f16)
-			((__half *)h)[i] = __float2half(frand() * 2.0f);
-		else
-			((float *)h)[i] = frand() * 2.0f;
-	}
-	die("malloc", cudaMalloc(&d, n * (f16 ? 2 : 4)));
-	die("copy", cudaMemcpy(d, h, n * (f16 ? 2 : 4),
-	    cudaMemcpyHostToDevice));
-	free(h);
-	return (d);
-}
 
 int
 main(void)
