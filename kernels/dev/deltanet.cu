@@ -122,6 +122,15 @@ run(const struct gdn *g, int t0, int n)
 	    0, &err), &err);
 }
 
+/* dev_time_ms's view of run(): every token of the gdn at CTX. */
+static void
+run_all(void *ctx)
+{
+	const struct gdn *g = (const struct gdn *)ctx;
+
+	run(g, 0, g->t);
+}
+
 /* The oracle over every token of G, on the host state: O (t, n_vh·dk). */
 static void
 oracle(struct gdn *g, float *o)
@@ -209,10 +218,7 @@ main(void)
 {
 	static const int dks[] = { 64, 128 }, vts[] = { 1, 5, 33 };
 	static const int toks[] = { 1, 16, 256, 2048 };
-	const size_t	 flush_bytes = (size_t)256 << 20;
 	const double	 state_bytes = 2.0 * 48 * 128 * 128 * 4;
-	void		*flush;
-	cudaEvent_t	 e0, e1;
 	int		 bad = 0;
 
 	for (size_t i = 0; i < sizeof(dks) / sizeof(dks[0]); i++)
@@ -221,26 +227,13 @@ main(void)
 	bad |= invariance(8);
 	if (bad)
 		return (1);
-	die("malloc", cudaMalloc(&flush, flush_bytes));
-	die("event", cudaEventCreate(&e0));
-	die("event", cudaEventCreate(&e1));
 	for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
 		struct gdn	g;
-		int		n = toks[i], reps = n >= 256 ? 5 : 20;
-		float		ms, total = 0.0f;
+		int		n = toks[i];
+		double		us;
 
 		gdn_new(&g, 16, 48, 128, n);
-		for (int r = -1; r < reps; r++) {
-			die("flush", cudaMemset(flush, r & 0xff, flush_bytes));
-			die("record", cudaEventRecord(e0, 0));
-			run(&g, 0, n);
-			die("record", cudaEventRecord(e1, 0));
-			die("sync", cudaEventSynchronize(e1));
-			die("time", cudaEventElapsedTime(&ms, e0, e1));
-			if (r >= 0)
-				total += ms;
-		}
-		double us = 1e3 * total / reps;
+		us = 1e3 * dev_time_ms(run_all, &g, n >= 256 ? 5 : 20);
 		printf("{\"kernel\":\"deltanet\",\"dk\":128,\"heads\":48,"
 		    "\"tokens\":%d,\"us\":%.1f,\"us_token\":%.3f,"
 		    "\"state_gb_s\":%.0f,\"us_token_48_layers\":%.1f}\n", n,

@@ -1,8 +1,9 @@
 /*
  * dev.cuh - what the kernel playgrounds share (llm.c's dev/cuda/common.h):
  * stop on the first CUDA or launcher error, a seeded generator for inputs,
- * and device buffers filled from it.  Playgrounds are programs, not
- * library code, so a failure prints and exits 1.
+ * device buffers filled from it, and the timer (llm.c's benchmark_kernel).
+ * Playgrounds are programs, not library code, so a failure prints and
+ * exits 1.
  *
  * The generator is xorshift64 with a fixed seed: every run of a playground
  * sees the same inputs, so its numbers compare across commits.
@@ -85,6 +86,39 @@ dev_random(size_t n, int f16)
 	d = dev_copy(h, n * (f16 ? 2 : 4));
 	free(h);
 	return (d);
+}
+
+/*
+ * Milliseconds FN(CTX) takes on the default stream, the mean of REPS runs
+ * after one warm-up, each timed with CUDA events after a 256 MB memset
+ * that evicts the L2 (50 MB on an H200), so that every run reads its data
+ * from memory as a decode step does.
+ */
+static inline double
+dev_time_ms(void (*fn)(void *), void *ctx, int reps)
+{
+	static void	*flush;
+	const size_t	 flush_bytes = (size_t)256 << 20;
+	cudaEvent_t	 e0, e1;
+	float		 ms, total = 0.0f;
+
+	if (flush == NULL)
+		die("malloc", cudaMalloc(&flush, flush_bytes));
+	die("event", cudaEventCreate(&e0));
+	die("event", cudaEventCreate(&e1));
+	for (int r = -1; r < reps; r++) {
+		die("flush", cudaMemset(flush, r & 0xff, flush_bytes));
+		die("record", cudaEventRecord(e0, 0));
+		fn(ctx);
+		die("record", cudaEventRecord(e1, 0));
+		die("sync", cudaEventSynchronize(e1));
+		die("time", cudaEventElapsedTime(&ms, e0, e1));
+		if (r >= 0)
+			total += ms;
+	}
+	cudaEventDestroy(e0);
+	cudaEventDestroy(e1);
+	return (total / reps);
 }
 
 #endif /* RS_DEV_CUH */
