@@ -2,19 +2,21 @@
 #
 #   make              librs.a and every command into build/bin (CPU backend;
 #                     the CUDA backend too when nvcc is found, unless CUDA=0)
-#   make test         build and run every Check suite, lint the man pages and
-#                     run their examples, run rs-serve's and the installer's
-#                     tests; every stage runs, and the summary names those
-#                     that failed
+#   make test         check lib/'s layering, build and run every Check suite,
+#                     lint the man pages and run their examples, run
+#                     rs-serve's and the installer's tests; every stage
+#                     runs, and the summary names those that failed
 #   make asan         the same tests under AddressSanitizer + UBSan
 #   make fuzz         libFuzzer targets (fuzz/fuzz_*.c: GGUF, tokenizer, request
 #                     parser, chat template, output parser, streaming path),
 #                     run FUZZ_SECONDS each on a seed corpus (fuzz/seeds/)
 #   make install PREFIX=/usr/local
 #
-# Every lib/*.c goes into librs.a, every cmd/rs-*.c becomes a command and
-# every tests/check_<m>.c is a suite (exporting <m>_suite()), so adding a file
-# needs no edit here.
+# Every lib/<layer>/*.c goes into librs.a, every cmd/rs-*.c becomes a command
+# and every tests/check_<m>.c is a suite (exporting <m>_suite()), so adding a
+# file needs no edit here.  Sources include "rs_<m>.h" by name: every lib/
+# folder is on the include path (LIB_INC), and scripts/check-layers.sh keeps
+# each layer from including a higher one.
 
 BUILD	?= build
 PREFIX	?= /usr/local
@@ -38,13 +40,15 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 VERSION	:= 0.1.0
 OPT	?= -O2
 CFLAGS	?= $(OPT) -g
+LIB_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard lib/*/*.[ch]))))
+LIB_INC	:= $(addprefix -I,$(LIB_DIRS))
 CFLAGS	+= -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -MMD -MP \
-	   -Ilib -Icmd $(PKG_CFLAGS) -DRS_VERSION='"$(VERSION)"' \
+	   $(LIB_INC) -Icmd $(PKG_CFLAGS) -DRS_VERSION='"$(VERSION)"' \
 	   $(EXTRA_CFLAGS)
 LDFLAGS	+= -pthread $(EXTRA_LDFLAGS)
 LDLIBS	:= $(PKG_LIBS) -lm
 
-LIB_SRC	:= $(sort $(wildcard lib/*.c))
+LIB_SRC	:= $(sort $(wildcard lib/*/*.c))
 CMD_SRC	:= $(sort $(wildcard cmd/rs-*.c))
 CLI_SRC	:= $(sort $(wildcard cmd/cli*.c))
 TEST_SRC := $(sort $(filter-out tests/check_main.c tests/check_cuda.c, \
@@ -67,7 +71,7 @@ endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCHS ?= 75 90
 NVCCFLAGS ?= -O3 -lineinfo
-NVCCFLAGS += -std=c++17 -DRS_CUDA=1 -Ilib -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+NVCCFLAGS += -std=c++17 -DRS_CUDA=1 $(LIB_INC) -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
 	     $(if $(filter 70,$(CUDA_ARCHS)),-gencode arch=compute_70$(comma)code=compute_70) \
 	     -Xcompiler -Wall,-Wextra
 CU_SRC	:= $(sort $(wildcard kernels/*.cu))
@@ -78,7 +82,8 @@ LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
 comma	:= ,
 
-.PHONY: all lib cmds test test-unit test-man test-serve test-install test-cuda \
+.PHONY: all lib cmds test test-layers test-unit test-man test-serve \
+	test-install test-cuda \
 	volta asan fuzz \
 	install clean config
 all: config lib cmds
@@ -134,7 +139,7 @@ $(BUILD)/bin/rs-serve: $(SERVE_DEPS) $(CLI_OBJ) $(BUILD)/librs.a
 	ar rcs $(SERVE_OBJDIR)/libcli.a $(CLI_OBJ)
 	cd cmd/rs-serve && env MAKEFLAGS= KORE_SOURCE=$(KORE_SOURCE) \
 	    KORE_OBJDIR=$(SERVE_OBJDIR) KODEV_OUTPUT=$(abspath $(@D)) \
-	    CC="$(CC)" CFLAGS="$(OPT) -g -pthread -I$(CURDIR)/lib \
+	    CC="$(CC)" CFLAGS="$(OPT) -g -pthread $(addprefix -I$(CURDIR)/,$(LIB_DIRS)) \
 	    -I$(CURDIR)/cmd $(if $(filter 1,$(CUDA)),-DRS_CUDA=1) \
 	    $(EXTRA_CFLAGS)" LDFLAGS="$(SERVE_OBJDIR)/libcli.a \
 	    $(abspath $(BUILD)/librs.a) $(LDFLAGS) $(LDLIBS)" \
@@ -168,7 +173,7 @@ $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 
 # Every stage runs even when an earlier one fails; the last line says
 # which failed (scripts/test-stages.sh).
-TEST_STAGES := test-unit test-man test-serve test-install
+TEST_STAGES := test-layers test-unit test-man test-serve test-install
 
 test: all $(BUILD)/tests/check_all
 	@MAKE="$(MAKE) --no-print-directory" sh scripts/test-stages.sh \
@@ -194,6 +199,10 @@ volta:
 	$(MAKE) BUILD=build/sm70 CUDA=1 CUDA_ARCHS=70 \
 	    NVCC="$$(bash scripts/cuda129.sh)" all build/sm70/tests/check_cuda
 	bash scripts/cuda129-nvrtc.sh
+
+# lib/'s layers: no file includes a header of a layer above its own
+test-layers:
+	sh scripts/check-layers.sh
 
 test-unit: $(BUILD)/tests/check_all cmds
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_all
@@ -222,7 +231,7 @@ asan:
 
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(PKG_CFLAGS) \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(LIB_INC) $(PKG_CFLAGS) \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
 $(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC)

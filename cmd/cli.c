@@ -2,21 +2,21 @@
  * cli.c - shared command-line conventions (see cli.h).
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "rs_time.h"
 #include "rs_utf8.h"
 #include "rs_version.h"
 
 static const char *progname = "rs";
 static int	 quiet;
 static int	 progress_shown;	/* a progress line is on screen */
-static struct timespec progress_last;
+static double	 progress_last;	/* rs_time_ms() of the last line */
 
 static void	 progress_clear(void);
 
@@ -139,6 +139,67 @@ rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind *kind,
 	*kind = d->kind;
 	*k = d->kind == RS_DRAFTER_NONE ? 0 : d->count > 0 ? d->count :
 	    d->max > 0 ? d->max : RS_DRAFTER_K_DEFAULT;
+}
+
+void
+rs_cli_draft_help(int col)
+{
+	printf("      %-*sspeculative decoding with drafter D: none, ngram\n"
+	    "%*s(prompt lookup), mtp (the model's MTP head) or\n"
+	    "%*smtp+ngram; a number N means ngram with --draft-max N\n"
+	    "%*s(same output, fewer forward passes)\n", col - 6, "--draft D",
+	    col, "", col, "", col, "");
+	printf("      %-*sdrafts per pass, at most (1..%d, default %d; fewer\n"
+	    "%*swhile a request's acceptance is low)\n", col - 6,
+	    "--draft-max K", RS_DRAFTER_K_MAX, RS_DRAFTER_K_DEFAULT, col, "");
+}
+
+void
+rs_cli_common_opt(int c, const char *usage, void (*help)(void))
+{
+	switch (c) {
+	case 'h':
+		help();
+		exit(rs_cli_finish(RS_EXIT_OK));
+	case RS_CLI_OPT_VERSION:
+		rs_cli_print_version();
+		exit(rs_cli_finish(RS_EXIT_OK));
+	default:
+		rs_cli_usage_error(usage, "unknown option");
+	}
+}
+
+void
+rs_cli_opts_done(int argc, char **argv, const char *model, const char *usage)
+{
+	if (optind < argc)
+		rs_cli_usage_error(usage, "unexpected operand '%s'",
+		    argv[optind]);
+	if (model == NULL)
+		rs_cli_usage_error(usage, "no model (-m FILE)");
+}
+
+int64_t
+rs_cli_num_opt(const char *opt, const char *s, int64_t min, int64_t max,
+    const char *usage)
+{
+	int64_t	v;
+
+	if (rs_cli_parse_i64(s, min, max, &v) != 0)
+		rs_cli_usage_error(usage, "%s: '%s' is not an integer in "
+		    "[%lld, %lld]", opt, s, (long long)min, (long long)max);
+	return (v);
+}
+
+enum rs_backend
+rs_cli_backend_opt(const char *s, const char *usage)
+{
+	int	b;
+
+	if ((b = rs_backend_from_name(s)) < 0)
+		rs_cli_usage_error(usage, "--backend: '%s' is not cpu, cuda or "
+		    "auto", s);
+	return ((enum rs_backend)b);
 }
 
 void
@@ -294,16 +355,13 @@ progress_clear(void)
 void
 rs_cli_progress(const char *what, uint64_t done, uint64_t total)
 {
-	struct timespec	now;
-	double		dt;
+	double	now;
 
 	if (quiet || !isatty(STDERR_FILENO))
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	dt = (double)(now.tv_sec - progress_last.tv_sec) +
-	    (double)(now.tv_nsec - progress_last.tv_nsec) * 1e-9;
+	now = rs_time_ms();
 	/* 4 updates a second at most, and always the first and the last */
-	if (progress_shown && dt < 0.25 && done < total)
+	if (progress_shown && now - progress_last < 250 && done < total)
 		return;
 	progress_last = now;
 	if (total == 0)

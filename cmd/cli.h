@@ -50,6 +50,33 @@ int		 rs_cli_parse_i64(const char *s, int64_t min, int64_t max,
 		    int64_t *out);
 
 /*
+ * The tail every command's option parsing shares (rs-generate, rs-verify,
+ * rs-serve, rs-tokenize).  The long options end with RS_CLI_LONGOPTS_TAIL
+ * (--help, --version, the terminator), and the getopt_long switch hands
+ * the options it does not handle itself to rs_cli_common_opt(): -h/--help
+ * runs HELP (the full usage on stdout) and exits 0, --version prints
+ * rs_cli_print_version() and exits 0, anything else is a usage error.
+ * rs_cli_opts_done() then refuses operands and a missing -m.
+ */
+#define RS_CLI_OPT_VERSION	0x7f00	/* above every command's own ids */
+#define RS_CLI_LONGOPTS_TAIL \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, RS_CLI_OPT_VERSION }, \
+	{ NULL, 0, NULL, 0 }
+
+void		 rs_cli_common_opt(int c, const char *usage,
+		    void (*help)(void)) __attribute__((noreturn));
+void		 rs_cli_opts_done(int argc, char **argv, const char *model,
+		    const char *usage);
+
+/* The value S of numeric option OPT, in [MIN, MAX], or a usage error. */
+int64_t		 rs_cli_num_opt(const char *opt, const char *s, int64_t min,
+		    int64_t max, const char *usage);
+
+/* The --backend value S (cpu, cuda or auto), or a usage error. */
+enum rs_backend	 rs_cli_backend_opt(const char *s, const char *usage);
+
+/*
  * Parse S as "true" or "false" into *OUT (1 or 0).  0 on success, -1
  * otherwise (the caller names the option).
  */
@@ -93,6 +120,8 @@ void		 rs_cli_draft_opt(struct rs_cli_draft *d, const char *arg,
 		    const char *max_arg, const char *usage);
 void		 rs_cli_draft_done(const struct rs_cli_draft *d,
 		    enum rs_drafter_kind *kind, int *k, const char *usage);
+/* Their --help lines, descriptions from column COL as the command's. */
+void		 rs_cli_draft_help(int col);
 
 /*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,

@@ -1,7 +1,7 @@
 /*
  * cli_npy.h - write a float32 NumPy .npy file of unknown row count, safely.
  *
- * Rows are streamed through an rs_out (lib/rs_out.h: a temporary file
+ * Rows are streamed through an rs_out (rs_out.h: a temporary file
  * renamed over PATH, or a FIFO/device written in place, never replaced);
  * rs_cli_npy_finish() writes the final header (shape (rows, cols), '<f4',
  * C order) and commits, so a regular PATH only ever appears complete.

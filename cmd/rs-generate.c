@@ -1,5 +1,5 @@
 /*
- * rs-generate - generate text with a model (lib/rs_gen.h).
+ * rs-generate - generate text with a model (rs_gen.h).
  *
  * Reads JSON lines on stdin, one request per line, with OpenAI field names
  * ({"messages": [...]}, {"prompt": "..."}, {"tokens": [...]} or {"ids":
@@ -35,8 +35,8 @@
 		"       [--nfc | --no-nfc] [-q]"
 
 enum {
-	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
-	OPT_DRAFT, OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC
+	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_DRAFT,
+	OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC
 };
 
 struct opts {
@@ -107,18 +107,9 @@ help(void)
 	    "  -t, --threads N             worker threads (default: all "
 	    "CPUs)\n"
 	    "  -c, --ctx-size N            context positions (default: the "
-	    "model's)\n"
-	    "      --draft D               speculative decoding with drafter "
-	    "D: none, ngram\n"
-	    "                              (prompt lookup), mtp (the model's "
-	    "MTP head) or\n"
-	    "                              mtp+ngram; a number N means ngram "
-	    "with --draft-max N\n"
-	    "                              (same output, fewer forward passes)\n"
-	    "      --draft-max K           drafts per pass, at most (1..16, "
-	    "default 4; fewer\n"
-	    "                              while the acceptance is low)\n"
-	    "      --chat-template-file F  render chats with the template in "
+	    "model's)");
+	rs_cli_draft_help(30);
+	puts("      --chat-template-file F  render chats with the template in "
 	    "F instead of the\n"
 	    "                              model's (one of the known Qwen "
 	    "templates)\n"
@@ -155,17 +146,6 @@ help(void)
 	    "Exit status: 0 success, 1 some request failed, 2 error.");
 }
 
-static int64_t
-num_arg(const char *name, const char *s, int64_t min, int64_t max)
-{
-	int64_t	v;
-
-	if (rs_cli_parse_i64(s, min, max, &v) != 0)
-		rs_cli_usage_error(USAGE, "%s: '%s' is not an integer in "
-		    "[%lld, %lld]", name, s, (long long)min, (long long)max);
-	return (v);
-}
-
 static void
 parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -188,9 +168,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "nfc", no_argument, NULL, OPT_NFC },
 		{ "no-nfc", no_argument, NULL, OPT_NO_NFC },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 }
+		RS_CLI_LONGOPTS_TAIL
 	};
 	int	c;
 
@@ -210,24 +188,23 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->raw = 1;
 			break;
 		case 'n':
-			o->max_tokens = num_arg("--max-tokens", optarg, 1,
-			    INT32_MAX);
+			o->max_tokens = rs_cli_num_opt("--max-tokens", optarg,
+			    1, INT32_MAX, USAGE);
 			break;
 		case 's':
-			o->seed = num_arg("--seed", optarg, INT64_MIN,
-			    INT64_MAX);
+			o->seed = rs_cli_num_opt("--seed", optarg, INT64_MIN,
+			    INT64_MAX, USAGE);
 			break;
 		case OPT_BACKEND:
-			if ((o->backend = rs_backend_from_name(optarg)) < 0)
-				rs_cli_usage_error(USAGE, "--backend: '%s' is "
-				    "not cpu, cuda or auto", optarg);
+			o->backend = rs_cli_backend_opt(optarg, USAGE);
 			break;
 		case 't':
-			o->threads = (int)num_arg("--threads", optarg, 1, 256);
+			o->threads = (int)rs_cli_num_opt("--threads", optarg, 1,
+			    256, USAGE);
 			break;
 		case 'c':
-			o->ctx = (int32_t)num_arg("--ctx-size", optarg, 2,
-			    1 << 24);
+			o->ctx = (int32_t)rs_cli_num_opt("--ctx-size", optarg, 2,
+			    1 << 24, USAGE);
 			break;
 		case OPT_TEMPLATE:
 			o->template_file = optarg;
@@ -257,21 +234,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'q':
 			o->quiet = 1;
 			break;
-		case 'h':
-			help();
-			exit(rs_cli_finish(RS_EXIT_OK));
-		case OPT_VERSION:
-			rs_cli_print_version();
-			exit(rs_cli_finish(RS_EXIT_OK));
 		default:
-			rs_cli_usage_error(USAGE, "unknown option");
+			rs_cli_common_opt(c, USAGE, help);
 		}
 	}
-	if (optind < argc)
-		rs_cli_usage_error(USAGE, "unexpected operand '%s'",
-		    argv[optind]);
-	if (o->model == NULL)
-		rs_cli_usage_error(USAGE, "no model (-m FILE)");
+	rs_cli_opts_done(argc, argv, o->model, USAGE);
 	if (o->stream && o->raw)
 		rs_cli_usage_error(USAGE, "--stream and --raw exclude each "
 		    "other");

@@ -5,7 +5,7 @@
  * tokenizer, chat template, tensors per type, bytes read per decoded token).
  * --tensors lists every tensor, --json prints JSON lines, --check only
  * validates.  The GGUF and the qwen35 binding are validated in full before
- * anything is printed from them (lib/rs_gguf.c, lib/rs_model.c).
+ * anything is printed from them (rs_gguf.c, rs_model.c).
  */
 #include <getopt.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /*
  * rs-tokenize - text to token ids and back with a model's tokenizer
- * (lib/rs_tok.h, serving.md §1).
+ * (rs_tok.h, serving.md §1).
  *
  * Plain mode reads the whole input (FILE, stdin, or --text) as one text and
  * prints its ids on one line, or with --pieces one "id<TAB>piece" line per
@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "rs_gguf.h"
 #include "rs_json.h"
+#include "rs_time.h"
 #include "rs_tok.h"
 #include "rs_utf8.h"
 
@@ -81,15 +81,6 @@ usage_full(void)
 	    "      --version      show version and build configuration\n\n"
 	    "With no FILE, or when FILE is -, read standard input.\n"
 	    "Exit status: 0 success, 1 some record failed, 2 error.\n", USAGE);
-}
-
-static double
-now_s(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
 }
 
 /* The whole of FP into a malloc'd buffer; exits 2 on error. */
@@ -168,13 +159,13 @@ encode_plain(struct run *r, const char *text, size_t n)
 
 	warn_invalid(r, "input", text, n);
 	rs_tok_ids_init(&ids);
-	t0 = now_s();
+	t0 = 1e-3 * rs_time_ms();
 	if (rs_tok_encode(r->tok, text, n, r->o->special, &ids, &err) !=
 	    RS_OK) {
 		rs_cli_warn("input: %s", err.msg);
 		return (-1);
 	}
-	r->secs += now_s() - t0;
+	r->secs += 1e-3 * rs_time_ms() - t0;
 	r->bytes += n;
 	r->tokens += ids.n;
 	for (size_t i = 0; i < ids.n; i++) {
@@ -285,12 +276,12 @@ encode_json(struct run *r, const struct rs_json *req, struct rs_json *res,
 		return (-1);
 	}
 	rs_tok_ids_init(&ids);
-	t0 = now_s();
+	t0 = 1e-3 * rs_time_ms();
 	if (rs_tok_encode(r->tok, s, n, r->o->special, &ids, &err) != RS_OK) {
 		snprintf(msg, cap, "text: %s", err.msg);
 		return (-1);
 	}
-	r->secs += now_s() - t0;
+	r->secs += 1e-3 * rs_time_ms() - t0;
 	r->bytes += n;
 	r->tokens += ids.n;
 	arr = rs_json_arr();
@@ -455,7 +446,6 @@ parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
 		{ "decode", no_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
 		{ "jsonl", no_argument, NULL, 'j' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "nfc", no_argument, NULL, 'N' },
@@ -466,8 +456,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "text", required_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		RS_CLI_LONGOPTS_TAIL
 	};
 	int	ch, no_added = 0, no_special = 0;
 
@@ -487,14 +476,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case 'n':
 			rs_cli_norm_opt(&o->norm, ch == 'N', USAGE);
 			break;
-		case 'h':
-			usage_full();
-			exit(rs_cli_finish(RS_EXIT_OK));
-		case 'V':
-			rs_cli_print_version();
-			exit(rs_cli_finish(RS_EXIT_OK));
 		default:
-			rs_cli_usage_error(USAGE, "unknown option");
+			rs_cli_common_opt(ch, USAGE, usage_full);
 		}
 	}
 	o->special = no_added ? RS_TOK_SPECIAL_NONE : no_special ?

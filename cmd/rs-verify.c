@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "cli_npy.h"
@@ -23,6 +22,7 @@
 #include "rs_json.h"
 #include "rs_model.h"
 #include "rs_state.h"
+#include "rs_time.h"
 #include "rs_verify.h"
 
 #define DEFAULT_EXTRA	4	/* tokens decoded after a rollback */
@@ -68,15 +68,6 @@ struct run {
 	int64_t			 tokens_done;
 	double			 ms_done;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 static void
 help(void)
@@ -130,20 +121,8 @@ help(void)
 
 enum {
 	OPT_TOKENS = 256, OPT_TOKENS_FILE, OPT_PREFIX, OPT_LOGITS, OPT_MTP,
-	OPT_CHECK, OPT_EXTRA, OPT_BACKEND, OPT_VERSION
+	OPT_CHECK, OPT_EXTRA, OPT_BACKEND
 };
-
-static int64_t
-num_arg(const char *name, const char *s, int64_t min, int64_t max)
-{
-	int64_t v;
-
-	if (rs_cli_parse_i64(s, min, max, &v) != 0)
-		rs_cli_usage_error(usage_line,
-		    "%s: '%s' is not an integer in [%lld, %lld]", name, s,
-		    (long long)min, (long long)max);
-	return (v);
-}
 
 static void
 parse_opts(int argc, char **argv, struct opts *o)
@@ -162,9 +141,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "batch-size", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ NULL, 0, NULL, 0 }
+		RS_CLI_LONGOPTS_TAIL
 	};
 	int c;
 
@@ -184,8 +161,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->tokens_file = optarg;
 			break;
 		case OPT_PREFIX:
-			o->prefix = (int32_t)num_arg("--prefix", optarg, 1,
-			    INT32_MAX);
+			o->prefix = (int32_t)rs_cli_num_opt("--prefix", optarg, 1,
+			    INT32_MAX, usage_line);
 			break;
 		case OPT_LOGITS:
 			o->logits_path = optarg;
@@ -197,43 +174,32 @@ parse_opts(int argc, char **argv, struct opts *o)
 			o->check_rollback = 1;
 			break;
 		case OPT_EXTRA:
-			o->extra = (int32_t)num_arg("--extra", optarg, 0, 4096);
+			o->extra = (int32_t)rs_cli_num_opt("--extra", optarg, 0,
+			    4096, usage_line);
 			break;
 		case OPT_BACKEND:
-			if ((o->backend = rs_backend_from_name(optarg)) < 0)
-				rs_cli_usage_error(usage_line,
-				    "--backend: '%s' is not cpu, cuda or auto",
-				    optarg);
+			o->backend = rs_cli_backend_opt(optarg, usage_line);
 			break;
 		case 't':
-			o->threads = (int)num_arg("--threads", optarg, 1, 256);
+			o->threads = (int)rs_cli_num_opt("--threads", optarg, 1,
+			    256, usage_line);
 			break;
 		case 'c':
-			o->ctx = (int32_t)num_arg("--ctx-size", optarg, 1,
-			    1 << 24);
+			o->ctx = (int32_t)rs_cli_num_opt("--ctx-size", optarg, 1,
+			    1 << 24, usage_line);
 			break;
 		case 'b':
-			o->batch = (int)num_arg("--batch-size", optarg, 1,
-			    65536);
+			o->batch = (int)rs_cli_num_opt("--batch-size", optarg, 1,
+			    65536, usage_line);
 			break;
 		case 'q':
 			o->quiet = 1;
 			break;
-		case 'h':
-			help();
-			exit(rs_cli_finish(RS_EXIT_OK));
-		case OPT_VERSION:
-			rs_cli_print_version();
-			exit(rs_cli_finish(RS_EXIT_OK));
 		default:
-			rs_cli_usage_error(usage_line, "unknown option");
+			rs_cli_common_opt(c, usage_line, help);
 		}
 	}
-	if (optind < argc)
-		rs_cli_usage_error(usage_line, "unexpected operand '%s'",
-		    argv[optind]);
-	if (o->model == NULL)
-		rs_cli_usage_error(usage_line, "no model (-m FILE)");
+	rs_cli_opts_done(argc, argv, o->model, usage_line);
 	if (o->tokens != NULL && o->tokens_file != NULL)
 		rs_cli_usage_error(usage_line,
 		    "--tokens and --tokens-file are exclusive");
@@ -483,7 +449,7 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 	rs_state_reset(r->state);
 	for (int32_t i = 0; i < rec->n; i += b) {
 		int32_t	 c = rec->n - i < b ? rec->n - i : b;
-		double	 t0 = now_ms();
+		double	 t0 = rs_time_ms();
 
 		if (rec->n >= RS_CLI_LONG_PROMPT)
 			rs_cli_progress("prefill", (uint64_t)i,
@@ -493,7 +459,7 @@ score(struct run *r, const struct record *rec, struct scores *sc,
 		    c, r->lbuf, RS_LOGITS_ALL, r->want_mtp ?
 		    sc->hid + (i + 1) * embd : NULL, err)) != RS_OK)
 			return (s);
-		sc->fwd_ms += now_ms() - t0;
+		sc->fwd_ms += rs_time_ms() - t0;
 		for (int32_t t = 0; t < c; t++) {
 			const float *row = r->lbuf + t * vocab;
 
@@ -522,13 +488,13 @@ mtp_pass(struct run *r, const struct record *rec, struct scores *sc,
 
 	for (int32_t i = 0; i < rec->n; i += b) {
 		int32_t	 c = rec->n - i < b ? rec->n - i : b;
-		double	 t0 = now_ms();
+		double	 t0 = rs_time_ms();
 
 		if ((s = rs_engine_mtp_batch(r->engine, r->state,
 		    rec->tokens + i, c, i, sc->hid + i * embd, r->lbuf, NULL,
 		    err)) != RS_OK)
 			return (s);
-		sc->mtp_ms += now_ms() - t0;
+		sc->mtp_ms += rs_time_ms() - t0;
 		if (rs_cli_npy_rows(&r->mtp, r->lbuf, c) != 0)
 			return (rs_errf(err, RS_ERR_IO, "%s: %s",
 			    r->o->mtp_path, strerror(errno)));

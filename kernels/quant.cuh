@@ -1,7 +1,7 @@
 /*
  * quant.cuh - device decoders: 8 consecutive values of a weight row, for
  * every block format of qwen35-model.md §7 (the same formulas as the CPU
- * oracles in lib/rs_types.c, which tests/check_cuda.c compares them with).
+ * oracles in rs_types.c, which tests/check_cuda.c compares them with).
  *
  * dequant8<T>(row, c, out) writes elements 8c .. 8c+7 of ROW.  Eight values
  * never straddle a block (every block holds a multiple of 8), and within
@@ -32,23 +32,26 @@ k_scale_min(const uint8_t *s, int j, int *sc, int *mn)
 
 template <int T> struct qtraits;
 
+/* elements and bytes of a block: its struct (rs_blocks.h) says how many */
 #define QTRAITS(ty, elems, bytes) \
 	template <> struct qtraits<ty> { enum { qk = elems, qb = bytes }; }
-QTRAITS(RS_TYPE_F32, 1, 4);
-QTRAITS(RS_TYPE_F16, 1, 2);
-QTRAITS(RS_TYPE_BF16, 1, 2);
-QTRAITS(RS_TYPE_Q4_0, 32, 18);
-QTRAITS(RS_TYPE_Q4_1, 32, 20);
-QTRAITS(RS_TYPE_Q5_0, 32, 22);
-QTRAITS(RS_TYPE_Q5_1, 32, 24);
-QTRAITS(RS_TYPE_Q8_0, 32, 34);
-QTRAITS(RS_TYPE_IQ4_NL, 32, 18);
-QTRAITS(RS_TYPE_Q2_K, 256, 84);
-QTRAITS(RS_TYPE_Q3_K, 256, 110);
-QTRAITS(RS_TYPE_Q4_K, 256, 144);
-QTRAITS(RS_TYPE_Q5_K, 256, 176);
-QTRAITS(RS_TYPE_Q6_K, 256, 210);
-QTRAITS(RS_TYPE_IQ4_XS, 256, 136);
+#define QBLOCK(ty, t, elems) QTRAITS(ty, elems, sizeof(struct rs_block_##t))
+QTRAITS(RS_TYPE_F32, 1, sizeof(float));
+QTRAITS(RS_TYPE_F16, 1, sizeof(uint16_t));
+QTRAITS(RS_TYPE_BF16, 1, sizeof(uint16_t));
+QBLOCK(RS_TYPE_Q4_0, q4_0, RS_QK);
+QBLOCK(RS_TYPE_Q4_1, q4_1, RS_QK);
+QBLOCK(RS_TYPE_Q5_0, q5_0, RS_QK);
+QBLOCK(RS_TYPE_Q5_1, q5_1, RS_QK);
+QBLOCK(RS_TYPE_Q8_0, q8_0, RS_QK);
+QBLOCK(RS_TYPE_IQ4_NL, iq4_nl, RS_QK);
+QBLOCK(RS_TYPE_Q2_K, q2_k, RS_QK_K);
+QBLOCK(RS_TYPE_Q3_K, q3_k, RS_QK_K);
+QBLOCK(RS_TYPE_Q4_K, q4_k, RS_QK_K);
+QBLOCK(RS_TYPE_Q5_K, q5_k, RS_QK_K);
+QBLOCK(RS_TYPE_Q6_K, q6_k, RS_QK_K);
+QBLOCK(RS_TYPE_IQ4_XS, iq4_xs, RS_QK_K);
+#undef QBLOCK
 #undef QTRAITS
 
 /* The block holding chunk C, and the chunk's index inside it. */

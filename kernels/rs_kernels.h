@@ -3,8 +3,10 @@
  * GPU can do.  Each launcher checks its arguments, launches on STREAM and
  * returns RS_OK or RS_ERR_CUDA / RS_ERR_INVALID_ARG with ERR filled; none
  * synchronises.  Pointers named d_* are device memory.  Shapes are given
- * row-major, one row per token, like the CPU ops in lib/rs_cpu.h, which are
- * the oracles tests/check_cuda.c compares each launcher with.
+ * row-major, one row per token, like the CPU ops in rs_cpu.h, which are
+ * the oracles tests/check_cuda.c compares each launcher with.  The forward
+ * pass that strings them together is cuda_forward.cu, the twin of the CPU
+ * backend's rs_cpu_forward.c (rs_engine_impl.h declares both).
  */
 #ifndef RS_KERNELS_H
 #define RS_KERNELS_H

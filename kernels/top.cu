@@ -14,7 +14,7 @@
  * top_merge: one block per row, thread b owns block b's sorted list; K
  * rounds of a block-wide argmax over the list heads.  Every comparison is
  * in the total order, so the result is exact and does not depend on the
- * launch shape.  Oracle: rs_top_select (lib/rs_top.c); test:
+ * launch shape.  Oracle: rs_top_select (rs_top.c); test:
  * tests/check_cuda.c "top".
  *
  * Napkin math, 27B row (248,320 logits): one read of the row, 1 MB, 0.3 µs

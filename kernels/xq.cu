@@ -1,5 +1,5 @@
 /*
- * xq.cu - activations to the 16-bit integer format of lib/rs_xq.h, which
+ * xq.cu - activations to the 16-bit integer format of rs_xq.h, which
  * the integer matvec reads (matvec.cu), for inputs that no producing
  * kernel converts on the way out.  One warp per 32-value block, one lane
  * per value (xq.cuh); the bytes match rs_xq_quantize exactly (test:

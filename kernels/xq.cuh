@@ -1,6 +1,6 @@
 /*
  * xq.cuh - one 32-value block into the 16-bit activation format of
- * lib/rs_xq.h, by the warp that holds it (one value per lane).  Shared by
+ * rs_xq.h, by the warp that holds it (one value per lane).  Shared by
  * the conversion kernel (xq.cu) and the kernels that produce a matvec's
  * input and convert it on the way out (RMSNorm, SwiGLU): the same f32
  * operations as rs_xq_quantize, so the bytes match the CPU oracle exactly.

@@ -16,7 +16,7 @@
 # which makes every launcher instantiate its kernel templates as nvcc's
 # host pass would, and with small stand-ins for the C headers the sources
 # include.  The PTX of the launchers is meaningless and is not used: only
-# whether NVRTC accepts the kernels counts.  backend.cu (no kernels, host
+# whether NVRTC accepts the kernels counts.  cuda_forward.cu (no kernels, host
 # runtime calls), gemm.cu (cuBLAS calls) and probe.cu (cudaEvent* timing)
 # are host code and are left out.
 #
@@ -69,14 +69,19 @@ EOF
 
 if [ $# -eq 0 ]; then
 	for f in kernels/*.cu; do
-		case $f in */backend.cu|*/gemm.cu|*/probe.cu) ;; *) set -- "$@" "$f" ;; esac
+		case $f in */cuda_forward.cu|*/gemm.cu|*/probe.cu) ;; *) set -- "$@" "$f" ;; esac
 	done
 fi
+# every lib/ folder, as the Makefile's LIB_INC: sources include "rs_<m>.h"
+libinc=
+for d in lib/*/; do
+	libinc="$libinc -I${d%/}"
+done
 rc=0
 for f in "$@"; do
 	out=$dest/nvrtc-ptx/$(basename "$f" .cu).ptx
 	if "$dest/nvrtc/nvrtc-ptx" "$f" "$out" --gpu-architecture=compute_70 \
-	    -std=c++17 -DRS_CUDA=1 -Ilib -Ikernels -I"$shim" \
+	    -std=c++17 -DRS_CUDA=1 $libinc -Ikernels -I"$shim" \
 	    -I"$root/include" -default-device -rdc=true \
 	    >/dev/null 2>"$out.log"; then
 		n=$(grep -oE '\.entry [A-Za-z0-9_]+' "$out" | sort -u | wc -l)

@@ -16,6 +16,7 @@
 #include "rs_gguf.h"
 #include "rs_half.h"
 #include "rs_types.h"
+#include "rs_verify.h"
 #include "t_util.h"
 
 /*
@@ -131,7 +132,7 @@ check_matmul(const struct rs_gguf_tensor *w, struct rs_pool *pool)
 	rs_cpu_matmul_ref(&mm, nt, row);
 	mm.y = fast;
 	rs_cpu_matmul(pool, &mm, 1, nt, scratch);
-	rel = t_rel_err(fast, ref, nt * n_out);
+	rel = rs_verify_rel_err(fast, ref, nt * n_out);
 	ck_assert_msg(rel <= TOL_FAST, "%s (%s, %lld x %lld): rel %g",
 	    w->name, rs_type_name(w->type), (long long)n_in,
 	    (long long)n_out, rel);
@@ -391,7 +392,7 @@ START_TEST(deltanet_fast)
 			    0.125f, o1);
 			rs_cpu_deltanet(s2, q, k, v, g, beta, dk, dv, 0.125f,
 			    o2);
-			r = t_rel_err(o2, o1, dv);
+			r = rs_verify_rel_err(o2, o1, dv);
 			worst = r > worst ? r : worst;
 			free(q);
 			free(k);
@@ -399,7 +400,7 @@ START_TEST(deltanet_fast)
 		}
 		ck_assert_msg(worst <= TOL_FAST, "dk %d dv %d: output rel %g",
 		    dk, dv, worst);
-		ck_assert_msg(t_rel_err(s2, s1, dk * dv) <= TOL_FAST,
+		ck_assert_msg(rs_verify_rel_err(s2, s1, dk * dv) <= TOL_FAST,
 		    "dk %d dv %d: state", dk, dv);
 		free(s1);
 		free(s2);
@@ -440,8 +441,8 @@ START_TEST(attn_fast)
 		rs_cpu_attn_ref(q, kv + 64, ld, vv + 64, ld, n, 64, 64,
 		    0.125f, o1, sc);
 		rs_cpu_attn(q, kv + 64, ld, vv + 64, ld, n, 64, 64, 0.125f, o2);
-		ck_assert_msg(t_rel_err(o2, o1, 64) <= TOL_FAST, "n %lld: %g",
-		    (long long)n, t_rel_err(o2, o1, 64));
+		ck_assert_msg(rs_verify_rel_err(o2, o1, 64) <= TOL_FAST,
+		    "n %lld: %g", (long long)n, rs_verify_rel_err(o2, o1, 64));
 		free(q);
 		free(kv);
 		free(vv);

@@ -1,6 +1,6 @@
 /*
- * check_cuda.c - every CUDA kernel against its CPU oracle (lib/rs_cpu.h,
- * lib/rs_types.c), then the CUDA engine against the CPU engine on the tiny
+ * check_cuda.c - every CUDA kernel against its CPU oracle (rs_cpu.h,
+ * rs_types.c), then the CUDA engine against the CPU engine on the tiny
  * fixture models.  Built only with CUDA=1 and run by `make test-cuda` on a
  * machine with a GPU.  CUDA does not survive fork(), so each test
  * initialises it itself (Check forks before each test).
@@ -31,6 +31,7 @@
 #include "rs_spec.h"
 #include "rs_state.h"
 #include "rs_types.h"
+#include "rs_verify.h"
 #include "rs_xq.h"
 #include "t_ref.h"
 #include "t_util.h"
@@ -75,7 +76,7 @@ static void
 expect_close(const char *what, const float *got, const float *ref, int64_t n,
     double tol)
 {
-	double e = t_rel_err(got, ref, n);
+	double e = rs_verify_rel_err(got, ref, n);
 
 	ck_assert_msg(e <= tol, "%s: relative error %.3g > %.3g", what, e, tol);
 	for (int64_t i = 0; i < n; i++)
@@ -1270,7 +1271,7 @@ START_TEST(engine_logits)
 			float *a = run_prompt(cpu, p.tok[i], p.len[i]);
 			float *b = run_prompt(gpu, p.tok[i], p.len[i]);
 			int64_t cnt = (int64_t)p.len[i] * m->hp.n_vocab;
-			double e = t_rel_err(b, a, cnt);
+			double e = rs_verify_rel_err(b, a, cnt);
 			printf("cuda %s prompt %d (%d tokens): rel err vs cpu "
 			    "%.3g\n", files[f].file, i, p.len[i], e);
 			ck_assert_msg(e <= (p.len[i] > RS_ENGINE_EXACT_MAX ?
@@ -1527,7 +1528,7 @@ START_TEST(engine_rollback)
 			/* batch invariance makes the rollback exact */
 			ck_assert_msg(memcmp(a, b, (size_t)(4 * V) * 4) == 0,
 			    "k %d j %d: rollback differs by %.3g", k, j,
-			    t_rel_err(a, b, 4 * V));
+			    rs_verify_rel_err(a, b, 4 * V));
 			rs_state_free(s1);
 			rs_state_free(s2);
 		}
@@ -1595,7 +1596,7 @@ START_TEST(engine_ckcache)
 		    27 - want, b, RS_LOGITS_LAST, NULL, &err), RS_OK);
 		ck_assert_msg(memcmp(a, b, (size_t)V * 4) == 0,
 		    "restored at %d: logits differ by %.3g", want,
-		    t_rel_err(a, b, V));
+		    rs_verify_rel_err(a, b, V));
 	}
 	rs_ckcache_stats(c, &cs);
 	ck_assert_uint_eq(cs.host_restores, 1);
@@ -1651,8 +1652,8 @@ START_TEST(engine_batch_invariant)
 			}
 			ck_assert_msg(memcmp(grp, step, (size_t)n * V * 4) == 0,
 			    "%s: groups of %d differ from single steps "
-			    "(rel %.3g)", files[f], g, t_rel_err(step, grp,
-			    n * V));
+			    "(rel %.3g)", files[f], g,
+			    rs_verify_rel_err(step, grp, n * V));
 		}
 		rs_state_free(st);
 		free(step);
@@ -1707,8 +1708,8 @@ START_TEST(engine_prefill_chunks)
 				    RS_LOGITS_LAST, NULL, &err), RS_OK);
 			rs_state_free(st);
 		}
-		double e = t_rel_err(b, a, n * V);
-		double e4 = t_rel_err(b + n * V, a + n * V, 4 * V);
+		double e = rs_verify_rel_err(b, a, n * V);
+		double e4 = rs_verify_rel_err(b + n * V, a + n * V, 4 * V);
 		printf("prefill %d tokens: rel err vs cpu %.3g, the 4 steps "
 		    "after %.3g\n", n, e, e4);
 		ck_assert_msg(e <= 3e-3 && e4 <= 3e-3, "prefill %d: %.3g, "

@@ -1,5 +1,5 @@
 /*
- * check_drafter.c - the drafters (lib/rs_drafter.h): MTP drafts are the
+ * check_drafter.c - the drafters (rs_drafter.h): MTP drafts are the
  * argmax of the MTP logits of llama.cpp (tiny/) and of the float64
  * reference (demo/); the adaptive K converges to the best K for a known
  * acceptance; the trained demo model's acceptance is reported and held to

@@ -13,6 +13,8 @@
 #include <check.h>
 
 #include "rs_engine.h"
+#include "rs_time.h"
+#include "rs_verify.h"
 #include "t_ref.h"
 #include "t_util.h"
 
@@ -71,7 +73,7 @@ START_TEST(f16_prompts)
 		rs_state_reset(lm.st);
 		forward_ok(&lm, lm.st, ref.prompt[p], n, lg, RS_LOGITS_ALL,
 		    NULL);
-		rel = t_rel_err(lg, want, n * v);
+		rel = rs_verify_rel_err(lg, want, n * v);
 		t_argmax_rows(lg, n, v, a);
 		t_argmax_rows(want, n, v, b);
 		for (int32_t t = 0; t < n; t++)
@@ -116,7 +118,7 @@ START_TEST(f16_greedy_batched)
 		    ref.greedy[i]);
 	t_npy_load(t_fixture("tiny/ref-greedy-logits.npy"), &npy);
 	ck_assert(npy.shape[0] == ref.n_seq && npy.shape[1] == v);
-	rel = t_rel_err(lg, npy.data, ref.n_seq * v);
+	rel = rs_verify_rel_err(lg, npy.data, ref.n_seq * v);
 	printf("forward f16: greedy sequence (%d tokens, one pass): rel_err "
 	    "%.3g, %d/%d continuation tokens equal\n", ref.n_seq, rel,
 	    ref.n_greedy, ref.n_greedy);
@@ -202,10 +204,10 @@ START_TEST(quantized)
 		rs_state_reset(lm.st);
 		forward_ok(&lm, lm.st, ref.prompt[p], n, lg, RS_LOGITS_ALL,
 		    NULL);
-		rel = t_rel_err(lg, npy.data + ref.row0[p] * v, n * v);
+		rel = rs_verify_rel_err(lg, npy.data + ref.row0[p] * v, n * v);
 		if (have_peer)
-			lrel = t_rel_err(lg, peer.data + ref.row0[p] * v,
-			    n * v);
+			lrel = rs_verify_rel_err(lg,
+			    peer.data + ref.row0[p] * v, n * v);
 		printf("forward %s: prompt %d: rel_err %.4f (llama.cpp %.4f, "
 		    "bound %.4f)", q, p, rel, perr[p], bound);
 		if (have_peer)
@@ -250,20 +252,20 @@ START_TEST(mtp_vs_llamacpp)
 	    hid + d);
 	t_npy_load(t_fixture("tiny/llamacpp-trunk-hidden.npy"), &hid_ref);
 	ck_assert(hid_ref.shape[0] == ref.n_seq && hid_ref.shape[1] == d);
-	rh = t_rel_err(hid + d, hid_ref.data, ref.n_seq * d);
+	rh = rs_verify_rel_err(hid + d, hid_ref.data, ref.n_seq * d);
 	/* catch-up: row i = (token i, trunk hidden of i − 1) */
 	ck_assert_msg(rs_engine_mtp_batch(lm.e, lm.st, ref.seq, ref.n_seq, 0,
 	    hid, mlg, NULL, &err) == RS_OK, "%s", err.msg);
 	ck_assert_int_eq(rs_state_mtp_pos(lm.st), ref.n_seq);
 	t_npy_load(t_fixture("tiny/llamacpp-mtp-logits.npy"), &mtp_ref);
 	ck_assert(mtp_ref.shape[0] == ref.n_seq && mtp_ref.shape[1] == v);
-	rm = t_rel_err(mlg, mtp_ref.data, ref.n_seq * v);
+	rm = rs_verify_rel_err(mlg, mtp_ref.data, ref.n_seq * v);
 	/* the same one step at a time (draft-style calls) */
 	for (int32_t i = 0; i < ref.n_seq; i++)
 		ck_assert_msg(rs_engine_mtp(lm.e, lm.st, ref.seq[i], i,
 		    hid + i * d, one + i * v, hout, &err) == RS_OK, "%s",
 		    err.msg);
-	rs = t_rel_err(one, mlg, ref.n_seq * v);
+	rs = rs_verify_rel_err(one, mlg, ref.n_seq * v);
 	printf("forward f16: trunk hidden vs llama.cpp rel_err %.3g; MTP "
 	    "logits vs llama.cpp %.3g; MTP steps vs batch %.3g\n", rh, rm, rs);
 	ck_assert_msg(rh <= MAX_REL_MTP, "trunk hidden rel_err %g", rh);
@@ -308,8 +310,8 @@ START_TEST(batch_vs_sequential)
 	for (int32_t t = 0; t < n; t++)
 		forward_ok(&lm, st2, &ref.prompt[p][t], 1, b + t * v,
 		    RS_LOGITS_LAST, hb + t * d);
-	rel = t_rel_err(a, b, n * v);
-	relh = t_rel_err(ha, hb, n * d);
+	rel = rs_verify_rel_err(a, b, n * v);
+	relh = rs_verify_rel_err(ha, hb, n * d);
 	printf("forward: %d tokens in one pass vs %d single steps: logits "
 	    "rel_err %.3g, hidden %.3g\n", n, n, rel, relh);
 	ck_assert_msg(rel <= MAX_REL_BATCH && relh <= MAX_REL_BATCH,
@@ -360,8 +362,8 @@ START_TEST(chunked_prefill)
 	}
 	forward_ok(&small, small.st, ref.prompt[p], n, inner, RS_LOGITS_ALL,
 	    NULL);
-	r1 = t_rel_err(chunked, one, n * v);
-	r2 = t_rel_err(inner, one, n * v);
+	r1 = rs_verify_rel_err(chunked, one, n * v);
+	r2 = rs_verify_rel_err(inner, one, n * v);
 	printf("forward: %d tokens in caller chunks of %d: rel_err %.3g; "
 	    "engine max_batch %d: %.3g\n", n, cs, r1, cs, r2);
 	ck_assert_msg(r1 <= MAX_REL_BATCH, "caller chunks of %d: %g", cs, r1);
@@ -423,12 +425,12 @@ bench(const char *file, int threads)
 	lg = alloc_rows(1, lm.m->hp.n_vocab);
 	for (int i = 0; i < n_pre; i++)
 		tok[i] = (int32_t)((i * 7919) % 2000);
-	t0 = t_now();
+	t0 = 1e-3 * rs_time_ms();
 	forward_ok(&lm, lm.st, tok, n_pre, lg, RS_LOGITS_LAST, NULL);
-	t1 = t_now();
+	t1 = 1e-3 * rs_time_ms();
 	for (int i = 0; i < n_dec; i++)
 		forward_ok(&lm, lm.st, &tok[i], 1, lg, RS_LOGITS_LAST, NULL);
-	t2 = t_now();
+	t2 = 1e-3 * rs_time_ms();
 	printf("bench cpu %s, %d threads: prefill %d tokens %.0f tok/s, "
 	    "decode %d tokens %.0f tok/s\n", file,
 	    rs_engine_n_threads(lm.e), n_pre, n_pre / (t1 - t0), n_dec,

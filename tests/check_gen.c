@@ -1,5 +1,5 @@
 /*
- * check_gen.c - the generation loop (lib/rs_gen.h) on the tiny model.
+ * check_gen.c - the generation loop (rs_gen.h) on the tiny model.
  *
  * Expected values come from tiny/reference.json (the greedy continuation
  * of the reference implementation) and from the tokenizer applied to it

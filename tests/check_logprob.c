@@ -1,6 +1,6 @@
 /*
  * check_logprob.c - log-softmax and top-k of one row of logits
- * (lib/rs_logprob.h).
+ * (rs_logprob.h).
  *
  * Expected values come from the definition worked out by hand for small
  * rows (equal logits: −ln n; logits ln 1..ln 4: ln(i / 10); two logits a

@@ -1,7 +1,9 @@
 /*
  * check_make.c - make test's driver (scripts/test-stages.sh): a stage that
  * fails does not stop the ones after it, and the summary names it (issue
- * #15).  The stages here are a stand-in for make that fails on "b".
+ * #15).  The stages here are a stand-in for make that fails on "b".  And
+ * its layer check (scripts/check-layers.sh): the tree passes, a planted
+ * upward include in a scratch lib/ fails, naming its file and line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,37 @@ START_TEST(stages_all_run)
 }
 END_TEST
 
+START_TEST(layers_upward_include)
+{
+	const char	*dir = t_tmpdir();
+	char		 p[512], c[1024], *out;
+
+	ck_assert_int_eq(t_run("sh scripts/check-layers.sh 2>&1", &out), 0);
+	free(out);
+	snprintf(p, sizeof(p), "%s/lib", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/lib/base", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/lib/tok", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/lib/base/rs_b.h", dir);
+	t_write_file(p, "", 0);
+	snprintf(p, sizeof(p), "%s/lib/tok/rs_t.h", dir);
+	t_write_file(p, "#include \"rs_b.h\"\n", 18);
+	snprintf(c, sizeof(c), "sh scripts/check-layers.sh '%s' 2>&1", dir);
+	ck_assert_int_eq(t_run(c, &out), 0);
+	free(out);
+
+	/* base reaching up to tok, on line 2 */
+	snprintf(p, sizeof(p), "%s/lib/base/rs_b.c", dir);
+	t_write_file(p, "\n#include \"rs_t.h\"\n", 19);
+	ck_assert_int_eq(t_run(c, &out), 1);
+	ck_assert_msg(strstr(out, "lib/base/rs_b.c:2: includes \"rs_t.h\" "
+	    "(layer tok)") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 Suite *
 make_suite(void)
 {
@@ -50,6 +83,9 @@ make_suite(void)
 	TCase	*tc = tcase_create("test_stages");
 
 	tcase_add_test(tc, stages_all_run);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("layers");
+	tcase_add_test(tc, layers_upward_include);
 	suite_add_tcase(s, tc);
 	return (s);
 }

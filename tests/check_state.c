@@ -13,6 +13,7 @@
 #include "rs_engine.h"
 #include "rs_state.h"
 #include "rs_state_impl.h"
+#include "rs_verify.h"
 #include "t_ref.h"
 #include "t_util.h"
 
@@ -72,7 +73,7 @@ assert_after(struct t_lm *lm, struct rs_state *st, const float *want,
 	run(lm, st, after, N_AFTER, got);
 	ck_assert_msg(memcmp(got, want, sz) == 0,
 	    "%s to %d: logits differ from a fresh run (rel %g)", what, keep,
-	    t_rel_err(got, want, N_AFTER * lm->m->hp.n_vocab));
+	    rs_verify_rel_err(got, want, N_AFTER * lm->m->hp.n_vocab));
 	free(got);
 }
 
@@ -233,7 +234,7 @@ START_TEST(kv_only_truncation_is_wrong)
 	run(&lm, lm.st, tok, n, NULL);
 	lm.st->pos = keep;		/* KV truncation alone */
 	run(&lm, lm.st, after, N_AFTER, got);
-	rel = t_rel_err(got, want, N_AFTER * v);
+	rel = rs_verify_rel_err(got, want, N_AFTER * v);
 	ck_assert_msg(rel > 1e-3, "KV-only truncation went unnoticed (%g)",
 	    rel);
 	free(got);

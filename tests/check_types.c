@@ -13,6 +13,7 @@
 #include "rs_gguf.h"
 #include "rs_half.h"
 #include "rs_types.h"
+#include "rs_verify.h"
 #include "t_util.h"
 
 #define H_ONE	0x3c00	/* 1.0 in binary16 */
@@ -366,7 +367,7 @@ START_TEST(roundtrip)
 		ck_assert_int_eq(rs_quant_row(cases[c].type, x, q, N, &err),
 		    RS_OK);
 		dequant(cases[c].type, q, y, N);
-		double e = t_rel_err(y, x, N);
+		double e = rs_verify_rel_err(y, x, N);
 		ck_assert_msg(e < cases[c].bound, "%s round trip error %g > %g",
 		    rs_type_name(cases[c].type), e, cases[c].bound);
 	}

@@ -300,7 +300,7 @@ START_TEST(logits_npy)
 	ck_assert(got.ndim == 2 && got.shape[0] == ref.rows &&
 	    got.shape[1] == VOCAB);
 	for (int p = 0; p < ref.n_prompts; p++) {
-		double rel = t_rel_err(got.data + ref.row0[p] * VOCAB,
+		double rel = rs_verify_rel_err(got.data + ref.row0[p] * VOCAB,
 		    want.data + ref.row0[p] * VOCAB, ref.len[p] * VOCAB);
 
 		ck_assert_msg(rel <= T_MAX_REL, "prompt %d: %g", p, rel);
@@ -332,7 +332,7 @@ START_TEST(mtp_npy)
 	t_npy_load(path, &got);
 	t_npy_load(t_fixture("tiny/llamacpp-mtp-logits.npy"), &want);
 	ck_assert(got.shape[0] == ref.n_seq && got.shape[1] == VOCAB);
-	rel = t_rel_err(got.data, want.data, ref.n_seq * VOCAB);
+	rel = rs_verify_rel_err(got.data, want.data, ref.n_seq * VOCAB);
 	ck_assert_msg(rel <= 5e-3, "MTP logits vs llama.cpp: %g", rel);
 	free(got.data);
 	free(want.data);

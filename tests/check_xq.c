@@ -1,5 +1,5 @@
 /*
- * check_xq.c - the 16-bit activation format (lib/rs_xq.h) against its
+ * check_xq.c - the 16-bit activation format (rs_xq.h) against its
  * definition: values within half a step of the input, bytes that rebuild
  * the integers, block sums, the special blocks, and the dot-product oracle
  * against a plain double dot product.  The GPU kernel is compared with

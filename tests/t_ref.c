@@ -3,7 +3,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <check.h>
 
@@ -148,15 +147,6 @@ t_argmax_rows(const float *logits, int64_t n, int64_t v, int32_t *out)
 				best = i;
 		out[t] = (int32_t)best;
 	}
-}
-
-double
-t_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
 }
 
 void

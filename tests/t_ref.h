@@ -72,7 +72,4 @@ struct rs_state *t_state(const struct t_lm *lm, int n_snap, int ckpt);
 /* Row-wise argmax of N rows of V logits into OUT. */
 void	t_argmax_rows(const float *logits, int64_t n, int64_t v, int32_t *out);
 
-/* Seconds on a monotonic clock. */
-double	t_now(void);
-
 #endif /* T_REF_H */

@@ -163,19 +163,6 @@ t_npy_load(const char *path, struct t_npy *out)
 	free(buf);
 }
 
-double
-t_rel_err(const float *a, const float *ref, int64_t n)
-{
-	double	num = 0.0, den = 0.0;
-
-	for (int64_t i = 0; i < n; i++) {
-		double d = (double)a[i] - (double)ref[i];
-		num += d * d;
-		den += (double)ref[i] * (double)ref[i];
-	}
-	return (den > 0.0 ? sqrt(num / den) : sqrt(num));
-}
-
 int
 t_run(const char *cmd, char **out)
 {

@@ -50,9 +50,6 @@ struct t_npy {
 };
 void		 t_npy_load(const char *path, struct t_npy *out);
 
-/* ||a - ref||_2 / ||ref||_2 over N values (double accumulation). */
-double		 t_rel_err(const float *a, const float *ref, int64_t n);
-
 /*
  * Run the shell command CMD, capturing stdout into *OUT (malloc'd,
  * NUL-terminated; may be NULL to discard) and returning the exit status

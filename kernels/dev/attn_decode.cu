@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../common.cuh"
+#include "dev.cuh"
 #include "rs_kernels.h"
 
 #define NH	24
@@ -29,51 +30,24 @@
 #define CTX	131072
 #define MAXT	32
 
-static uint64_t rng = 88172645463325252ULL;
-
-static float
-frand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f);
-}
+/* One timed rs_k_attn call: N query tokens after D cached ones. */
+struct call {
+	const float	*dq;
+	const uint16_t	*dk, *dv;
+	const int32_t	*dpos;
+	float		*dout, *scr;
+	int		 n, d;
+};
 
 static void
-die(const char *what, cudaError_t e)
+attn_call(void *ctx)
 {
-	if (e != cudaSuccess) {
-		fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-		exit(1);
-	}
-}
+	const struct call	*c = (const struct call *)ctx;
+	struct rs_err		 err;
 
-static void
-check(const char *what, enum rs_status s, const struct rs_err *err)
-{
-	if (s != RS_OK) {
-		fprintf(stderr, "%s: %s\n", what, err->msg);
-		exit(1);
-	}
-}
-
-static void *
-dev_random(size_t n, int f16)
-{
-	void	*d, *h = malloc(n * (f16 ? 2 : 4));
-
-	for (size_t i = 0; i < n; i++) {
-		if (f16)
-			((__half *)h)[i] = __float2half(frand() * 2.0f);
-		else
-			((float *)h)[i] = frand() * 2.0f;
-	}
-	die("malloc", cudaMalloc(&d, n * (f16 ? 2 : 4)));
-	die("copy", cudaMemcpy(d, h, n * (f16 ? 2 : 4),
-	    cudaMemcpyHostToDevice));
-	free(h);
-	return (d);
+	check("attn", rs_k_attn(c->dq, LDQ, 2 * HD, HD, c->dk, c->dv, NH,
+	    NKV, HD, HD, c->n, c->dpos + c->d, CTX, 1.0f / 16.0f, c->dout,
+	    c->scr, 0, &err), &err);
 }
 
 int
@@ -82,7 +56,6 @@ main(void)
 	static const int depths[] = { 4096, 32768, 131072 - MAXT };
 	static const int toks[] = { 1, 4, 16, 32 };
 	const int	 reps = 20, vt = 8, vp0 = 8190;
-	const size_t	 flush_bytes = (size_t)256 << 20;
 	float		*dq = (float *)dev_random((size_t)MAXT * LDQ, 0);
 	uint16_t	*dk = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
 	uint16_t	*dv = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
@@ -90,14 +63,11 @@ main(void)
 	float		*a = (float *)malloc((size_t)vt * NH * HD * 4);
 	float		*b = (float *)malloc((size_t)vt * NH * HD * 4);
 	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)CTX * 4);
-	void		*flush;
-	cudaEvent_t	 e0, e1;
 	struct rs_err	 err;
 
 	die("malloc", cudaMalloc(&dout, (size_t)MAXT * NH * HD * 4));
 	die("malloc", cudaMalloc(&dout1, (size_t)NH * HD * 4));
 	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, MAXT, HD) * 4));
-	die("malloc", cudaMalloc(&flush, flush_bytes));
 	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
 	die("malloc", cudaMalloc(&dpos, ((size_t)CTX + RS_K_N_PARAMS) * 4));
 	for (int i = 0; i < CTX; i++)
@@ -120,26 +90,11 @@ main(void)
 	    "\"identical\":%s}\n", vt, vp0, same ? "true" : "false");
 	if (!same)
 		return (1);
-	die("event", cudaEventCreate(&e0));
-	die("event", cudaEventCreate(&e1));
 	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++)
 		for (size_t j = 0; j < sizeof(toks) / sizeof(toks[0]); j++) {
 			int d = depths[i], n = toks[j];
-			float ms, total = 0.0f;
-			for (int r = -1; r < reps; r++) {
-				die("flush", cudaMemset(flush, r & 0xff,
-				    flush_bytes));
-				die("record", cudaEventRecord(e0, 0));
-				check("attn", rs_k_attn(dq, LDQ, 2 * HD, HD, dk,
-				    dv, NH, NKV, HD, HD, n, dpos + d, CTX,
-				    1.0f / 16.0f, dout, scr, 0, &err), &err);
-				die("record", cudaEventRecord(e1, 0));
-				die("sync", cudaEventSynchronize(e1));
-				die("time", cudaEventElapsedTime(&ms, e0, e1));
-				if (r >= 0)
-					total += ms;
-			}
-			double us = 1e3 * total / reps;
+			struct call c = { dq, dk, dv, dpos, dout, scr, n, d };
+			double us = 1e3 * dev_time_ms(attn_call, &c, reps);
 			double bytes = 2.0 * (d + n) * NKV * HD * 2;
 			printf("{\"kernel\":\"attn\",\"depth\":%d,\"tokens\":%d,"
 			    "\"split_keys\":%lld,\"us\":%.1f,\"kv_mb\":%.1f,"

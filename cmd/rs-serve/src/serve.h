@@ -39,6 +39,7 @@
 #include "rs_metrics.h"
 #include "rs_model.h"
 #include "rs_oai.h"
+#include "rs_time.h"
 #include "rs_tok.h"
 
 struct http_request;
@@ -131,7 +132,7 @@ struct serve_log {
 	const char	*method;	/* static */
 	char		 path[96];
 	const char	*route;		/* static: the route's name */
-	double		 t_recv;	/* serve_now_ms() on arrival */
+	double		 t_recv;	/* rs_time_ms() on arrival */
 	int64_t		 prompt_tokens, cached_tokens, completion_tokens;
 	double		 queue_ms;	/* arrival to the engine */
 	double		 prep_ms;	/* the prep thread's work on it:
@@ -182,9 +183,6 @@ void		serve_worker_fail(void) __attribute__((noreturn));
  */
 void		serve_test_violation(void);
 
-/* Monotonic milliseconds with sub-millisecond precision. */
-double		serve_now_ms(void);
-
 /* ---- jobs: preparation (serve_prep.c), the engine (serve_job.c) ---- */
 
 enum serve_api {
@@ -217,7 +215,7 @@ enum serve_phase {
 struct serve_job {
 	/* set by the loop at submission */
 	enum serve_api		 api;
-	double			 t_recv;	/* serve_now_ms() on arrival */
+	double			 t_recv;	/* rs_time_ms() on arrival */
 	const char		*body;		/* the request body, BODY_LEN */
 	size_t			 body_len;	/* bytes (Kore's buffer, taken
 						   from the request: KBODY) */

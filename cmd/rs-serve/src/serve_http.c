@@ -212,7 +212,7 @@ serve_log_write(const struct serve_log *l, int code)
 	rs_cli_esc(l->path, strlen(l->path), path, sizeof(path));
 	n = snprintf(line, sizeof(line), "%s: %s %s %s %d total_ms=%.1f",
 	    rs_cli_name(), l->addr, l->method, path, code,
-	    serve_now_ms() - l->t_recv);
+	    rs_time_ms() - l->t_recv);
 	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " prompt=%lld "
 		    "cached=%lld completion=%lld queue_ms=%.1f prefill=%lld "
@@ -492,7 +492,7 @@ serve_dispatch(struct http_request *req)
 
 	if (req->hdlr_extra != NULL)
 		return (serve_job_resume(req));
-	t0 = serve_now_ms();
+	t0 = rs_time_ms();
 	r = route_find(req->path);
 	/* before anything else: a refused page learns nothing of the API */
 	if (!host_allowed(req))

@@ -42,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <kore/kore.h>
@@ -100,15 +99,6 @@ static struct {
 
 static void	notify_handle(void *, int);
 
-double
-serve_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
-
 const struct rs_gen *
 serve_engine_gen(void)
 {
@@ -164,7 +154,7 @@ push(struct serve_job *job, const char *p, size_t n, int last)
 {
 	pthread_mutex_lock(&eng.lock);
 	if (job->out.len == 0)
-		job->out_t0 = serve_now_ms();
+		job->out_t0 = rs_time_ms();
 	if (n > 0) {
 		if (job->chunked)
 			rs_buf_addf(&job->out, "%zx\r\n", n);
@@ -207,7 +197,7 @@ on_event(const struct rs_gen_event *ev, void *arg)
 	struct serve_job *job = arg;
 
 	if (is_output(ev->kind) && job->t_first == 0)
-		job->t_first = serve_now_ms();
+		job->t_first = rs_time_ms();
 	if (job->stream) {
 		rs_buf_reset(&eng.scratch);
 		(void)rs_oai_sse_event(&job->fmt, ev, &eng.scratch);
@@ -312,7 +302,7 @@ run_job(struct serve_job *job)
 	enum rs_status		st;
 	int			status = 200, slot;
 
-	job->t_start = serve_now_ms();
+	job->t_start = rs_time_ms();
 	job->log.queue_ms = job->t_start - job->t_recv;
 	memset(&res, 0, sizeof(res));
 	memset(&ge, 0, sizeof(ge));
@@ -323,7 +313,7 @@ run_job(struct serve_job *job)
 		return;
 	}
 	slot = pick_slot(job);
-	job->log.pick_ms = serve_now_ms() - job->t_start;
+	job->log.pick_ms = rs_time_ms() - job->t_start;
 	st = rs_gen_run(eng.g[slot], &job->greq, on_event, job, &res, &ge);
 	rs_buf_reset(&eng.scratch);
 	if (st != RS_OK) {
@@ -349,7 +339,7 @@ run_job(struct serve_job *job)
 		rs_ckcache_stats(eng.ckc, &cs);
 		rs_metrics_checkpoints(serve_metrics, &cs);
 	}
-	job->t_end = serve_now_ms();
+	job->t_end = rs_time_ms();
 	pthread_mutex_lock(&eng.lock);
 	job->status = status;
 	pthread_mutex_unlock(&eng.lock);
@@ -537,7 +527,7 @@ send_bytes(struct serve_job *job, const char *p, size_t n)
 		return;
 	if (n > 0) {
 		net_send_queue(c, p, n);
-		job->last_write = serve_now_ms();
+		job->last_write = rs_time_ms();
 	}
 	if (!net_send_flush(c))
 		kore_connection_disconnect(c);
@@ -661,7 +651,7 @@ admit(struct serve_job *job)
 static void
 note_lag(struct serve_job *job)
 {
-	double lag = serve_now_ms() - job->send_t0;
+	double lag = rs_time_ms() - job->send_t0;
 
 	job->lag_sum += lag;
 	job->lag_n++;
@@ -814,7 +804,7 @@ tick(void *arg, u_int64_t now)
 {
 	struct serve_job	*job;
 	struct rs_buf		 b;
-	double			 t = serve_now_ms();
+	double			 t = rs_time_ms();
 	int			 waiting, running;
 
 	(void)arg;
@@ -903,7 +893,7 @@ job_onfree(struct http_request *req)
 	if (!job->answered) {
 		/* gone before the end: stop the generation (§4.9) */
 		atomic_store(&job->cancel, 1);
-		job->t_cancel = serve_now_ms();
+		job->t_cancel = rs_time_ms();
 		rs_metrics_cancelled(serve_metrics);
 	}
 	pthread_mutex_lock(&eng.lock);

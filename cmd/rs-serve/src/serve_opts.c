@@ -41,18 +41,10 @@ usage_full(void)
 	    "(default: the\n"
 	    "                            GGUF's general.name in lower case)\n"
 	    "      --backend NAME        cpu, cuda or auto (default auto)\n"
-	    "  -t, --threads N           CPU threads (default: online CPUs)\n"
-	    "      --draft D             speculative decoding with drafter "
-	    "D: none, ngram\n"
-	    "                            (prompt lookup), mtp (the model's "
-	    "MTP head) or\n"
-	    "                            mtp+ngram; a number N means ngram "
-	    "with --draft-max N\n"
-	    "                            (same output, fewer forward passes)\n"
-	    "      --draft-max K         drafts per pass, at most (1..16, "
-	    "default 4; fewer\n"
-	    "                            while a request's acceptance is low)\n"
-	    "      --slots N             keep N conversations' caches "
+	    "  -t, --threads N           CPU threads (default: online CPUs)\n",
+	    USAGE);
+	rs_cli_draft_help(28);
+	fputs("      --slots N             keep N conversations' caches "
 	    "(1..16, default 1; each\n"
 	    "                            takes a sequence state's memory)\n"
 	    "      --cache-mem MIB       state checkpoints kept in the "
@@ -136,7 +128,7 @@ usage_full(void)
 	    "GET /v1/models,\nGET /health, GET /metrics (and the aliases "
 	    "without /v1).\n"
 	    "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM), 2 "
-	    "error.\n", USAGE);
+	    "error.\n", stdout);
 	/* offered only where they can work (serve_main.c, check_tls) */
 	if (serve_tls_available())
 		printf("\nHTTPS (Kore's TLS with OpenSSL 1.1):\n"
@@ -176,23 +168,12 @@ list_add(char **list, const char *arg)
 	*list = n;
 }
 
-static int64_t
-number(const char *opt, const char *s, int64_t min, int64_t max)
-{
-	int64_t v;
-
-	if (rs_cli_parse_i64(s, min, max, &v) != 0)
-		rs_cli_usage_error(USAGE, "%s: '%s' is not an integer in "
-		    "[%lld, %lld]", opt, s, (long long)min, (long long)max);
-	return (v);
-}
-
 enum {
 	OPT_HOST = 256, OPT_PORT, OPT_API_KEY, OPT_ALIAS, OPT_BACKEND,
 	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
 	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
-	OPT_VERSION, OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
+	OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
 	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_CK_MIN_CALL, OPT_PUBLIC_HOST,
 	OPT_DRAFT_MAX
 };
@@ -217,7 +198,6 @@ static const struct option longopts[] = {
 	{ "draft-max", required_argument, NULL, OPT_DRAFT_MAX },
 	{ "ctx", required_argument, NULL, 'c' },
 	{ "ctx-size", required_argument, NULL, 'c' },
-	{ "help", no_argument, NULL, 'h' },
 	{ "host", required_argument, NULL, OPT_HOST },
 	{ "max-body", required_argument, NULL, OPT_MAX_BODY },
 	{ "model", required_argument, NULL, 'm' },
@@ -235,8 +215,7 @@ static const struct option longopts[] = {
 	{ "threads", required_argument, NULL, 't' },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 }
+	RS_CLI_LONGOPTS_TAIL
 };
 
 static void
@@ -267,16 +246,19 @@ defaults(struct serve_cfg *c)
 static void
 option(struct serve_cfg *c, int ch, const char *arg)
 {
-	int b;
-
 	switch (ch) {
 	case 'm': c->model_path = dup_or_die(arg); break;
-	case 'c': c->n_ctx = number("--ctx", arg, 2, 1 << 24); break;
-	case 't': c->threads = (int)number("--threads", arg, 1, 256); break;
+	case 'c':
+		c->n_ctx = rs_cli_num_opt("--ctx", arg, 2, 1 << 24, USAGE);
+		break;
+	case 't':
+		c->threads = (int)rs_cli_num_opt("--threads", arg, 1, 256,
+		    USAGE);
+		break;
 	case 'q': c->quiet = 1; break;
 	case OPT_HOST: free(c->host); c->host = dup_or_die(arg); break;
 	case OPT_PORT:
-		(void)number("--port", arg, 1, 65535);
+		(void)rs_cli_num_opt("--port", arg, 1, 65535, USAGE);
 		free(c->port);
 		c->port = dup_or_die(arg);
 		break;
@@ -291,37 +273,37 @@ option(struct serve_cfg *c, int ch, const char *arg)
 			rs_cli_usage_error(USAGE, "--alias: empty name");
 		c->alias = dup_or_die(arg);
 		break;
-	case OPT_BACKEND:
-		if ((b = rs_backend_from_name(arg)) < 0)
-			rs_cli_usage_error(USAGE, "--backend: '%s' is not "
-			    "cpu, cuda or auto", arg);
-		c->backend = (enum rs_backend)b;
+	case OPT_BACKEND: c->backend = rs_cli_backend_opt(arg, USAGE); break;
+	case OPT_QUEUE:
+		c->queue_max = rs_cli_num_opt("--queue", arg, 0, 4096, USAGE);
 		break;
-	case OPT_QUEUE: c->queue_max = number("--queue", arg, 0, 4096); break;
 	case OPT_DRAFT: rs_cli_draft_opt(&c->draft, arg, NULL, USAGE); break;
 	case OPT_DRAFT_MAX:
 		rs_cli_draft_opt(&c->draft, NULL, arg, USAGE);
 		break;
 	case OPT_SLOTS:
-		c->slots = (int)number("--slots", arg, 1, SERVE_MAX_SLOTS);
+		c->slots = (int)rs_cli_num_opt("--slots", arg, 1,
+		    SERVE_MAX_SLOTS, USAGE);
 		break;
 	case OPT_CACHE_MEM:
-		c->cache_mem = number("--cache-mem", arg, 0, INT64_C(1) << 24);
+		c->cache_mem = rs_cli_num_opt("--cache-mem", arg, 0,
+		    INT64_C(1) << 24, USAGE);
 		break;
 	case OPT_CACHE_HOST_MEM:
-		c->cache_host_mem = number("--cache-host-mem", arg, 0,
-		    INT64_C(1) << 24);
+		c->cache_host_mem = rs_cli_num_opt("--cache-host-mem", arg, 0,
+		    INT64_C(1) << 24, USAGE);
 		break;
 	case OPT_CK_EVERY:
-		c->gen.checkpoint_every = (int32_t)number("--checkpoint-every",
-		    arg, 0, 1 << 24);
+		c->gen.checkpoint_every = (int32_t)rs_cli_num_opt(
+		    "--checkpoint-every", arg, 0, 1 << 24, USAGE);
 		break;
 	case OPT_CK_MIN_CALL:
-		c->gen.checkpoint_min_call = (int32_t)number(
-		    "--checkpoint-min-call", arg, 0, 1 << 24);
+		c->gen.checkpoint_min_call = (int32_t)rs_cli_num_opt(
+		    "--checkpoint-min-call", arg, 0, 1 << 24, USAGE);
 		break;
 	case OPT_MAX_BODY:
-		c->body_max = number("--max-body", arg, 1024, INT64_C(1) << 32);
+		c->body_max = rs_cli_num_opt("--max-body", arg, 1024,
+		    INT64_C(1) << 32, USAGE);
 		break;
 	case OPT_NFC:
 	case OPT_NO_NFC:
@@ -357,7 +339,7 @@ option(struct serve_cfg *c, int ch, const char *arg)
 	case OPT_CHROOT: c->chroot = dup_or_die(arg); break;
 	case OPT_SECCOMP_TRACE: c->seccomp_trace = 1; break;
 	default:
-		rs_cli_usage_error(USAGE, "unknown option");
+		rs_cli_common_opt(ch, USAGE, usage_full);
 	}
 }
 
@@ -372,22 +354,15 @@ serve_opts_parse(int argc, char **argv)
 	defaults(c);
 	while ((ch = getopt_long(argc, argv, "c:hm:qt:", longopts, NULL)) !=
 	    -1) {
-		if (ch == 'h') {
-			usage_full();
-			exit(rs_cli_finish(RS_EXIT_OK));
-		}
-		if (ch == OPT_VERSION) {
+		/* the version of the Kore linked in too */
+		if (ch == RS_CLI_OPT_VERSION) {
 			rs_cli_print_version();
 			printf("kore %s\n", kore_version);
 			exit(rs_cli_finish(RS_EXIT_OK));
 		}
 		option(c, ch, optarg);
 	}
-	if (optind < argc)
-		rs_cli_usage_error(USAGE, "unexpected operand '%s'",
-		    argv[optind]);
-	if (c->model_path == NULL)
-		rs_cli_usage_error(USAGE, "no model given (-m MODEL)");
+	rs_cli_opts_done(argc, argv, c->model_path, USAGE);
 	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
 		rs_cli_usage_error(USAGE, "--tls-cert and --tls-key go "
 		    "together");

@@ -274,7 +274,7 @@ generation(struct serve_job *job, const struct rs_json *body, double t0)
 	/* no seed, no determinism (as OpenAI): a fresh one per request */
 	if (getrandom(&job->greq.sample.seed, sizeof(job->greq.sample.seed),
 	    0) != (ssize_t)sizeof(job->greq.sample.seed))
-		job->greq.sample.seed = (uint64_t)serve_now_ms();
+		job->greq.sample.seed = (uint64_t)rs_time_ms();
 	if (rs_gen_req_parse(gen, &job->greq, body, &ge) != RS_OK ||
 	    rs_gen_prepare(gen, &job->greq, &ge) != RS_OK) {
 		answer(job, ge.code, rs_oai_gen_error(&ge));
@@ -298,7 +298,7 @@ generation(struct serve_job *job, const struct rs_json *body, double t0)
 	if (job->greq.logprobs)
 		rs_oai_resp_logprobs(&job->fmt, serve_model.tok);
 	/* before the hand-over: from there the engine thread owns the log */
-	job->log.prep_ms = serve_now_ms() - t0;
+	job->log.prep_ms = rs_time_ms() - t0;
 	serve_job_prepared(job, SERVE_READY);
 }
 
@@ -308,7 +308,7 @@ prepare(struct serve_job *job)
 	struct rs_json	*body;
 	struct rs_err	 err;
 	size_t		 at;
-	double		 t0 = serve_now_ms();
+	double		 t0 = rs_time_ms();
 
 	/* §6 rows 1, 2 and 4: bytes, then JSON, then an object */
 	if (!rs_utf8_valid(job->body, job->body_len, &at)) {

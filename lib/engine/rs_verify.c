@@ -4,9 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs_state.h"
+#include "rs_time.h"
 #include "rs_verify.h"
 
 int32_t
@@ -54,17 +54,8 @@ struct buffers {
 	int32_t	*seq;			/* (len) the final sequence */
 };
 
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
-
-static double
-rel_err(const float *a, const float *ref, int64_t n)
+double
+rs_verify_rel_err(const float *a, const float *ref, int64_t n)
 {
 	double	num = 0.0, den = 0.0;
 
@@ -158,12 +149,12 @@ speculative(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	if ((s = run_calls(e, st, tokens, 0, prefix, prefix, b->lg_spec,
 	    b->hid, b->mtp_spec, err)) != RS_OK)
 		return (s);
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	if ((s = run_calls(e, st, tokens, prefix, n, RS_ENGINE_EXACT_MAX,
 	    b->lg_spec + prefix * vocab, b->hid, b->mtp_spec == NULL ? NULL :
 	    b->mtp_spec + prefix * vocab, err)) != RS_OK)
 		return (s);
-	rep->verify_ms = now_ms() - t0;
+	rep->verify_ms = rs_time_ms() - t0;
 	if ((amax = malloc((size_t)n * sizeof(*amax))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	for (int32_t i = 0; i < n; i++)
@@ -271,14 +262,15 @@ rs_verify_check_rollback(struct rs_engine *e, const int32_t *tokens,
 	    err)) != RS_OK)
 		goto done;
 	len = prefix + rep->accepted + extra;
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	if ((s = sequential(e, seq, prefix, len, &b, err)) != RS_OK)
 		goto done;
-	rep->sequential_ms = now_ms() - t0;
+	rep->sequential_ms = rs_time_ms() - t0;
 	rep->n_compared = len;
-	rep->rel_err = rel_err(b.lg_spec, b.lg_seq, len * vocab);
+	rep->rel_err = rs_verify_rel_err(b.lg_spec, b.lg_seq, len * vocab);
 	if (mtp)
-		rep->mtp_rel_err = rel_err(b.mtp_spec, b.mtp_seq, len * vocab);
+		rep->mtp_rel_err = rs_verify_rel_err(b.mtp_spec, b.mtp_seq,
+		    len * vocab);
 done:
 	free_buffers(&b);
 out:

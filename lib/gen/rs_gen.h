@@ -50,10 +50,12 @@
  * (exceed_context_size_error); max_tokens beyond the room left is clamped
  * to n_ctx − P tokens and ends with finish_reason "length".
  *
- * Lifecycle and threads.  One struct rs_gen per engine and state (one per
- * process in rs-serve): rs_gen_new() borrows the engine, the state and the
- * tokenizer, which must outlive it; the state then belongs to it (do not
- * run anything else on it; rs_gen_reset() forgets the cache).
+ * Lifecycle and threads.  One struct rs_gen per sequence state; several
+ * may share an engine (rs-serve --slots N: N states and generators on one
+ * engine, run one at a time by its engine thread).  rs_gen_new() borrows
+ * the engine, the state and the tokenizer, which must outlive it; the
+ * state then belongs to it (do not run anything else on it;
+ * rs_gen_reset() forgets the cache).
  * rs_gen_run() runs one request at a time.  rs_gen_req_parse() and
  * rs_gen_prepare() only read what never changes after rs_gen_new() (the
  * tokenizer, the template variant, n_ctx, n_vocab), so HTTP threads may

@@ -383,7 +383,7 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	struct rs_gen_timings	*t = &res->timings;
 	struct rs_gen_usage	*us = &res->usage;
 	const char		*raw = u->raw.data != NULL ? u->raw.data : "";
-	double			 t_end = rs_gen_now_ms();
+	double			 t_end = rs_time_ms();
 
 	if (u->parse != NULL)
 		rs_parse_result(u->parse, &pr);
@@ -600,13 +600,13 @@ rs_gen_run(struct rs_gen *g, struct rs_gen_req *r, rs_gen_cb cb, void *arg,
 	u.cb = cb;
 	u.arg = arg;
 	rs_buf_init(&u.raw);
-	u.t0 = rs_gen_now_ms();
+	u.t0 = rs_time_ms();
 	st = setup(&u);
-	u.bd.setup_ms = rs_gen_now_ms() - u.t0;
+	u.bd.setup_ms = rs_time_ms() - u.t0;
 	if (st == RS_OK) {
 		running = 1;
 		if ((st = rs_gen_prefill(&u)) == RS_OK) {
-			u.t_prefill = rs_gen_now_ms();
+			u.t_prefill = rs_time_ms();
 			if (!u.cancelled)
 				st = rs_gen_decode(&u);
 		}

@@ -87,9 +87,10 @@ struct rs_engine {
 	unsigned char		*top_skip;	/* (n_vocab) or NULL: none */
 };
 
+/* rs_cpu_forward.c, the oracle of its twin, kernels/cuda_forward.cu */
 extern const struct rs_backend_ops rs_cpu_backend;
 #ifdef RS_CUDA
-/* kernels/backend.cu; rs_cuda_device_count() > 0 before using it. */
+/* kernels/cuda_forward.cu; rs_cuda_device_count() > 0 before using it. */
 extern const struct rs_backend_ops rs_cuda_backend;
 int		rs_cuda_device_count(void);
 /* Scratch bytes of a CUDA engine of batch B (needs no GPU). */

@@ -3,10 +3,10 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs_spec.h"
 #include "rs_state.h"
+#include "rs_time.h"
 
 struct spec {
 	struct rs_engine	*e;
@@ -22,15 +22,6 @@ struct spec {
 	int32_t			*toks;		/* (k + 1) y0, d1..dk */
 	int32_t			 chunk;		/* prefill tokens per call */
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 /* The prompt through the trunk, each chunk shown to the drafter. */
 static enum rs_status
@@ -96,7 +87,7 @@ spec_round(struct spec *s, const int32_t *prompt, int32_t n_prompt,
 	    err)) != RS_OK)
 		return (st);
 	*drafted = kk;
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	/* the argmax of each row is all greedy acceptance reads */
 	if ((st = rs_engine_forward_top(s->e, s->st, s->toks, kk + 1,
 	    RS_LOGITS_ALL, 1, 0, s->top, s->hidden, err)) != RS_OK)
@@ -114,7 +105,7 @@ spec_round(struct spec *s, const int32_t *prompt, int32_t n_prompt,
 	if (*a < kk && (st = rs_engine_truncate(s->e, s->st, p + *a + 1,
 	    err)) != RS_OK)
 		return (st);
-	*verify_ms += now_ms() - t0;
+	*verify_ms += rs_time_ms() - t0;
 	if (s->d != NULL) {
 		if ((st = rs_drafter_observe(s->d, s->st, s->toks, *a + 1, p,
 		    s->hidden, err)) != RS_OK)
@@ -135,7 +126,7 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st, struct rs_drafter *d,
 	struct rs_drafter_stats ds;
 	int32_t		 rows, gen = 0;
 	enum rs_status	 r;
-	double		 t0 = now_ms(), pre;
+	double		 t0 = rs_time_ms(), pre;
 
 	memset(stats, 0, sizeof(*stats));
 	if (d != NULL && rs_drafter_kind(d) == RS_DRAFTER_NONE)
@@ -159,12 +150,12 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st, struct rs_drafter *d,
 	if ((r = prefill(&s, prompt, n_prompt, err)) != RS_OK)
 		goto out;
 	out[gen++] = s.toks[0] = s.top[0].id;
-	stats->prefill_ms = now_ms() - t0;
+	stats->prefill_ms = rs_time_ms() - t0;
 	ds.catchup_ms = 0.0;
 	if (s.d != NULL)
 		rs_drafter_stats(s.d, &ds);	/* the prefill's catch-up */
 	pre = ds.catchup_ms;
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	while (gen < n_new) {
 		int32_t emitted;
 		int	a, kk;
@@ -179,7 +170,7 @@ rs_spec_greedy(struct rs_engine *e, struct rs_state *st, struct rs_drafter *d,
 		gen += emitted;
 	}
 	stats->generated = gen;
-	stats->decode_ms = now_ms() - t0;
+	stats->decode_ms = rs_time_ms() - t0;
 	if (s.d != NULL) {
 		rs_drafter_stats(s.d, &ds);
 		stats->draft_ms = ds.draft_ms;

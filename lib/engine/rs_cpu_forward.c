@@ -14,15 +14,17 @@
  * (token, head).  Every per-token result is computed in the same order
  * whatever T, the chunking or the thread count, so a batch equals T decode
  * steps bit for bit, which is what makes rollback by snapshot exact.
+ * This file is the oracle of its CUDA twin, kernels/cuda_forward.cu, which
+ * keeps the same structure and operation order (tests/check_cuda.c).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs_cpu.h"
 #include "rs_engine_impl.h"
 #include "rs_pool.h"
+#include "rs_time.h"
 #include "rs_types.h"
 
 struct cpu {
@@ -503,15 +505,6 @@ probe_item(void *arg, int64_t i, int ith)
 	    acc[6] + acc[7];
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
-}
-
 /* Threaded sum over a 1 GiB buffer: host memory's read bandwidth. */
 static enum rs_status
 cpu_probe(struct rs_engine *e, double *gb_s, struct rs_err *err)
@@ -530,10 +523,10 @@ cpu_probe(struct rs_engine *e, double *gb_s, struct rs_err *err)
 	r.buf = buf;
 	r.sums = sums;
 	rs_pool_run(c->pool, probe_item, &r, items);	/* warm-up */
-	t0 = now_s();
+	t0 = 1e-3 * rs_time_ms();
 	for (int rep = 0; rep < 3; rep++)
 		rs_pool_run(c->pool, probe_item, &r, items);
-	*gb_s = 3.0 * (double)PROBE_BYTES / (now_s() - t0) / 1e9;
+	*gb_s = 3.0 * (double)PROBE_BYTES / (1e-3 * rs_time_ms() - t0) / 1e9;
 	free(buf);
 	return (RS_OK);
 }

@@ -4,11 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs_bench.h"
 #include "rs_sample.h"
 #include "rs_state_impl.h"
+#include "rs_time.h"
 #include "rs_verify.h"
 
 struct bench {
@@ -22,15 +22,6 @@ struct bench {
 	double			 probe;		/* GB/s */
 	double			 group1_ms;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 void
 rs_bench_defaults(struct rs_bench_opts *o)
@@ -160,12 +151,12 @@ decode(struct bench *b, int64_t depth, int n, struct rs_err *err)
 
 	if ((s = fill(b, depth, err)) != RS_OK)
 		return (s);
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	for (int i = 0; i < n; i++)
 		if ((s = rs_engine_forward(b->e, b->st, b->tokens + depth + i,
 		    1, b->logits, RS_LOGITS_LAST, NULL, err)) != RS_OK)
 			return (s);
-	r.ms = (now_ms() - t0) / n;
+	r.ms = (rs_time_ms() - t0) / n;
 	r.tok_s = 1e3 / r.ms;
 	r.bytes_per_tok = bytes_per_token(b, depth);
 	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);
@@ -203,7 +194,7 @@ decode_sampled(struct bench *b, const char *test, struct rs_err *err)
 	if ((s = fill(b, depth, err)) != RS_OK || (s = rs_sample_new(&smp, &p,
 	    (int32_t)rs_engine_model(b->e)->hp.n_vocab, err)) != RS_OK)
 		return (s);
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	for (int i = 0; i < n; i++) {
 		/* the best tokens only, when they are all the sampler needs */
 		int32_t k = rs_sample_top_need(smp, NULL);
@@ -218,7 +209,7 @@ decode_sampled(struct bench *b, const char *test, struct rs_err *err)
 		    RS_OK || (s = rs_sample_accept(smp, t, err)) != RS_OK)
 			break;
 	}
-	r.ms = (now_ms() - t0) / n;
+	r.ms = (rs_time_ms() - t0) / n;
 	rs_sample_free(smp);
 	if (s != RS_OK)
 		return (s);
@@ -247,11 +238,11 @@ verify(struct bench *b, int g, struct rs_err *err)
 	if ((s = fill(b, depth, err)) != RS_OK)
 		return (s);
 	for (int rep = 0; rep < b->o->verify_reps; rep++) {
-		t0 = now_ms();
+		t0 = rs_time_ms();
 		if ((s = rs_engine_forward_top(b->e, b->st, b->tokens + depth,
 		    g, RS_LOGITS_ALL, 1, 0, top, NULL, err)) != RS_OK)
 			return (s);
-		total += now_ms() - t0;
+		total += rs_time_ms() - t0;
 		if ((s = rs_engine_truncate(b->e, b->st, (int32_t)depth,
 		    err)) != RS_OK)
 			return (s);
@@ -284,14 +275,14 @@ prefill(struct bench *b, const char *test, int64_t n, struct rs_err *err)
 	    rs_engine_max_batch(b->e), err)) != RS_OK)
 		return (s);
 	rs_state_reset(b->st);
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	if ((s = rs_engine_forward(b->e, b->st, b->tokens, (int32_t)n,
 	    b->logits, RS_LOGITS_LAST, NULL, err)) != RS_OK)
 		return (s);
 	if (strcmp(test, "ttft") == 0)
 		(void)rs_logits_argmax(b->logits,
 		    rs_engine_model(b->e)->hp.n_vocab);
-	r.ms = now_ms() - t0;
+	r.ms = rs_time_ms() - t0;
 	r.tok_s = (double)n * 1e3 / r.ms;
 	/* compute-bound: no bytes-per-token model, no efficiency */
 	return (emit(b, &r) ? RS_ERR_LIMIT : RS_OK);

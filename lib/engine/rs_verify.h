@@ -28,6 +28,14 @@
  */
 #define RS_VERIFY_ROLLBACK_TOL	1e-5
 
+/*
+ * ‖A − REF‖₂ / ‖REF‖₂ over N values, accumulated in double (‖A − REF‖₂
+ * when REF is all zeros): the one metric logits and activations are
+ * compared with, here, in the tests (against the fixtures' references and
+ * the CPU oracles) and in the kernel playgrounds.
+ */
+double		rs_verify_rel_err(const float *a, const float *ref, int64_t n);
+
 /* Index of the largest of N logits (the first one on ties). */
 int32_t		rs_logits_argmax(const float *logits, int64_t n);
 

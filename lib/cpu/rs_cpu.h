@@ -1,6 +1,8 @@
 /*
  * rs_cpu.h - the CPU operators of the qwen35 forward pass (qwen35-model.md
- * §4), one file per op (lib/rs_cpu_<op>.c).
+ * §4), one file per op (rs_cpu_<op>.c, beside this header).  The forward
+ * pass that strings them together is rs_cpu_forward.c (lib/engine/), whose
+ * CUDA twin is kernels/cuda_forward.cu.
  *
  * Every op has a literal scalar oracle rs_cpu_<op>_ref that transcribes the
  * spec's formula; where the engine uses a faster version (threaded matmul,

@@ -325,28 +325,36 @@ iq4_xs_to_float(const void *src, float *y, int64_t n)
 
 /* ---- the table ---- */
 
+/* elements and bytes of a block: its struct (rs_blocks.h) says how many */
+#define BLOCK(t, qk)	(qk), (int)sizeof(struct rs_block_##t)
+
 static const struct rs_type_traits traits[RS_TYPE_COUNT] = {
-	[RS_TYPE_F32] = { "f32", 1, 4, f32_to_float, f32_from_float },
-	[RS_TYPE_F16] = { "f16", 1, 2, f16_to_float, f16_from_float },
-	[RS_TYPE_BF16] = { "bf16", 1, 2, bf16_to_float, bf16_from_float },
-	[RS_TYPE_Q4_0] = { "q4_0", RS_QK, 18, q4_0_to_float, NULL },
-	[RS_TYPE_Q4_1] = { "q4_1", RS_QK, 20, q4_1_to_float, NULL },
-	[RS_TYPE_Q5_0] = { "q5_0", RS_QK, 22, q5_0_to_float, NULL },
-	[RS_TYPE_Q5_1] = { "q5_1", RS_QK, 24, q5_1_to_float, NULL },
-	[RS_TYPE_Q8_0] = { "q8_0", RS_QK, 34, q8_0_to_float,
+	[RS_TYPE_F32] = { "f32", 1, (int)sizeof(float), f32_to_float,
+	    f32_from_float },
+	[RS_TYPE_F16] = { "f16", 1, (int)sizeof(uint16_t), f16_to_float,
+	    f16_from_float },
+	[RS_TYPE_BF16] = { "bf16", 1, (int)sizeof(uint16_t), bf16_to_float,
+	    bf16_from_float },
+	[RS_TYPE_Q4_0] = { "q4_0", BLOCK(q4_0, RS_QK), q4_0_to_float, NULL },
+	[RS_TYPE_Q4_1] = { "q4_1", BLOCK(q4_1, RS_QK), q4_1_to_float, NULL },
+	[RS_TYPE_Q5_0] = { "q5_0", BLOCK(q5_0, RS_QK), q5_0_to_float, NULL },
+	[RS_TYPE_Q5_1] = { "q5_1", BLOCK(q5_1, RS_QK), q5_1_to_float, NULL },
+	[RS_TYPE_Q8_0] = { "q8_0", BLOCK(q8_0, RS_QK), q8_0_to_float,
 	    rs_quant_q8_0 },
-	[RS_TYPE_Q8_1] = { "q8_1", RS_QK, 36, NULL, NULL },
-	[RS_TYPE_Q2_K] = { "q2_k", RS_QK_K, 84, q2_k_to_float, NULL },
-	[RS_TYPE_Q3_K] = { "q3_k", RS_QK_K, 110, q3_k_to_float, NULL },
-	[RS_TYPE_Q4_K] = { "q4_k", RS_QK_K, 144, q4_k_to_float,
+	[RS_TYPE_Q8_1] = { "q8_1", BLOCK(q8_1, RS_QK), NULL, NULL },
+	[RS_TYPE_Q2_K] = { "q2_k", BLOCK(q2_k, RS_QK_K), q2_k_to_float, NULL },
+	[RS_TYPE_Q3_K] = { "q3_k", BLOCK(q3_k, RS_QK_K), q3_k_to_float, NULL },
+	[RS_TYPE_Q4_K] = { "q4_k", BLOCK(q4_k, RS_QK_K), q4_k_to_float,
 	    rs_quant_q4_k },
-	[RS_TYPE_Q5_K] = { "q5_k", RS_QK_K, 176, q5_k_to_float,
+	[RS_TYPE_Q5_K] = { "q5_k", BLOCK(q5_k, RS_QK_K), q5_k_to_float,
 	    rs_quant_q5_k },
-	[RS_TYPE_Q6_K] = { "q6_k", RS_QK_K, 210, q6_k_to_float,
+	[RS_TYPE_Q6_K] = { "q6_k", BLOCK(q6_k, RS_QK_K), q6_k_to_float,
 	    rs_quant_q6_k },
-	[RS_TYPE_Q8_K] = { "q8_k", RS_QK_K, 292, NULL, NULL },
-	[RS_TYPE_IQ4_NL] = { "iq4_nl", RS_QK, 18, iq4_nl_to_float, NULL },
-	[RS_TYPE_IQ4_XS] = { "iq4_xs", RS_QK_K, 136, iq4_xs_to_float, NULL },
+	[RS_TYPE_Q8_K] = { "q8_k", BLOCK(q8_k, RS_QK_K), NULL, NULL },
+	[RS_TYPE_IQ4_NL] = { "iq4_nl", BLOCK(iq4_nl, RS_QK),
+	    iq4_nl_to_float, NULL },
+	[RS_TYPE_IQ4_XS] = { "iq4_xs", BLOCK(iq4_xs, RS_QK_K),
+	    iq4_xs_to_float, NULL },
 };
 
 const struct rs_type_traits *

@@ -6,6 +6,22 @@
  * (qwen35-model.md §2.1).  The decoders are the scalar reference ("oracle")
  * implementations of §7 that faster CPU code and the CUDA kernels are tested
  * against.  Everything here is pure and thread-safe.
+ *
+ * To add a quant type (a block format of qwen35-model.md §7):
+ *   1. enum rs_type below: its id, as ggml numbers it;
+ *   2. rs_blocks.h: the block struct and a static_assert of its size, the
+ *      only place the size is written (everything else takes sizeof);
+ *   3. rs_types.c: the scalar decoder <t>_to_float, the oracle, and the
+ *      traits entry (BLOCK(<t>, elements)); an encoder in rs_quant.c only
+ *      if we write the type;
+ *   4. tests/check_types.c: a block decoded by hand;
+ *   5. rs_scan.c block_scales(): where its float scales are, for
+ *      rs-inspect --check;
+ *   6. optional, for speed on the CPU: a row decoder in rs_cpu_dequant.c
+ *      (fast_decoders[]), checked against the oracle in tests/check_cpu.c;
+ *   7. CUDA, kernels/quant.cuh: QBLOCK(), dequant8<T> and a case of
+ *      dispatch_type(); the type in tests/check_cuda.c's type lists.  The
+ *      integer matvec paths (matvec_sb.cuh, matvec_xq.cuh) are optional.
  */
 #ifndef RS_TYPES_H
 #define RS_TYPES_H

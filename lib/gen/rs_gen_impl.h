@@ -12,6 +12,7 @@
 #include "rs_gen.h"
 #include "rs_parse.h"
 #include "rs_stop.h"
+#include "rs_time.h"
 
 struct rs_gen {
 	struct rs_engine	*e;		/* borrowed */
@@ -131,9 +132,6 @@ struct rs_gen_job {
  */
 int		rs_gen_turn_at(const struct rs_gen *g, const int32_t *p,
 		    int32_t n, int32_t q, int any);
-
-/* Milliseconds on a monotonic clock. */
-double		rs_gen_now_ms(void);
 
 /* Hand EV to U's callback; -1 once the run is cancelled. */
 int		rs_gen_emit(struct rs_gen_job *u,

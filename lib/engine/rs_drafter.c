@@ -5,13 +5,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs_cpu.h"
 #include "rs_draft.h"
 #include "rs_drafter.h"
 #include "rs_rng.h"
 #include "rs_state.h"
+#include "rs_time.h"
 
 /* Where a round's drafts came from (its statistics). */
 enum src {
@@ -58,15 +58,6 @@ static const char *const kind_names[] = {
 };
 
 #define N_KINDS	(sizeof(kind_names) / sizeof(kind_names[0]))
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 const char *
 rs_drafter_kind_name(enum rs_drafter_kind k)
@@ -314,9 +305,9 @@ rs_drafter_observe(struct rs_drafter *d, struct rs_state *st,
 
 	if (!d->mtp || n < 1)
 		return (RS_OK);
-	t0 = now_ms();
+	t0 = rs_time_ms();
 	s = catch_up(d, st, pos + n, tokens, pos, n, hidden, err);
-	d->stats.catchup_ms += now_ms() - t0;
+	d->stats.catchup_ms += rs_time_ms() - t0;
 	if (s != RS_OK) {
 		d->h_pos = -1;
 		return (s);
@@ -411,7 +402,7 @@ rs_drafter_propose(struct rs_drafter *d, struct rs_state *st, int32_t y0,
     const int32_t *hist_a, int32_t na, const int32_t *hist_b, int32_t nb,
     int max, int32_t *out, int *n, struct rs_err *err)
 {
-	double		t0 = now_ms();
+	double		t0 = rs_time_ms();
 	enum rs_status	s = RS_OK;
 	int		k = max < d->k ? max : d->k, ng = 0;
 
@@ -437,7 +428,7 @@ rs_drafter_propose(struct rs_drafter *d, struct rs_state *st, int32_t y0,
 		*n = oracle(d, rs_state_pos(st), k, out);
 		d->src = *n > 0 ? (d->mtp ? SRC_MTP : SRC_NGRAM) : SRC_NONE;
 	}
-	d->stats.draft_ms += now_ms() - t0;
+	d->stats.draft_ms += rs_time_ms() - t0;
 	return (s);
 }
 

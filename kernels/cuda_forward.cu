@@ -1,7 +1,7 @@
 /*
- * backend.cu - the CUDA backend of the engine: the qwen35 trunk (§4) and the
+ * cuda_forward.cu - the engine's CUDA backend: the qwen35 trunk (§4) and the
  * MTP block (§6) on the GPU, with the same structure and operation order as
- * the CPU backend (lib/rs_cpu_forward.c), which is its oracle.
+ * the CPU backend (rs_cpu_forward.c), which is its oracle.
  *
  * Memory plan, allocated once (rs_engine_memory() and rs_state_bytes()
  * report it, rs-bench --plan predicts it):

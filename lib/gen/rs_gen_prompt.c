@@ -222,18 +222,18 @@ prepare_chat(const struct rs_gen *g, struct rs_gen_req *r,
 	co.preserve_thinking = r->preserve_thinking;
 	if (g->variant == RS_CHAT_QWEN38)
 		co.reasoning_effort = r->reasoning_effort;
-	t0 = rs_gen_now_ms();
+	t0 = rs_time_ms();
 	if ((st = rs_chat_render(&co, r->messages, &p, &err)) != RS_OK) {
 		rs_chat_prompt_cleanup(&p);
 		return (rs_gen_fail(ge, st, "messages", "%s", err.msg));
 	}
-	t1 = rs_gen_now_ms();
+	t1 = rs_time_ms();
 	r->render_ms = t1 - t0;
 	r->thinking = p.len >= sizeof(think) - 1 && memcmp(p.text + p.len -
 	    (sizeof(think) - 1), think, sizeof(think) - 1) == 0;
 	rs_tok_ids_init(&ids);
 	st = tokenize_chat(g, &p, &ids, &err);
-	r->tokenize_ms = rs_gen_now_ms() - t1;
+	r->tokenize_ms = rs_time_ms() - t1;
 	r->rendered = p.text;		/* kept: the request owns it now */
 	r->rendered_len = p.len;
 	p.text = NULL;
@@ -253,7 +253,7 @@ prepare_text(const struct rs_gen *g, struct rs_gen_req *r,
 {
 	struct rs_tok_ids	 ids;
 	struct rs_err		 err = { 0 };
-	double			 t0 = rs_gen_now_ms();
+	double			 t0 = rs_time_ms();
 	enum rs_status		 st;
 
 	if (r->text == NULL)
@@ -262,7 +262,7 @@ prepare_text(const struct rs_gen *g, struct rs_gen_req *r,
 	rs_tok_ids_init(&ids);
 	st = rs_tok_encode(g->tok, r->text, r->text_len, RS_TOK_SPECIAL_ALL,
 	    &ids, &err);
-	r->tokenize_ms = rs_gen_now_ms() - t0;
+	r->tokenize_ms = rs_time_ms() - t0;
 	if (st != RS_OK) {
 		rs_tok_ids_cleanup(&ids);
 		return (rs_gen_fail(ge, err.status, "prompt", "prompt: %s",

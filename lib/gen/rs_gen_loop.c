@@ -27,19 +27,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rs_ckcache.h"
 #include "rs_gen_impl.h"
-
-double
-rs_gen_now_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6);
-}
 
 /* ---- events ---- */
 
@@ -52,7 +42,7 @@ rs_gen_emit(struct rs_gen_job *u, const struct rs_gen_event *ev)
 	if (u->t_text == 0 && (ev->kind == RS_GEN_EV_REASONING ||
 	    ev->kind == RS_GEN_EV_CONTENT || ev->kind == RS_GEN_EV_TOOL_CALL ||
 	    ev->kind == RS_GEN_EV_TOOL_ARGS)) {
-		u->t_text = rs_gen_now_ms();
+		u->t_text = rs_time_ms();
 		u->n_text = (int64_t)u->n_out;
 	}
 	if (u->cb != NULL && u->cb(ev, u->arg) != 0)
@@ -235,17 +225,17 @@ reuse_cached(struct rs_gen_job *u, const int32_t *p, int32_t n)
 
 	rs_ckcache_prune(g->ckc, g->st, l);
 	c = rs_ckcache_peek(g->ckc, g->st, p, l, n - 1);
-	t = rs_gen_now_ms();
+	t = rs_time_ms();
 	u->bd.lookup_ms = t - u->t_reuse;
 	if (c <= l && rs_state_truncate(g->st, l, NULL) == RS_OK) {
 		(void)rs_engine_sync(g->e, NULL);
-		u->bd.restore_ms = rs_gen_now_ms() - t;
+		u->bd.restore_ms = rs_time_ms() - t;
 		return (l);
 	}
 	rs_ckcache_stats(g->ckc, &a);
 	rs_ckcache_restore(g->ckc, g->st, p, l, n - 1, &c);
 	(void)rs_engine_sync(g->e, NULL);
-	u->bd.restore_ms = rs_gen_now_ms() - t;
+	u->bd.restore_ms = rs_time_ms() - t;
 	rs_ckcache_stats(g->ckc, &b);
 	u->bd.restore_from_host = b.host_restores > a.host_restores;
 	u->bd.restore_cross = b.cross > a.cross;
@@ -292,7 +282,7 @@ reuse_plain(struct rs_gen_job *u, const int32_t *p, int32_t n)
 	int32_t		 l, c;
 
 	l = common_prefix(g, p, n);
-	u->bd.lookup_ms = rs_gen_now_ms() - u->t_reuse;
+	u->bd.lookup_ms = rs_time_ms() - u->t_reuse;
 	if (rs_state_truncate(g->st, l, NULL) == RS_OK)
 		return (l);
 	c = rs_state_checkpoint_pos(g->st);
@@ -309,13 +299,13 @@ reuse(struct rs_gen_job *u, const int32_t *p, int32_t n)
 	int32_t	pos;
 	double	t;
 
-	u->t_reuse = rs_gen_now_ms();
+	u->t_reuse = rs_time_ms();
 	if (u->g->ckc != NULL)
 		return (reuse_cached(u, p, n));
 	pos = reuse_plain(u, p, n);
 	t = u->t_reuse + u->bd.lookup_ms;
 	(void)rs_engine_sync(u->g->e, NULL);
-	u->bd.restore_ms = rs_gen_now_ms() - t;
+	u->bd.restore_ms = rs_time_ms() - t;
 	return (pos);
 }
 
@@ -406,13 +396,13 @@ static void
 save(struct rs_gen_job *u)
 {
 	struct rs_ckcache_stats	before, after;
-	double			t = rs_gen_now_ms(), dt;
+	double			t = rs_time_ms(), dt;
 
 	rs_ckcache_stats(u->g->ckc, &before);
 	if (rs_ckcache_save(u->g->ckc, u->g->st, NULL) != RS_OK)
 		return;
 	(void)rs_engine_sync(u->g->e, NULL);
-	dt = rs_gen_now_ms() - t;
+	dt = rs_time_ms() - t;
 	rs_ckcache_stats(u->g->ckc, &after);
 	u->ck_saves += (int64_t)(after.saves - before.saves);
 	u->bd.save_ms += dt;
@@ -433,7 +423,7 @@ prefill_call(struct rs_gen_job *u, int32_t from, int32_t to, int32_t n)
 {
 	struct rs_gen	*g = u->g;
 	const int32_t	*p = u->r->prompt;
-	double		 t = rs_gen_now_ms(), dt;
+	double		 t = rs_time_ms(), dt;
 	int32_t		 k = u->bd.prefill_calls;
 	enum rs_status	 st;
 
@@ -450,7 +440,7 @@ prefill_call(struct rs_gen_job *u, int32_t from, int32_t to, int32_t n)
 		    from, g->hidden, &u->err);
 	if (st == RS_OK && to < n)
 		st = rs_engine_sync(g->e, &u->err);
-	dt = rs_gen_now_ms() - t;
+	dt = rs_time_ms() - t;
 	if (k < RS_GEN_MAX_CALLS) {
 		u->bd.call_tokens[k] = to - from;
 		u->bd.call_ms[k] = dt;
@@ -666,7 +656,7 @@ take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
 		return (st);
 	u->out[u->n_out++] = t;
 	if (u->n_out == 1)
-		u->t_first = rs_gen_now_ms();
+		u->t_first = rs_time_ms();
 	*end = RS_GEN_END_NONE;
 	if (!forced && (rs_tok_is_eog(g->tok, t) || rs_stop_token(u->stop, t)))
 		*end = RS_GEN_END_TOKEN;
@@ -740,7 +730,7 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 	ps->fed = 1;
 	ps->kk = kk;
 	ps->i = 0;
-	t0 = u->bd.first_decode_ms == 0 ? rs_gen_now_ms() : 0;
+	t0 = u->bd.first_decode_ms == 0 ? rs_time_ms() : 0;
 	if (u->top_k > 0)
 		st = rs_engine_forward_top(g->e, g->st, ps->toks, kk + 1,
 		    kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST, u->top_k,
@@ -750,7 +740,7 @@ feed(struct rs_gen_job *u, int32_t t, struct pass *ps)
 		    g->logits, kk > 0 ? RS_LOGITS_ALL : RS_LOGITS_LAST,
 		    g->hidden, &u->err);
 	if (t0 > 0)
-		u->bd.first_decode_ms = rs_gen_now_ms() - t0;
+		u->bd.first_decode_ms = rs_time_ms() - t0;
 	return (st);
 }
 
