@@ -405,6 +405,9 @@ build(void)
 	memset(&eo, 0, sizeof(eo));
 	eo.backend = serve_cfg.backend;
 	eo.n_threads = serve_cfg.threads;
+	/* checked when parsed (serve_opts.c): no usage error here */
+	rs_cli_devices_opt(serve_cfg.devices, serve_cfg.split,
+	    (int32_t)serve_model.info.n_ctx, serve_cfg.slots, &eo, "rs-serve");
 	if (rs_engine_new(&eng.engine, serve_model.model, &eo, &err) != RS_OK)
 		goto fail;
 	memset(&so, 0, sizeof(so));
