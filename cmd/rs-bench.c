@@ -219,6 +219,18 @@ plan(const struct opts *o)
 
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	if (o->devices != NULL) {	/* a bad --split before any output */
+		struct rs_engine_opts eo = { 0 };
+		struct rs_split sp;
+		int given = 0;
+		rs_cli_devices_opt(o->devices, o->split, 0, 1, &eo, USAGE);
+		for (int j = 0; j < eo.n_devices; j++)
+			given |= eo.split[j] != 0;
+		if (rs_split_make(&sp, m, eo.devices, eo.n_devices,
+		    given ? eo.split : NULL, 2, &so, 1, 0, NULL, &err) != RS_OK)
+			rs_cli_fatal("%s: %s", rs_cli_esc_str(o->model),
+			    err.msg);
+	}
 	for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++)
 		weights += rs_gguf_tensor(m->gguf, i)->nbytes;
 	uint64_t scratch = rs_engine_cuda_scratch(m, (int)o->max_batch);
