@@ -155,6 +155,23 @@ synth(const struct opts *o)
 	return (RS_EXIT_OK);
 }
 
+/* With --devices: the split the engine runs, on stderr. */
+static void
+split_note(const struct rs_engine *e)
+{
+	const struct rs_split *sp = rs_engine_split(e);
+	char	 buf[256];
+	size_t	 n = 0;
+
+	if (sp->dev[0] < 0)
+		return;
+	for (int j = 0; j < sp->n && n < sizeof(buf); j++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%sgpu %d: "
+		    "blocks %u-%u", j > 0 ? ", " : "", sp->dev[j],
+		    sp->first[j], sp->first[j + 1] - 1);
+	rs_cli_warn("layer split: %s", buf);
+}
+
 /* ---- -m --plan: memory plan ---- */
 
 /*
@@ -392,6 +409,7 @@ spec(const struct opts *o)
 	rs_cli_warn("%s on %s, %d threads: %d random prompt tokens, %d "
 	    "generated per run", o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
+	split_note(e);
 	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	spec_table(c);
@@ -542,6 +560,7 @@ bench(const struct opts *o)
 	rs_cli_warn("%s on %s, %d threads, max batch %d",
 	    o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), rs_engine_max_batch(e));
+	split_note(e);
 	if (rs_bench_run(e, &bo, print_row, (void *)o, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	rs_engine_free(e);
