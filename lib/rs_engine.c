@@ -86,8 +86,8 @@ static enum rs_status
 make_split(struct rs_engine *e, const struct rs_engine_opts *o,
     struct rs_err *err)
 {
-	struct rs_state_opts so = { .n_ctx = o->split_ctx > 0 ? o->split_ctx :
-	    4096, .n_snap = 3, .checkpoint = 1 };
+	struct rs_state_opts so = { .n_ctx = o->split_ctx, .n_snap = 3,
+	    .checkpoint = 1 };
 	int	given = 0, gpus = 0;
 
 	if (o->n_devices == 0) {

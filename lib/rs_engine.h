@@ -71,7 +71,8 @@ struct rs_engine_opts {
 	 * split; else N_DEVICES CUDA ordinals (one may repeat: "0,0" runs
 	 * the split on one GPU) and SPLIT, their block counts, or all 0 for
 	 * the split that balances memory for SPLIT_STATES states (0: 1) of
-	 * SPLIT_CTX positions (0: 4096).  The CPU backend takes no devices.
+	 * SPLIT_CTX positions (0: the model's context length, as for a
+	 * state).  The CPU backend takes no devices.
 	 */
 	int		n_devices;
 	int		devices[RS_SPLIT_MAX];
