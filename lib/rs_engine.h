@@ -159,6 +159,15 @@ enum rs_status	rs_engine_device_memory(const struct rs_engine *e,
 		    uint64_t *free_bytes, uint64_t *total_bytes,
 		    struct rs_err *err);
 
+/*
+ * Free and total bytes now of the GPU of E's device slot J (0 ..
+ * rs_engine_split(E)->n − 1).  Fails as rs_engine_device_memory, and with
+ * RS_ERR_INVALID_ARG for a J outside the split.
+ */
+enum rs_status	rs_engine_slot_memory(const struct rs_engine *e, int j,
+		    uint64_t *free_bytes, uint64_t *total_bytes,
+		    struct rs_err *err);
+
 /* E's layer split: one slot on device −1 (current) without devices. */
 const struct rs_split *rs_engine_split(const struct rs_engine *e);
 
