@@ -233,7 +233,7 @@ dev_host_alloc(size_t bytes)
 {
 	void	*p = NULL;
 
-	if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess)
+	if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess)
 		return (NULL);
 	return (p);
 }
@@ -1253,6 +1253,7 @@ cuda_init(struct rs_engine *e, struct rs_err *err)
 	const struct rs_split *sp = &e->split;
 	struct multi *mu;
 	enum rs_status s;
+	int cur = 0;
 
 	if (hp->head_dim != hp->head_dim_v)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
@@ -1272,6 +1273,8 @@ cuda_init(struct rs_engine *e, struct rs_err *err)
 		c->batch = e->max_batch;
 		if (c->dev >= 0)
 			saw_device(c->dev);
+		else if (cudaGetDevice(&cur) == cudaSuccess)
+			saw_device(cur);	/* one engine may not name it */
 		on_slot(e, j);
 		/* a blocking stream: the state's synchronous copies order
 		   after it */
