@@ -29,15 +29,16 @@
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
 		"[--backend cpu|cuda|auto]\n" \
-		"       [--devices LIST [--split LIST]] [-t N] [-c N] [--draft D] [--draft-max K] [--chat-template-file FILE]\n" \
+		"       [--devices LIST [--split LIST]] [-t N] [-c N] [--draft D]\n" \
+		"       [--draft-max K] [--chat-template-file FILE]\n" \
 		"       [--default-enable-thinking true|false] " \
 		"[--default-reasoning-effort E]\n" \
 		"       [--nfc | --no-nfc] [-q]"
 
 enum {
 	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_VERSION,
-	OPT_DRAFT, OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC,
-	OPT_DEVICES, OPT_SPLIT
+	OPT_DRAFT, OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC,
+	OPT_NO_NFC, OPT_DEVICES, OPT_SPLIT
 };
 
 struct opts {

@@ -259,8 +259,8 @@ rs_engine_slot_memory(const struct rs_engine *e, int j, uint64_t *free_bytes,
     uint64_t *total_bytes, struct rs_err *err)
 {
 	if (j < 0 || j >= e->split.n)
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "device slot %d outside "
-		    "[0, %d)", j, e->split.n));
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "device slot %d "
+		    "outside [0, %d)", j, e->split.n));
 #ifdef RS_CUDA
 	if (e->backend == RS_BACKEND_CUDA)
 		return (rs_cuda_mem_info(e->split.dev[j], free_bytes,

@@ -124,7 +124,8 @@ rs_split_equal(const struct rs_split *a, const struct rs_split *b)
 	if (a->n != b->n)
 		return (0);
 	for (int j = 0; j < a->n; j++)
-		if (a->dev[j] != b->dev[j] || a->first[j + 1] != b->first[j + 1])
+		if (a->dev[j] != b->dev[j] ||
+		    a->first[j + 1] != b->first[j + 1])
 			return (0);
 	return (1);
 }

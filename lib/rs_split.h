@@ -45,7 +45,7 @@ struct rs_split {
 struct rs_split_mem {
 	uint64_t	weights;	/* its tensors, 256-byte aligned */
 	uint64_t	state;		/* STATES states of its blocks */
-	uint64_t	scratch;	/* the engine's scratch, on every slot */
+	uint64_t	scratch;	/* the engine's, the same on each slot */
 	uint64_t	total;
 };
 

@@ -223,7 +223,8 @@ rs_state_new_split(struct rs_state **out, const struct rs_model *m,
 		fail = 1;
 	number_parts(st, m);
 	for (int j = 0; j < st->n_part; j++)
-		alloc_part(st, &st->part[j], ctx, o.n_snap, o.checkpoint, &fail);
+		alloc_part(st, &st->part[j], ctx, o.n_snap, o.checkpoint,
+		    &fail);
 	if (hp->n_nextn > 0) {
 		/* the MTP block runs on the last slot */
 		rs_state_on(st, &st->part[st->n_part - 1]);
