@@ -5,6 +5,7 @@
  * act on every part, and the CPU backend refusing --devices.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +284,59 @@ START_TEST(cpu_refuses)
 }
 END_TEST
 
+/*
+ * The commands: --devices and --split mean the same in rs-generate,
+ * rs-verify and rs-bench (rs-serve's: tests/serve); a bad list is a usage
+ * error (exit 2) naming the option, --backend cpu with devices fails
+ * with the reason, and rs-bench --plan --devices prints each GPU.
+ */
+START_TEST(commands)
+{
+	static const char *const cmds[] = { "rs-generate", "rs-verify",
+	    "rs-bench" };
+	static const struct {
+		const char *args, *word;
+	} bad[] = {
+		{ "--devices 0,x", "--devices: item 2 of '0,x' is not a number" },
+		{ "--devices ''", "--devices: item 1" },
+		{ "--devices 0,0,0,0,0,0,0,0,0", "more than 8" },
+		{ "--split 2,2", "--split needs --devices" },
+		{ "--devices 0,1 --split 4", "--split: 1 counts for 2 devices" },
+		{ "--devices 0,1 --split 4,0", "--split: item 2" },
+		{ "--backend cpu --devices 0", "the cpu backend runs on the host" },
+	};
+	char		 m[1024], c[2048], *out;
+
+	/* t_bin() reuses t_fixture()'s buffer */
+	snprintf(m, sizeof(m), "%s", t_fixture("tiny/model-q4_k_m.gguf"));
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			snprintf(c, sizeof(c), "%s -m %s %s -q </dev/null "
+			    "2>&1", t_bin(cmds[i]), m, bad[k].args);
+			ck_assert_msg(t_run(c, &out) == 2, "%s", c);
+			ck_assert_msg(strstr(out, bad[k].word) != NULL,
+			    "%s: %s", c, out);
+			free(out);
+		}
+	/* the plan: 4 blocks of the tiny model over two GPUs, given */
+	snprintf(c, sizeof(c), "%s -m %s --plan -c 4096 --devices 0,1 "
+	    "--split 1,3", t_bin("rs-bench"), m);
+	ck_assert_int_eq(t_run(c, &out), 0);
+	ck_assert_msg(strstr(out, "  gpu 0: blocks 0-0 (1), embedding: ") !=
+	    NULL && strstr(out, "  gpu 1: blocks 1-3 (3), head, mtp: ") !=
+	    NULL && strstr(out, "--split 1,3; per token 1 boundary copy") !=
+	    NULL, "%s", out);
+	free(out);
+	/* counts that do not add up: exit 2 before any plan is printed */
+	snprintf(c, sizeof(c), "%s -m %s --plan --devices 0,1 --split 1,2 "
+	    "2>&1", t_bin("rs-bench"), m);
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "the counts sum to 3, the model has 4 "
+	    "blocks") != NULL && strstr(out, "weights") == NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
 Suite *
 split_suite(void)
 {
@@ -298,6 +352,7 @@ split_suite(void)
 	tcase_add_test(k, bad_split);
 	tcase_add_test(k, state_parts);
 	tcase_add_test(k, cpu_refuses);
+	tcase_add_test(k, commands);
 	suite_add_tcase(s, k);
 	return (s);
 }
