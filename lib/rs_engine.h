@@ -32,6 +32,10 @@
  * KV cache, §4.10; we do not round it), weights of every type dequantized
  * on the fly one row at a time, sums of squares in double.
  *
+ * Several GPUs (opts.n_devices, rs_split.h, docs/multi-gpu.md): a layer
+ * split, each GPU running a contiguous range of blocks with their part of
+ * every state; results are bit for bit the one-GPU engine's.
+ *
  * Lifecycle: rs_engine_new() / rs_engine_free().  The model must outlive
  * the engine.  An engine runs one call at a time (not thread-safe); use one
  * engine per thread, they can share the model.
