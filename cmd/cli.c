@@ -203,6 +203,32 @@ rs_cli_backend_opt(const char *s, const char *usage)
 }
 
 void
+rs_cli_devices_opt(const char *devices, const char *split, int32_t ctx,
+    int states, struct rs_engine_opts *eo, const char *usage)
+{
+	struct rs_err	err;
+	int		n = 0;
+
+	if (split != NULL && devices == NULL)
+		rs_cli_usage_error(usage, "--split needs --devices");
+	if (devices == NULL)
+		return;
+	if (rs_split_parse("--devices", devices, 0, RS_SPLIT_MAX_DEV,
+	    eo->devices, &eo->n_devices, &err) != RS_OK)
+		rs_cli_usage_error(usage, "%s", err.msg);
+	if (split != NULL) {
+		if (rs_split_parse("--split", split, 1, 1 << 20, eo->split, &n,
+		    &err) != RS_OK)
+			rs_cli_usage_error(usage, "%s", err.msg);
+		if (n != eo->n_devices)
+			rs_cli_usage_error(usage, "--split: %d counts for %d "
+			    "devices", n, eo->n_devices);
+	}
+	eo->split_ctx = ctx;
+	eo->split_states = states;
+}
+
+void
 rs_cli_print_version(void)
 {
 	printf("%s (redshift) %s\n%s\n", progname, rs_version(),

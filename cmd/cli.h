@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "rs_drafter.h"
+#include "rs_engine.h"
 #include "rs_err.h"
 #include "rs_tok.h"
 
@@ -122,6 +123,26 @@ void		 rs_cli_draft_done(const struct rs_cli_draft *d,
 		    enum rs_drafter_kind *kind, int *k, const char *usage);
 /* Their --help lines, descriptions from column COL as the command's. */
 void		 rs_cli_draft_help(int col);
+
+/*
+ * --devices LIST and --split LIST, the layer split over GPUs, the same in
+ * every command that runs the engine (rs-generate, rs-verify, rs-bench,
+ * rs-serve): DEVICES ("0,1", CUDA ordinals; one may repeat) and SPLIT
+ * (blocks per device, "30,34"), either NULL when not given, into EO.
+ * CTX and STATES size the balanced split (rs_engine_opts' split_ctx and
+ * split_states).  A malformed list, more than RS_SPLIT_MAX items, --split
+ * without --devices or with another count is a usage error; counts that
+ * do not sum to the model's blocks fail when the engine opens.
+ */
+#define RS_CLI_DEVICES_HELP \
+	"      --devices LIST          GPUs to split the blocks over, e.g. 0,1\n" \
+	"                              (0,0: the split path on one GPU; cuda only)\n" \
+	"      --split LIST            blocks per device, e.g. 30,34 (default: the\n" \
+	"                              split that balances memory)\n"
+
+void		 rs_cli_devices_opt(const char *devices, const char *split,
+		    int32_t ctx, int states, struct rs_engine_opts *eo,
+		    const char *usage);
 
 /*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,

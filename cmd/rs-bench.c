@@ -28,16 +28,17 @@
 #include "rs_synth.h"
 
 #define USAGE	"rs-bench -m MODEL [--backend B] [-c N] [-t N] [--max-batch N] [--json]\n" \
-	"       [-q] [--quick | --prefill N]\n" \
+	"       [--devices LIST [--split LIST]] [-q] [--quick | --prefill N]\n" \
 	"       rs-bench -m MODEL --spec [--draft D] [--draft-max K] [--oracle-k N]\n" \
 	"       [--alpha LIST] [--spec-tokens N] [--reps N] [--draft-vocab N]\n" \
-	"       [--backend B] [-t N]\n" \
+	"       [--backend B] [--devices LIST [--split LIST]] [-t N]\n" \
 	"       [--json] [-q]\n" \
-	"       rs-bench -m MODEL --plan [-c N] [--snap N]\n" \
+	"       rs-bench -m MODEL --plan [-c N] [--snap N] [--devices LIST [--split LIST]]\n" \
 	"       rs-bench --synth tiny|27b --out FILE [--mix MIX] [--vocab N] [-s SEED] [-q]"
 
 struct opts {
 	const char	*model, *preset, *out, *mix;
+	const char	*devices, *split;	/* --devices, --split */
 	int		 backend, json, quick, plan, quiet, spec;
 	struct rs_cli_draft draft;	/* --draft, --draft-max */
 	int64_t		 oracle_k, spec_tokens, reps, draft_vocab;
@@ -54,6 +55,10 @@ usage_full(void)
 	    "Benchmark the engine on a model, or write a synthetic model.\n\n"
 	    "  -m, --model FILE     model to benchmark\n"
 	    "  -b, --backend B      cpu, cuda or auto (default auto)\n"
+	    "      --devices LIST   GPUs to split the blocks over, e.g. 0,1 (0,0: the\n"
+	    "                       split path on one GPU); with --plan, memory per GPU\n"
+	    "      --split LIST     blocks per device, e.g. 30,34 (default: the split\n"
+	    "                       that balances memory)\n"
 	    "  -t, --threads N      CPU threads (default: all)\n"
 	    "      --max-batch N    tokens per engine call (default 64 on the CPU,\n"
 	    "                       2048 on the GPU)\n"
@@ -150,7 +155,63 @@ synth(const struct opts *o)
 	return (RS_EXIT_OK);
 }
 
+/* With --devices: the split the engine runs, on stderr. */
+static void
+split_note(const struct rs_engine *e)
+{
+	const struct rs_split *sp = rs_engine_split(e);
+	char	 buf[256];
+	size_t	 n = 0;
+
+	if (sp->dev[0] < 0)
+		return;
+	for (int j = 0; j < sp->n && n < sizeof(buf); j++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%sgpu %d: "
+		    "blocks %u-%u", j > 0 ? ", " : "", sp->dev[j],
+		    sp->first[j], sp->first[j + 1] - 1);
+	rs_cli_warn("layer split: %s", buf);
+}
+
 /* ---- -m --plan: memory plan ---- */
+
+/*
+ * --plan --devices: what each GPU of the layer split holds for one state
+ * of SO, and the split itself (balanced, or --split's).
+ */
+static void
+plan_split(const struct opts *o, const struct rs_model *m,
+    const struct rs_state_opts *so, uint64_t scratch)
+{
+	const double gib = 1073741824.0;
+	struct rs_engine_opts eo = { 0 };
+	struct rs_split_mem mem[RS_SPLIT_MAX];
+	struct rs_split	 sp;
+	struct rs_err	 err = { 0 };
+	int		 given = 0;
+
+	rs_cli_devices_opt(o->devices, o->split, so->n_ctx, 1, &eo, USAGE);
+	for (int j = 0; j < eo.n_devices; j++)
+		given |= eo.split[j] != 0;
+	if (rs_split_make(&sp, m, eo.devices, eo.n_devices,
+	    given ? eo.split : NULL, 2, so, 1, scratch, mem, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", rs_cli_esc_str(o->model), err.msg);
+	printf("cuda  layer split over %d device slots (%s):\n", sp.n,
+	    given ? "--split" : "balanced for memory");
+	for (int j = 0; j < sp.n; j++)
+		printf("  gpu %d: blocks %u-%u (%u)%s%s: weights %.2f GiB + "
+		    "state %.2f GiB + scratch %.2f GiB = %.2f GiB\n",
+		    sp.dev[j], sp.first[j], sp.first[j + 1] - 1,
+		    sp.first[j + 1] - sp.first[j], j == 0 ? ", embedding" : "",
+		    j == sp.n - 1 ? ", head, mtp" : "", mem[j].weights / gib,
+		    mem[j].state / gib, mem[j].scratch / gib,
+		    mem[j].total / gib);
+	printf("  --split %u", sp.first[1] - sp.first[0]);
+	for (int j = 1; j < sp.n; j++)
+		printf(",%u", sp.first[j + 1] - sp.first[j]);
+	printf("; per token %d boundary cop%s of %llu bytes (the hidden "
+	    "state)\n", sp.n - 1, sp.n == 2 ? "y" : "ies",
+	    (unsigned long long)m->hp.n_embd * sizeof(float));
+}
 
 static void
 plan_line(const char *what, const struct rs_state_plan *p, uint64_t weights)
@@ -175,6 +236,18 @@ plan(const struct opts *o)
 
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	if (o->devices != NULL) {	/* a bad --split before any output */
+		struct rs_engine_opts eo = { 0 };
+		struct rs_split sp;
+		int given = 0;
+		rs_cli_devices_opt(o->devices, o->split, 0, 1, &eo, USAGE);
+		for (int j = 0; j < eo.n_devices; j++)
+			given |= eo.split[j] != 0;
+		if (rs_split_make(&sp, m, eo.devices, eo.n_devices,
+		    given ? eo.split : NULL, 2, &so, 1, 0, NULL, &err) != RS_OK)
+			rs_cli_fatal("%s: %s", rs_cli_esc_str(o->model),
+			    err.msg);
+	}
 	for (int64_t i = 0; i < rs_gguf_n_tensors(m->gguf); i++)
 		weights += rs_gguf_tensor(m->gguf, i)->nbytes;
 	uint64_t scratch = rs_engine_cuda_scratch(m, (int)o->max_batch);
@@ -187,6 +260,8 @@ plan(const struct opts *o)
 		    "--max-batch) + the CUDA context, ~0.5 GiB\n",
 		    scratch / 1073741824.0, o->max_batch > 0 ?
 		    (int)o->max_batch : RS_ENGINE_CUDA_CHUNK);
+	if (o->devices != NULL)
+		plan_split(o, m, &so, scratch);
 	rs_state_plan(m, &so, 4, &p);
 	plan_line("cpu", &p, weights);
 	rs_model_close(m);
@@ -300,6 +375,8 @@ spec(const struct opts *o)
 	enum rs_drafter_kind kind;
 	int		 k;
 
+	rs_cli_devices_opt(o->devices, o->split, (int32_t)o->ctx, 1, &eo,
+	    USAGE);
 	rs_bench_spec_defaults(&bo);
 	rs_cli_draft_done(&o->draft, &kind, &k, USAGE);
 	if (o->draft.given) {
@@ -332,6 +409,7 @@ spec(const struct opts *o)
 	rs_cli_warn("%s on %s, %d threads: %d random prompt tokens, %d "
 	    "generated per run", o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
+	split_note(e);
 	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	spec_table(c);
@@ -455,6 +533,8 @@ bench(const struct opts *o)
 	struct rs_model	*m;
 	struct rs_err	 err = { 0 };
 
+	rs_cli_devices_opt(o->devices, o->split, (int32_t)o->ctx, 1, &eo,
+	    USAGE);
 	rs_bench_defaults(&bo);
 	if (o->quick) {
 		static const struct rs_bench_opts q = {
@@ -480,6 +560,7 @@ bench(const struct opts *o)
 	rs_cli_warn("%s on %s, %d threads, max batch %d",
 	    o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), rs_engine_max_batch(e));
+	split_note(e);
 	if (rs_bench_run(e, &bo, print_row, (void *)o, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	rs_engine_free(e);
@@ -492,6 +573,8 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "backend", required_argument, NULL, 'b' },
+		{ "devices", required_argument, NULL, 'G' },
+		{ "split", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "max-batch", required_argument, NULL, 'B' },
@@ -604,6 +687,12 @@ main(int argc, char **argv)
 				rs_cli_usage_error(USAGE,
 				    "--vocab: '%s' is not in [1, 16777216]", optarg);
 			break;
+		case 'G':
+			o.devices = optarg;
+			break;
+		case 'L':
+			o.split = optarg;
+			break;
 		default:
 			rs_cli_usage_error(USAGE, "unknown option");
 		}
@@ -626,6 +715,12 @@ main(int argc, char **argv)
 	if (o.spec && (o.preset != NULL || o.plan || o.quick || o.prefill > 0))
 		rs_cli_usage_error(USAGE, "--spec excludes --synth, --plan, "
 		    "--quick and --prefill");
+	if (o.devices != NULL && o.preset != NULL)
+		rs_cli_usage_error(USAGE, "--devices is for -m, not --synth");
+	{	/* usage errors before the model loads */
+		struct rs_engine_opts t = { 0 };
+		rs_cli_devices_opt(o.devices, o.split, 0, 1, &t, USAGE);
+	}
 	rs_cli_set_quiet(o.quiet);
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?
 	    plan(&o) : o.spec ? spec(&o) : bench(&o)));

@@ -29,14 +29,16 @@
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
 		"[--backend cpu|cuda|auto]\n" \
-		"       [-t N] [-c N] [--draft D] [--draft-max K] [--chat-template-file FILE]\n" \
+		"       [--devices LIST [--split LIST]] [-t N] [-c N] [--draft D]\n" \
+		"       [--draft-max K] [--chat-template-file FILE]\n" \
 		"       [--default-enable-thinking true|false] " \
 		"[--default-reasoning-effort E]\n" \
 		"       [--nfc | --no-nfc] [-q]"
 
 enum {
 	OPT_STREAM = 256, OPT_RAW, OPT_BACKEND, OPT_TEMPLATE, OPT_DRAFT,
-	OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC
+	OPT_DRAFT_MAX, OPT_DEF_THINKING, OPT_DEF_EFFORT, OPT_NFC, OPT_NO_NFC,
+	OPT_DEVICES, OPT_SPLIT
 };
 
 struct opts {
@@ -45,6 +47,8 @@ struct opts {
 	int		 stream;
 	int		 raw;
 	int		 backend;
+	const char	*devices;	/* --devices, NULL: one GPU */
+	const char	*split;		/* --split */
 	int		 threads;
 	int32_t		 ctx;
 	int64_t		 max_tokens;	/* -1: to the context end */
@@ -104,6 +108,7 @@ help(void)
 	    "cuda when a GPU\n"
 	    "                              is present in a CUDA build, else "
 	    "cpu)\n"
+	    RS_CLI_DEVICES_HELP
 	    "  -t, --threads N             worker threads (default: all "
 	    "CPUs)\n"
 	    "  -c, --ctx-size N            context positions (default: the "
@@ -156,6 +161,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "max-tokens", required_argument, NULL, 'n' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "devices", required_argument, NULL, OPT_DEVICES },
+		{ "split", required_argument, NULL, OPT_SPLIT },
 		{ "threads", required_argument, NULL, 't' },
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "chat-template-file", required_argument, NULL, OPT_TEMPLATE },
@@ -198,6 +205,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_BACKEND:
 			o->backend = rs_cli_backend_opt(optarg, USAGE);
 			break;
+		case OPT_DEVICES:
+			o->devices = optarg;
+			break;
+		case OPT_SPLIT:
+			o->split = optarg;
+			break;
 		case 't':
 			o->threads = (int)rs_cli_num_opt("--threads", optarg, 1,
 			    256, USAGE);
@@ -239,6 +252,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	rs_cli_opts_done(argc, argv, o->model, USAGE);
+	{	/* usage errors before the model loads */
+		struct rs_engine_opts t = { 0 };
+		rs_cli_devices_opt(o->devices, o->split, 0, 1, &t, USAGE);
+	}
 	if (o->stream && o->raw)
 		rs_cli_usage_error(USAGE, "--stream and --raw exclude each "
 		    "other");
@@ -302,6 +319,7 @@ load(struct run *r)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	eo.backend = o->backend;
 	eo.n_threads = o->threads;
+	rs_cli_devices_opt(o->devices, o->split, o->ctx, 1, &eo, USAGE);
 	so.n_ctx = o->ctx;
 	so.checkpoint = 1;	/* prefix reuse between requests */
 	so.n_snap = o->draft_max > 0 ? o->draft_max + 1 : 0;

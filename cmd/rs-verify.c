@@ -31,7 +31,8 @@
 static const char usage_line[] =
     "rs-verify -m model [--tokens ids | --tokens-file file] [--prefix n]\n"
     "       [--logits out.npy] [--mtp-logits out.npy] [--check-rollback]\n"
-    "       [--extra n] [--backend cpu|cuda|auto] [-t n] [-c n] [-b n] [-q]";
+    "       [--extra n] [--backend cpu|cuda|auto] [--devices list [--split list]]\n"
+    "       [-t n] [-c n] [-b n] [-q]";
 
 struct opts {
 	const char	*model;
@@ -43,6 +44,8 @@ struct opts {
 	int		 check_rollback;
 	int32_t		 extra;
 	int		 backend;
+	const char	*devices;	/* --devices, NULL: one GPU */
+	const char	*split;		/* --split */
 	int		 threads;
 	int32_t		 ctx;
 	int		 batch;
@@ -94,6 +97,10 @@ help(void)
 	    "(default 4)\n"
 	    "      --backend NAME      cpu, cuda or auto (default auto: cuda when a GPU\n"
 	    "                          is present in a CUDA build, else cpu)\n"
+	    "      --devices LIST      GPUs to split the blocks over, e.g. 0,1\n"
+	    "                          (0,0: the split path on one GPU; cuda only)\n"
+	    "      --split LIST        blocks per device, e.g. 30,34 (default: the\n"
+	    "                          split that balances memory)\n"
 	    "  -t, --threads N         worker threads (default: all CPUs)\n"
 	    "  -c, --ctx-size N        context positions (default: the "
 	    "model's)\n"
@@ -121,7 +128,7 @@ help(void)
 
 enum {
 	OPT_TOKENS = 256, OPT_TOKENS_FILE, OPT_PREFIX, OPT_LOGITS, OPT_MTP,
-	OPT_CHECK, OPT_EXTRA, OPT_BACKEND
+	OPT_CHECK, OPT_EXTRA, OPT_BACKEND, OPT_DEVICES, OPT_SPLIT
 };
 
 static void
@@ -137,6 +144,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "check-rollback", no_argument, NULL, OPT_CHECK },
 		{ "extra", required_argument, NULL, OPT_EXTRA },
 		{ "backend", required_argument, NULL, OPT_BACKEND },
+		{ "devices", required_argument, NULL, OPT_DEVICES },
+		{ "split", required_argument, NULL, OPT_SPLIT },
 		{ "threads", required_argument, NULL, 't' },
 		{ "ctx-size", required_argument, NULL, 'c' },
 		{ "batch-size", required_argument, NULL, 'b' },
@@ -180,6 +189,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case OPT_BACKEND:
 			o->backend = rs_cli_backend_opt(optarg, usage_line);
 			break;
+		case OPT_DEVICES:
+			o->devices = optarg;
+			break;
+		case OPT_SPLIT:
+			o->split = optarg;
+			break;
 		case 't':
 			o->threads = (int)rs_cli_num_opt("--threads", optarg, 1,
 			    256, usage_line);
@@ -200,6 +215,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	rs_cli_opts_done(argc, argv, o->model, usage_line);
+	{	/* usage errors before the model loads */
+		struct rs_engine_opts t = { 0 };
+		rs_cli_devices_opt(o->devices, o->split, 0, 1, &t, usage_line);
+	}
 	if (o->tokens != NULL && o->tokens_file != NULL)
 		rs_cli_usage_error(usage_line,
 		    "--tokens and --tokens-file are exclusive");
@@ -815,6 +834,7 @@ main(int argc, char **argv)
 	eo.backend = o.backend;
 	eo.n_threads = o.threads;
 	eo.max_batch = o.batch;
+	rs_cli_devices_opt(o.devices, o.split, o.ctx, 1, &eo, usage_line);
 	so.n_ctx = o.ctx;
 	if (rs_engine_new(&r.engine, r.model, &eo, &err) != RS_OK ||
 	    rs_engine_state_new(r.engine, &so, &r.state, &err) != RS_OK)

@@ -25,6 +25,17 @@
  * Single-token calls run as one CUDA graph launch, re-captured only when the
  * state or the outputs asked for change: no host synchronisation inside a
  * token, one at its end.
+ *
+ * Layer split (--devices, rs_split.h, docs/multi-gpu.md): each device slot
+ * has all of the above for its own blocks (weights, scratch, stream, its
+ * share of every state) and runs the same kernels on them in the same
+ * order, so the logits are bit for bit the one-GPU ones.  At a boundary
+ * the next slot's stream waits for an event of the previous one and the
+ * residual stream x (n_embd floats a token) is copied across (peer copy,
+ * or through the host without peer access); every slot has its own copy
+ * of the call's tokens and parameters.  A decode step is one graph per
+ * slot, the boundary copies between the launches.  "0,0" runs all of it
+ * on one GPU.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -86,7 +97,65 @@ struct cuda {
 	cudaGraphExec_t	 graph;
 	uint64_t	 g_serial;	/* the state's serial (not its address) */
 	int		 g_logits, g_hidden, g_top, g_skip;
+	/* this device slot of the layer split (rs_split.h) */
+	int		 dev;		/* CUDA ordinal; −1: the current one */
+	uint32_t	 l0, l1;	/* its trunk blocks l0 .. l1 − 1 */
+	cudaEvent_t	 done;		/* its part of a call, for the next */
 };
+
+/*
+ * The engine's private data: one struct cuda per device slot, each with
+ * its weights, scratch, stream and decode graph; CUR is the slot that the
+ * helpers below work on (cc()), set with on_slot().  One slot on device
+ * −1 is the engine without a split: cudaSetDevice is never called.
+ */
+struct multi {
+	int		 n;
+	int		 cur;
+	struct cuda	*d[RS_SPLIT_MAX];
+};
+
+/* Devices some engine of the process has run on (for sync), and whether
+   two of them are different GPUs (copies must find their devices). */
+static int	seen_dev[64];
+static int	n_seen_dev;
+static int	multi_dev;
+
+static void
+saw_device(int dev)
+{
+	int	i;
+
+	for (i = 0; i < n_seen_dev && seen_dev[i] != dev; i++)
+		;
+	if (i == n_seen_dev && n_seen_dev < 64)
+		seen_dev[n_seen_dev++] = dev;
+	multi_dev = n_seen_dev > 1;
+}
+
+/* The device holding P (current when unknown). */
+static int
+dev_of(const void *p)
+{
+	cudaPointerAttributes a;
+	int	d = 0;
+
+	if (cudaPointerGetAttributes(&a, p) == cudaSuccess &&
+	    a.type == cudaMemoryTypeDevice)
+		return (a.device);
+	(void)cudaGetLastError();
+	(void)cudaGetDevice(&d);
+	return (d);
+}
+
+/* With several GPUs, make P's device current (its legacy stream orders the
+   copy with that device's work). */
+static void
+on_dev_of(const void *p)
+{
+	if (multi_dev)
+		(void)cudaSetDevice(dev_of(p));
+}
 
 /* ---- state memory on the device ---- */
 
@@ -110,16 +179,29 @@ dev_free(void *p)
 	cudaFree(p);
 }
 
-/* Errors stay sticky in the runtime and fail the next call's checks. */
+/*
+ * Errors stay sticky in the runtime and fail the next call's checks.
+ * Between two GPUs (a layer split's checkpoint cache) cudaMemcpyPeer,
+ * which is ordered with all work of both devices.
+ */
 static void
 dev_copy(void *dst, const void *src, size_t bytes)
 {
+	if (multi_dev) {
+		int dd = dev_of(dst), sd = dev_of(src);
+		if (dd != sd) {
+			(void)cudaMemcpyPeer(dst, dd, src, sd, bytes);
+			return;
+		}
+		(void)cudaSetDevice(dd);
+	}
 	(void)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
 
 static void
 dev_zero(void *p, size_t bytes)
 {
+	on_dev_of(p);
 	(void)cudaMemset(p, 0, bytes);
 }
 
@@ -127,12 +209,14 @@ dev_zero(void *p, size_t bytes)
 static void
 dev_to_host(void *host, const void *src, size_t bytes)
 {
+	on_dev_of(src);
 	(void)cudaMemcpy(host, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 static void
 dev_from_host(void *dst, const void *host, size_t bytes)
 {
+	on_dev_of(dst);
 	(void)cudaMemcpy(dst, host, bytes, cudaMemcpyHostToDevice);
 }
 
@@ -149,7 +233,7 @@ dev_host_alloc(size_t bytes)
 {
 	void	*p = NULL;
 
-	if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) != cudaSuccess)
+	if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess)
 		return (NULL);
 	return (p);
 }
@@ -163,6 +247,7 @@ dev_host_free(void *p)
 static void
 dev_to_host_async(void *host, const void *src, size_t bytes)
 {
+	on_dev_of(src);
 	(void)cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost,
 	    cudaStreamLegacy);
 }
@@ -170,6 +255,7 @@ dev_to_host_async(void *host, const void *src, size_t bytes)
 static void
 dev_from_host_async(void *dst, const void *host, size_t bytes)
 {
+	on_dev_of(dst);
 	(void)cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice,
 	    cudaStreamLegacy);
 }
@@ -177,7 +263,24 @@ dev_from_host_async(void *dst, const void *host, size_t bytes)
 static void
 dev_sync(void)
 {
-	(void)cudaDeviceSynchronize();
+	int	cur = 0;
+
+	if (!multi_dev) {
+		(void)cudaDeviceSynchronize();
+		return;
+	}
+	(void)cudaGetDevice(&cur);
+	for (int i = 0; i < n_seen_dev; i++) {
+		(void)cudaSetDevice(seen_dev[i]);
+		(void)cudaDeviceSynchronize();
+	}
+	(void)cudaSetDevice(cur);
+}
+
+static void
+dev_set_device(int dev)
+{
+	(void)cudaSetDevice(dev);
 }
 
 /*
@@ -189,7 +292,7 @@ dev_sync(void)
 static struct rs_state_mem cuda_mem = {
 	"cuda", dev_alloc, dev_free, dev_copy, dev_zero, sizeof(uint16_t),
 	dev_to_host, dev_from_host, dev_host_alloc, dev_host_free,
-	dev_to_host_async, dev_from_host_async, dev_sync
+	dev_to_host_async, dev_from_host_async, dev_sync, dev_set_device
 };
 
 extern "C" int
@@ -205,11 +308,13 @@ rs_cuda_device_count(void)
 }
 
 extern "C" enum rs_status
-rs_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes,
+rs_cuda_mem_info(int dev, uint64_t *free_bytes, uint64_t *total_bytes,
     struct rs_err *err)
 {
 	size_t	f, t;
 
+	if (dev >= 0)
+		RS_CUDA_TRY(err, cudaSetDevice(dev));
 	RS_CUDA_TRY(err, cudaMemGetInfo(&f, &t));
 	*free_bytes = f;
 	*total_bytes = t;
@@ -218,10 +323,36 @@ rs_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes,
 
 /* ---- helpers ---- */
 
+/* The current device slot's data. */
+static struct cuda *
+cc(const struct rs_engine *e)
+{
+	const struct multi *mu = (const struct multi *)e->be;
+
+	return (mu->d[mu->cur]);
+}
+
+/* Make slot J current (its device too). */
+static void
+on_slot(struct rs_engine *e, int j)
+{
+	struct multi *mu = (struct multi *)e->be;
+
+	mu->cur = j;
+	if (mu->d[j]->dev >= 0)
+		(void)cudaSetDevice(mu->d[j]->dev);
+}
+
+static int
+n_slots(const struct rs_engine *e)
+{
+	return (((const struct multi *)e->be)->n);
+}
+
 static const struct dev_w *
 dw(const struct rs_engine *e, const struct rs_gguf_tensor *t)
 {
-	const struct cuda *c = (const struct cuda *)e->be;
+	const struct cuda *c = cc(e);
 
 	return (&c->w[t - rs_gguf_tensor(e->model->gguf, 0)]);
 }
@@ -270,7 +401,7 @@ static enum rs_status
 quant(struct rs_engine *e, const float *x, int64_t ldx, int64_t width,
     int64_t n, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	void *xq = xq_for(c, x, ldx, width, n);
 
 	return (xq == NULL ? RS_OK : rs_k_xq(x, ldx, width, (int)n, xq, c->s,
@@ -300,7 +431,7 @@ static enum rs_status
 mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
     int64_t ldx, float *y, int64_t ldy, int64_t n, int acc, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const struct dev_w *w = dw(e, t);
 	const int64_t ldq = RS_XQ_COL_BYTES(w->n_in);
 	const uint8_t *xq = xq_of(c, x, ldx, w->n_in, n);
@@ -336,7 +467,7 @@ static enum rs_status
 norm_rows(struct rs_engine *e, const float *x, const struct rs_gguf_tensor *w,
     float *y, int64_t ldy, int64_t n, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd;
 
 	return (rs_k_rmsnorm(x, d, dvec(e, w), y, ldy, d, n,
@@ -351,7 +482,7 @@ static enum rs_status
 ffn_block(struct rs_engine *e, const struct rs_layer *l, int64_t n,
     struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, ff = e->model->hp.n_ff;
 	enum rs_status s;
 
@@ -367,17 +498,20 @@ static enum rs_status
 gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
     int32_t slot, int64_t n, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const struct rs_hparams *hp = &e->model->hp;
 	const int	 ds = (int)hp->ssm_d_state;
 	const int64_t	 d = hp->n_embd, di = hp->ssm_d_inner, nvh = hp->ssm_n_vh;
 	const int64_t	 ch = 2 * (int64_t)hp->ssm_n_kh * ds + di;
+	/* the ring of the slot's part: entries n_gdn (its own) blocks apart */
+	struct rs_state_part *q = rs_state_gdn_part(st, slot);
 	float		*snap_c = NULL, *snap_s = NULL;
 	enum rs_status	 s;
 
 	if (st->n_snap > 0) {
-		snap_c = st->snap_conv + (int64_t)slot * st->conv_len;
-		snap_s = st->snap_ssm + (int64_t)slot * st->ssm_len;
+		snap_c = q->snap_conv + (int64_t)(slot - q->gdn0) *
+		    st->conv_len;
+		snap_s = q->snap_ssm + (int64_t)(slot - q->gdn0) * st->ssm_len;
 	}
 	TRY(mv(e, l->qkv, c->h, d, c->mixed, ch, n, 0, err));
 	TRY(mv(e, l->gate, c->h, d, c->z, di, n, 0, err));
@@ -385,12 +519,12 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	TRY(mv(e, l->alpha, c->h, d, c->aa, nvh, n, 0, err));
 	TRY(rs_k_conv(rs_state_conv(st, slot), dvec(e, l->conv1d), c->mixed, ch,
 	    ch, (int)hp->ssm_conv_kernel, (int)n, c->u, snap_c,
-	    (int64_t)st->n_gdn * st->conv_len, st->n_snap, c->d_params, c->s,
+	    (int64_t)q->n_gdn * st->conv_len, st->n_snap, c->d_params, c->s,
 	    err));
 	TRY(rs_k_deltanet(rs_state_ssm(st, slot), c->u, ch, c->bb, c->aa, nvh,
 	    dvec(e, l->dt_bias), dvec(e, l->ssm_a), (int)hp->ssm_n_kh,
 	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix, snap_s,
-	    (int64_t)st->n_gdn * st->ssm_len, st->n_snap, c->d_params, c->s,
+	    (int64_t)q->n_gdn * st->ssm_len, st->n_snap, c->d_params, c->s,
 	    err));
 	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,
 	    n * nvh, hp->rms_eps, c->s, err));
@@ -406,7 +540,7 @@ static enum rs_status
 attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
     uint16_t *vc, int64_t n, int64_t max_keys, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const struct rs_hparams *hp = &e->model->hp;
 	const int	 hd = (int)hp->head_dim, hdv = (int)hp->head_dim_v;
 	const int	 nh = (int)hp->n_head, nkv = (int)hp->n_head_kv;
@@ -440,33 +574,30 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	return (mv(e, l->wo, c->mix, (int64_t)nh * hdv, c->x, d, n, 1, err));
 }
 
-/* Layer SLOT's K (or V) cache inside a state's f16 buffer. */
-static uint16_t *
-kv_layer(float *buf, const struct rs_state *st, int32_t slot, int64_t row)
-{
-	return ((uint16_t *)buf + (int64_t)slot * st->n_ctx * row);
-}
-
 /* ---- the trunk ---- */
 
 /*
- * Everything of a forward call after the inputs are on the device, up to
- * the final norm (c->h).  MAX_KEYS bounds params[0] + n: the state's
- * n_ctx for a captured graph, whose position changes between launches.
+ * Slot J's share of a forward call, once its inputs (and, past slot 0,
+ * the residual stream c->x) are on its device: the embedding on slot 0,
+ * its blocks, the final norm (c->h) on the last slot.  MAX_KEYS bounds
+ * params[0] + n: the state's n_ctx for a captured graph, whose position
+ * changes between launches.
  */
 static enum rs_status
-trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int64_t max_keys,
-    struct rs_err *err)
+trunk_part(struct rs_engine *e, struct rs_state *st, int j, int64_t n,
+    int64_t max_keys, struct rs_err *err)
 {
 	const struct rs_model *m = e->model;
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = m->hp.n_embd;
-	const struct dev_w *te = dw(e, m->tok_embd);
 	enum rs_status s;
 
-	TRY(rs_k_embed(te->d, te->type, d, te->row_bytes, te->n_out,
-	    c->d_tokens, (int)n, c->x, c->s, err));
-	for (uint32_t il = 0; il < m->hp.n_layer; il++) {
+	if (j == 0) {
+		const struct dev_w *te = dw(e, m->tok_embd);
+		TRY(rs_k_embed(te->d, te->type, d, te->row_bytes, te->n_out,
+		    c->d_tokens, (int)n, c->x, c->s, err));
+	}
+	for (uint32_t il = c->l0; il < c->l1; il++) {
 		const struct rs_layer *l = &m->layers[il];
 		int32_t slot = st->slot[il];
 
@@ -474,12 +605,58 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int64_t max_keys,
 		if (l->kind == RS_LAYER_GDN)
 			TRY(gdn_block(e, st, l, slot, n, err));
 		else
-			TRY(attn_block(e, l, kv_layer(st->k, st, slot,
-			    st->kv_row), kv_layer(st->v, st, slot, st->kv_row_v),
-			    n, max_keys, err));
+			TRY(attn_block(e, l, (uint16_t *)rs_state_kv_k(st,
+			    slot), (uint16_t *)rs_state_kv_v(st, slot), n,
+			    max_keys, err));
 		TRY(ffn_block(e, l, n, err));
 	}
-	return (norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
+	if (j == n_slots(e) - 1)
+		TRY(norm_rows(e, c->x, m->output_norm, c->h, d, n, err));
+	return (RS_OK);
+}
+
+/*
+ * Make slot J (> 0) current, its stream waiting for slot J − 1's work,
+ * and copy the residual stream of N tokens (n_embd floats each: 20 KB a
+ * token for the 27B) across the boundary: a peer copy, staged through
+ * the host by the runtime when the GPUs have no peer access, a plain
+ * device copy when both slots are one GPU ("--devices 0,0").
+ */
+static enum rs_status
+cross(struct rs_engine *e, int j, int64_t n, struct rs_err *err)
+{
+	struct multi *mu = (struct multi *)e->be;
+	struct cuda *a = mu->d[j - 1], *b = mu->d[j];
+	const size_t bytes = (size_t)(n * e->model->hp.n_embd) * sizeof(float);
+
+	on_slot(e, j - 1);
+	RS_CUDA_TRY(err, cudaEventRecord(a->done, a->s));
+	on_slot(e, j);
+	RS_CUDA_TRY(err, cudaStreamWaitEvent(b->s, a->done, 0));
+	if (a->dev == b->dev)
+		RS_CUDA_TRY(err, cudaMemcpyAsync(b->x, a->x, bytes,
+		    cudaMemcpyDeviceToDevice, b->s));
+	else
+		RS_CUDA_TRY(err, cudaMemcpyPeerAsync(b->x, b->dev, a->x,
+		    a->dev, bytes, b->s));
+	return (RS_OK);
+}
+
+/* Every slot's share of a call, ending on the last slot (c->h there). */
+static enum rs_status
+trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int64_t max_keys,
+    struct rs_err *err)
+{
+	enum rs_status s;
+
+	for (int j = 0; j < n_slots(e); j++) {
+		if (j > 0)
+			TRY(cross(e, j, n, err));
+		else
+			on_slot(e, 0);
+		TRY(trunk_part(e, st, j, n, max_keys, err));
+	}
+	return (RS_OK);
 }
 
 /*
@@ -494,7 +671,7 @@ static enum rs_status
 head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
     int32_t from, float *logits, int top_k, int skip, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
 	enum rs_status s;
 
@@ -531,7 +708,7 @@ fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
     int32_t logits_from, float *logits, int top_k, int skip, float *hidden,
     struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd;
 	enum rs_status s;
 
@@ -555,7 +732,7 @@ fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 }
 
 static enum rs_status
-upload_inputs(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
+upload_one(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
     int32_t snap_from, struct rs_err *err)
 {
 	memcpy(c->h_tokens, tokens, (size_t)n * sizeof(int32_t));
@@ -569,16 +746,37 @@ upload_inputs(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
 }
 
 /*
- * One-token decode as a graph: inputs from pinned memory, the trunk,
- * outputs to pinned memory.  Captured for (state, logits?, top k, skip?,
- * hidden?).
+ * The tokens and parameters of a call to every slot (each has its own
+ * copy: the kernels of a slot read its device's), ending on slot 0; the
+ * MTP block (ALL 0) runs on the last slot only.
  */
 static enum rs_status
-decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
-    int top_k, int skip, int want_hidden, struct rs_err *err)
+upload_inputs(struct rs_engine *e, const int32_t *tokens, int64_t n,
+    int32_t pos0, int32_t snap_from, int all, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	enum rs_status s;
+
+	for (int j = n_slots(e) - 1; j >= (all ? 0 : n_slots(e) - 1); j--) {
+		on_slot(e, j);
+		TRY(upload_one(cc(e), tokens, n, pos0, snap_from, err));
+	}
+	return (RS_OK);
+}
+
+/*
+ * One-token decode as one graph per slot: its inputs from pinned memory,
+ * its share of the trunk, on the last slot the head and the outputs to
+ * pinned memory.  Captured for (state, logits?, top k, skip?, hidden?).
+ * The boundary copies between the slots' graphs are not captured
+ * (launch_graphs): a graph stays on one device.
+ */
+static enum rs_status
+decode_graph(struct rs_engine *e, struct rs_state *st, int j,
+    int want_logits, int top_k, int skip, int want_hidden, struct rs_err *err)
+{
+	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
+	const int last = j == n_slots(e) - 1;
 	cudaGraph_t g;
 	enum rs_status s;
 
@@ -599,20 +797,20 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	    sizeof(int32_t), cudaMemcpyHostToDevice, c->s) != cudaSuccess)
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: input copy");
 	if (s == RS_OK)
-		s = trunk(e, st, 1, st->n_ctx, err);
-	if (s == RS_OK && (want_logits || top_k > 0))
+		s = trunk_part(e, st, j, 1, st->n_ctx, err);
+	if (s == RS_OK && last && (want_logits || top_k > 0))
 		s = head(e, e->model->output, 1, 0, NULL, top_k, skip, err);
-	if (s == RS_OK && want_logits &&
+	if (s == RS_OK && last && want_logits &&
 	    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)v * sizeof(float),
 	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: logits copy");
-	if (s == RS_OK && top_k > 0 &&
+	if (s == RS_OK && last && top_k > 0 &&
 	    (cudaMemcpyAsync(c->h_top, c->d_top, (size_t)top_k *
 	    sizeof(struct rs_top), cudaMemcpyDeviceToHost, c->s) !=
 	    cudaSuccess || cudaMemcpyAsync(c->h_bad, c->d_bad,
 	    sizeof(int64_t), cudaMemcpyDeviceToHost, c->s) != cudaSuccess))
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: top copy");
-	if (s == RS_OK && want_hidden &&
+	if (s == RS_OK && last && want_hidden &&
 	    cudaMemcpyAsync(c->h_hidden, c->h, (size_t)d * sizeof(float),
 	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
 		s = rs_errf(err, RS_ERR_CUDA, "graph capture: hidden copy");
@@ -640,6 +838,34 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int want_logits,
 	return (RS_OK);
 }
 
+/*
+ * A decode step: each slot's graph (captured if need be) after the
+ * residual stream crossed to it; ends on the last slot, synchronised.
+ */
+static enum rs_status
+launch_graphs(struct rs_engine *e, struct rs_state *st, int32_t token,
+    int32_t p0, int32_t snap_from, int want_logits, int top_k, int skip,
+    int want_hidden, struct rs_err *err)
+{
+	enum rs_status s;
+
+	for (int j = 0; j < n_slots(e); j++) {
+		if (j > 0)
+			TRY(cross(e, j, 1, err));
+		else
+			on_slot(e, 0);
+		struct cuda *c = cc(e);
+		c->h_tokens[0] = token;
+		c->h_params[RS_K_PARAM_POS0] = p0;
+		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
+		TRY(decode_graph(e, st, j, want_logits, top_k, skip,
+		    want_hidden, err));
+		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph, c->s));
+	}
+	RS_CUDA_TRY(err, cudaStreamSynchronize(cc(e)->s));
+	return (RS_OK);
+}
+
 static int64_t
 rows_of(int32_t n, int32_t from)
 {
@@ -656,7 +882,7 @@ static enum rs_status
 take_top(struct rs_engine *e, int64_t rows, int top_k, struct rs_top *top,
     int64_t *bad, float *bad_val, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t v = e->model->hp.n_vocab;
 
 	memcpy(top, c->h_top, (size_t)(rows * top_k) * sizeof(struct rs_top));
@@ -682,7 +908,7 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
     int top_k, int skip, struct rs_top *top, int64_t *bad, float *bad_val,
     float *hidden, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
 	const int32_t p0 = st->pos;
 	enum rs_status s;
@@ -692,19 +918,15 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 		    "at most %d", n - logits_from, EXACT_ROWS));
 	memmove(st->tokens + p0, tokens, (size_t)n * sizeof(*tokens));
 	if (n == 1 && logits_from == 0) {
-		c->h_tokens[0] = tokens[0];
-		c->h_params[RS_K_PARAM_POS0] = p0;
-		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
-		TRY(decode_graph(e, st, logits != NULL, top_k, skip,
-		    hidden != NULL, err));
-		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph, c->s));
-		RS_CUDA_TRY(err, cudaStreamSynchronize(c->s));
+		TRY(launch_graphs(e, st, tokens[0], p0, snap_from,
+		    logits != NULL, top_k, skip, hidden != NULL, err));
+		c = cc(e);
 		if (logits != NULL)
 			memcpy(logits, c->h_logits, (size_t)v * sizeof(float));
 		if (hidden != NULL)
 			memcpy(hidden, c->h_hidden, (size_t)d * sizeof(float));
 	} else {
-		TRY(upload_inputs(c, tokens, n, p0, snap_from, err));
+		TRY(upload_inputs(e, tokens, n, p0, snap_from, 1, err));
 		TRY(trunk(e, st, n, (int64_t)p0 + n, err));
 		TRY(fetch(e, e->model->output, n, logits_from, logits, top_k,
 		    skip, hidden, err));
@@ -738,8 +960,10 @@ static enum rs_status
 cuda_set_top_skip(struct rs_engine *e, const unsigned char *mask,
     struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c;
 
+	on_slot(e, n_slots(e) - 1);	/* the head's */
+	c = cc(e);
 	RS_CUDA_TRY(err, cudaMemcpy(c->d_skip, mask, e->model->hp.n_vocab,
 	    cudaMemcpyHostToDevice));
 	return (RS_OK);
@@ -756,12 +980,14 @@ mtp_run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 {
 	const struct rs_model *m = e->model;
 	const struct rs_layer *l = &m->layers[m->hp.n_layer];
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const int64_t d = m->hp.n_embd;
-	const struct dev_w *te = dw(e, l->mtp_embd);
+	const struct dev_w *te;
 	enum rs_status s;
 
-	TRY(upload_inputs(c, tokens, n, pos, INT32_MAX, err));
+	TRY(upload_inputs(e, tokens, n, pos, INT32_MAX, 0, err));
+	c = cc(e);
+	te = dw(e, l->mtp_embd);
 	RS_CUDA_TRY(err, cudaMemcpyAsync(c->y, h_in, (size_t)(n * d) *
 	    sizeof(float), cudaMemcpyHostToDevice, c->s));
 	/* cat = [enorm(embed(x)); hnorm(h_in)], embedding half first */
@@ -806,12 +1032,14 @@ cuda_mtp_top(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 /* ---- lifecycle ---- */
 
 static void
-cuda_free(struct rs_engine *e)
+free_slot(struct cuda *c)
 {
-	struct cuda *c = (struct cuda *)e->be;
-
 	if (c == NULL)
 		return;
+	if (c->dev >= 0)
+		(void)cudaSetDevice(c->dev);
+	if (c->done != NULL)
+		cudaEventDestroy(c->done);
 	if (c->graph != NULL)
 		cudaGraphExecDestroy(c->graph);
 	float *bufs[] = { c->x, c->h, c->y, c->mixed, c->u, c->z, c->bb, c->aa,
@@ -838,14 +1066,29 @@ cuda_free(struct rs_engine *e)
 		cudaStreamDestroy(c->s);
 	free(c->w);
 	free(c);
+}
+
+static void
+cuda_free(struct rs_engine *e)
+{
+	struct multi *mu = (struct multi *)e->be;
+
+	if (mu == NULL)
+		return;
+	for (int j = 0; j < mu->n; j++)
+		free_slot(mu->d[j]);
+	free(mu);
 	e->be = NULL;
 }
 
-/* Every tensor into one arena, 256-byte aligned. */
+/*
+ * Every tensor slot J needs (rs_split_tensor_slots: all of them without a
+ * split) into one arena on its device, 256-byte aligned.
+ */
 static enum rs_status
-upload_weights(struct rs_engine *e, struct rs_err *err)
+upload_weights(struct rs_engine *e, int j, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const struct rs_gguf *g = e->model->gguf;
 	int64_t	 nt = rs_gguf_n_tensors(g);
 	size_t	 off = 0;
@@ -853,7 +1096,8 @@ upload_weights(struct rs_engine *e, struct rs_err *err)
 	if ((c->w = (struct dev_w *)calloc((size_t)nt + 1, sizeof(*c->w))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	for (int64_t i = 0; i < nt; i++)
-		off += (rs_gguf_tensor(g, i)->nbytes + 255) / 256 * 256;
+		if (rs_split_tensor_slots(&e->split, e->model, i) >> j & 1)
+			off += (rs_gguf_tensor(g, i)->nbytes + 255) / 256 * 256;
 	c->arena_bytes = off;
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->arena, off ? off : 256));
 	off = 0;
@@ -861,6 +1105,8 @@ upload_weights(struct rs_engine *e, struct rs_err *err)
 		const struct rs_gguf_tensor *t = rs_gguf_tensor(g, i);
 		const struct rs_type_traits *tt = rs_type_traits(t->type);
 		struct dev_w *w = &c->w[i];
+		if (!(rs_split_tensor_slots(&e->split, e->model, i) >> j & 1))
+			continue;
 		RS_CUDA_TRY(err, cudaMemcpy(c->arena + off, t->data, t->nbytes,
 		    cudaMemcpyHostToDevice));
 		w->d = c->arena + off;
@@ -947,7 +1193,7 @@ rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
 static enum rs_status
 alloc_scratch(struct rs_engine *e, struct rs_err *err)
 {
-	struct cuda *c = (struct cuda *)e->be;
+	struct cuda *c = cc(e);
 	const struct rs_hparams *hp = &e->model->hp;
 	const int64_t b = e->max_batch;
 	struct sbuf bufs[N_SBUF];
@@ -995,50 +1241,95 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 	return (RS_OK);
 }
 
+/*
+ * One struct cuda per slot of e->split (rs_engine.c made it), each on its
+ * device with its blocks' weights (and the embedding, the head as
+ * rs_split_tensor_slots says), the full scratch and its own stream.
+ */
 static enum rs_status
 cuda_init(struct rs_engine *e, struct rs_err *err)
 {
 	const struct rs_hparams *hp = &e->model->hp;
-	struct cuda *c;
+	const struct rs_split *sp = &e->split;
+	struct multi *mu;
 	enum rs_status s;
+	int cur = 0;
 
 	if (hp->head_dim != hp->head_dim_v)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
 		    "key_length %u != value_length %u is not supported",
 		    hp->head_dim, hp->head_dim_v));
-	if ((c = (struct cuda *)calloc(1, sizeof(*c))) == NULL)
+	if ((mu = (struct multi *)calloc(1, sizeof(*mu))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
-	e->be = c;
-	c->batch = e->max_batch;
-	/* a blocking stream: the state's synchronous copies order after it */
-	RS_CUDA_TRY(err, cudaStreamCreate(&c->s));
-	TRY(upload_weights(e, err));
-	return (alloc_scratch(e, err));
+	e->be = mu;
+	for (int j = 0; j < sp->n; j++) {
+		struct cuda *c;
+		if ((c = (struct cuda *)calloc(1, sizeof(*c))) == NULL)
+			return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+		mu->d[mu->n++] = c;
+		c->dev = sp->dev[j];
+		c->l0 = sp->first[j];
+		c->l1 = sp->first[j + 1];
+		c->batch = e->max_batch;
+		if (c->dev >= 0)
+			saw_device(c->dev);
+		else if (cudaGetDevice(&cur) == cudaSuccess)
+			saw_device(cur);	/* one engine may not name it */
+		on_slot(e, j);
+		/* a blocking stream: the state's synchronous copies order
+		   after it */
+		RS_CUDA_TRY(err, cudaStreamCreate(&c->s));
+		RS_CUDA_TRY(err, cudaEventCreateWithFlags(&c->done,
+		    cudaEventDisableTiming));
+		TRY(upload_weights(e, j, err));
+		TRY(alloc_scratch(e, err));
+	}
+	/* peer access where the GPUs have it (else copies go through the
+	   host); already enabled is no error */
+	for (int j = 1; j < sp->n; j++) {
+		int a = sp->dev[j - 1], b = sp->dev[j], ok = 0;
+		if (a == b)
+			continue;
+		if (cudaDeviceCanAccessPeer(&ok, b, a) == cudaSuccess && ok) {
+			(void)cudaSetDevice(b);
+			if (cudaDeviceEnablePeerAccess(a, 0) != cudaSuccess)
+				(void)cudaGetLastError();
+		}
+		(void)cudaGetLastError();
+	}
+	on_slot(e, 0);
+	return (RS_OK);
 }
 
-/* 4 GiB, far beyond any L2, read 5 times. */
+/* 4 GiB, far beyond any L2, read 5 times (on the first slot's GPU). */
 static enum rs_status
 cuda_probe(struct rs_engine *e, double *gb_s, struct rs_err *err)
 {
-	(void)e;
+	on_slot(e, 0);
 	return (rs_k_probe_read((size_t)4 << 30, 5, gb_s, err));
 }
 
+/* Summed over the slots. */
 static void
 cuda_memory(const struct rs_engine *e, uint64_t *weights, uint64_t *scratch)
 {
-	const struct cuda *c = (const struct cuda *)e->be;
+	const struct multi *mu = (const struct multi *)e->be;
 
-	*weights = c->arena_bytes;
-	*scratch = c->scratch_bytes;
+	*weights = *scratch = 0;
+	for (int j = 0; j < mu->n; j++) {
+		*weights += mu->d[j]->arena_bytes;
+		*scratch += mu->d[j]->scratch_bytes;
+	}
 }
 
-/* The stream's work and the state copies on the legacy stream. */
+/* Every slot's streams and the state copies on the legacy streams. */
 static enum rs_status
 cuda_sync(struct rs_engine *e, struct rs_err *err)
 {
-	(void)e;
-	RS_CUDA_TRY(err, cudaDeviceSynchronize());
+	for (int j = 0; j < n_slots(e); j++) {
+		on_slot(e, j);
+		RS_CUDA_TRY(err, cudaDeviceSynchronize());
+	}
 	return (RS_OK);
 }
 

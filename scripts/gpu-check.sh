@@ -27,9 +27,14 @@ rc=0
 # GPU_CHECK: the sections to run (default all): "tests" (check_cuda,
 # rs-verify, rs-generate and rs-serve on the fixtures), "serve" (rs-serve
 # on the synthetic 27B: traffic under the sandbox, the memory refusal),
-# "bench" (rs-bench on it).  The device machine runs a command for at most
-# 10 minutes, so GPU_CHECK=tests, =serve and =bench can go in separate runs.
-sections=${GPU_CHECK:-tests serve bench}
+# "bench" (rs-bench on it), "split" (the layer split, issue #19, on one GPU
+# as --devices 0,0: rs-verify's rollback check, rs-generate's greedy
+# decode and rs-serve on the fixtures, rs-bench --quick on the synthetic
+# 27B with and without the split; check_cuda's engine_split and
+# engine_split_rollback run in "tests").  The device machine runs a
+# command for at most 10 minutes, so GPU_CHECK=tests, =serve, =bench and
+# =split can go in separate runs.
+sections=${GPU_CHECK:-tests serve bench split}
 want() {
 	case " $sections " in *" $1 "*) return 0 ;; esac
 	return 1
@@ -198,7 +203,68 @@ serve_refuses() {
 	[ "$frc" = 2 ] && grep -q "not enough GPU memory" /tmp/rs-serve-fit.err
 }
 
-if want serve || want bench; then
+# (not indented either: a here-document)
+if want split; then
+read -r prompt greedy < <(python3 - "$fx/tiny/reference.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["prompts"][d["greedy"]["prompt_index"]]
+print(",".join(map(str, p)), ",".join(map(str, d["greedy"]["tokens"])))
+PY
+)
+n_prompt=$(echo "$prompt" | tr ',' '\n' | wc -l)
+echo "== rs-verify --devices 0,0 --check-rollback (rollback_rel_err must be 0)"
+$bin/rs-verify -m "$fx/tiny/model-q4_k_m.gguf" --devices 0,0 -q \
+    --tokens "$prompt,$greedy" --prefix "$n_prompt" --check-rollback |
+    python3 -c 'import json,sys; d=json.loads(sys.stdin.readline())
+print({k: v for k, v in d.items() if not isinstance(v, list)})
+sys.exit(0 if d.get("rollback_rel_err") == 0 else 1)' || rc=1
+echo "== rs-verify logits: --devices 0,0 --split 1,3 against one GPU, bit for bit"
+$bin/rs-verify -m "$fx/tiny/model-q4_k_m.gguf" --backend cuda -q \
+    --tokens "$prompt,$greedy" --prefix "$n_prompt" \
+    --logits /tmp/rs-split-one.npy >/dev/null || rc=1
+$bin/rs-verify -m "$fx/tiny/model-q4_k_m.gguf" --devices 0,0 --split 1,3 \
+    -q --tokens "$prompt,$greedy" --prefix "$n_prompt" \
+    --logits /tmp/rs-split-two.npy >/dev/null || rc=1
+if cmp -s /tmp/rs-split-one.npy /tmp/rs-split-two.npy; then
+	echo "logits identical"
+else
+	echo "logits differ"
+	rc=1
+fi
+echo "== rs-generate --devices 0,0, greedy"
+got=$(echo "{\"tokens\":[$prompt],\"max_tokens\":40,\"temperature\":0}" |
+    $bin/rs-generate -m "$fx/tiny/model-f16.gguf" --devices 0,0 -q |
+    python3 -c 'import json,sys; print(",".join(map(str, json.loads(sys.stdin.readline())["tokens"])))')
+if [ "$got" = "$greedy" ]; then
+	echo "greedy continuation matches reference.json"
+else
+	echo "greedy continuation differs: $got"
+	rc=1
+fi
+echo "== rs-serve --devices 0,0 under its sandbox"
+setsid $bin/rs-serve -m "$fx/tiny/model-q4_k_m.gguf" --devices 0,0 \
+    --draft mtp --port "$port" -q </dev/null 2>/tmp/rs-serve-split.err &
+pid=$!
+for _ in $(seq 60); do
+	curl -sf "127.0.0.1:$port/health" >/dev/null && break
+	sleep 0.5
+done
+if curl -sf -m 60 "127.0.0.1:$port/v1/chat/completions" \
+    -H 'Content-Type: application/json' -d '{"messages":[{"role":"user",
+    "content":"hi"}],"max_tokens":8,"temperature":0}' |
+    grep -q '"finish_reason"'; then
+	echo "rs-serve --devices 0,0 answered a chat request"
+else
+	echo "rs-serve --devices 0,0 failed:"
+	cat /tmp/rs-serve-split.err
+	rc=1
+fi
+kill -TERM "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+fi	# split
+
+if want serve || want bench || want split; then
 	echo "== a synthetic Qwen3.8-27B Q4_K_M"
 	if $bin/rs-bench --synth 27b -o "$synth"; then
 		if want serve; then
@@ -209,6 +275,16 @@ if want serve || want bench; then
 			echo "== rs-bench on the synthetic Qwen3.8-27B Q4_K_M"
 			timeout "${BENCH_TIMEOUT:-380}" $bin/rs-bench -m "$synth" \
 			    --backend cuda || rc=1
+		fi
+		if want split; then
+			echo "== rs-bench --plan --devices 0,1 -c 32768 on it"
+			$bin/rs-bench -m "$synth" --plan --devices 0,1 \
+			    -c 32768 || rc=1
+			echo "== rs-bench --quick on it: one GPU, then --devices 0,0"
+			timeout 200 $bin/rs-bench -m "$synth" --backend cuda \
+			    --quick || rc=1
+			timeout 200 $bin/rs-bench -m "$synth" --devices 0,0 \
+			    --quick || rc=1
 		fi
 	else
 		rc=1

@@ -1723,6 +1723,242 @@ START_TEST(engine_prefill_chunks)
 }
 END_TEST
 
+/* ---- the layer split (--devices, rs_split.h) on one GPU ---- */
+
+/*
+ * What engine_split compares: a fixed script of calls on one state, every
+ * output appended.  Prefill of 70 tokens in chunks of 64 (the tensor-core
+ * path, then the exact path) with all rows and hidden states; 6 decode
+ * steps (the CUDA-graph path); a checkpoint, a verification group of 9,
+ * a truncation through the snapshot ring and 4 more tokens; a rollback to
+ * the checkpoint and 4 tokens; a top-4 group of 5; a checkpoint-cache
+ * save, 3 tokens, a restore and the same 3 tokens; the MTP block over
+ * the first 10 tokens with the prefill's hidden states.
+ */
+struct split_out {
+	float		*f;	/* logits and hidden rows, appended */
+	int64_t		 n, cap;
+	struct rs_top	 top[5 * 4];
+};
+
+static float *
+take(struct split_out *o, int64_t n)
+{
+	ck_assert_int_le(o->n + n, o->cap);
+	o->n += n;
+	return (o->f + o->n - n);
+}
+
+static void
+split_script(struct rs_engine *e, const int32_t *tok, struct split_out *o)
+{
+	const struct rs_model *m = rs_engine_model(e);
+	const int64_t V = m->hp.n_vocab, d = m->hp.n_embd;
+	struct rs_state_opts so = { .n_ctx = 256, .n_snap = 9,
+	    .checkpoint = 1 };
+	struct rs_ckcache_opts co;
+	struct rs_ckcache *c;
+	struct rs_state	*st;
+	struct rs_err	 err;
+	float		*hid;
+	int32_t		 hist[128], q, p;
+
+	o->n = 0;
+	ck_assert_int_eq(rs_engine_state_new(e, &so, &st, &err), RS_OK);
+	hid = take(o, 70 * d);
+	ck_assert_msg(rs_engine_forward(e, st, tok, 70, take(o, 70 * V),
+	    RS_LOGITS_ALL, hid, &err) == RS_OK, "%s", err.msg);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(rs_engine_forward(e, st, tok + 70 + i, 1,
+		    take(o, V), RS_LOGITS_LAST, take(o, d), &err), RS_OK);
+	ck_assert_int_eq(rs_state_checkpoint(st, &err), RS_OK);
+	p = rs_state_pos(st);
+	ck_assert_int_eq(rs_engine_forward(e, st, tok + 80, 9, take(o, 9 * V),
+	    RS_LOGITS_ALL, NULL, &err), RS_OK);
+	ck_assert_msg(rs_engine_truncate(e, st, p + 3, &err) == RS_OK, "%s",
+	    err.msg);
+	ck_assert_int_eq(rs_engine_forward(e, st, tok + 100, 4,
+	    take(o, 4 * V), RS_LOGITS_ALL, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_state_rollback(st, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(e, st, tok + 110, 4,
+	    take(o, 4 * V), RS_LOGITS_ALL, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward_top(e, st, tok + 120, 5,
+	    RS_LOGITS_ALL, 4, 0, o->top, NULL, &err), RS_OK);
+	/* the checkpoint cache: one entry on the device, spill to the host */
+	co.dev_bytes = rs_state_gdn_bytes(st);
+	co.host_bytes = 2 * rs_state_gdn_bytes(st);
+	ck_assert_int_eq(rs_ckcache_new(&c, &co, &err), RS_OK);
+	ck_assert_int_eq(rs_ckcache_save(c, st, &err), RS_OK);
+	p = rs_state_pos(st);
+	ck_assert_int_le(p + 3, 128);
+	ck_assert_int_eq(rs_engine_forward(e, st, tok + 130, 3,
+	    take(o, 3 * V), RS_LOGITS_ALL, NULL, &err), RS_OK);
+	ck_assert_int_eq(rs_ckcache_save(c, st, &err), RS_OK);
+	for (int32_t i = 0; i < p; i++)
+		hist[i] = rs_state_token(st, i);
+	rs_ckcache_restore(c, st, hist, p, p, &q);
+	ck_assert_int_eq(q, p);
+	ck_assert_int_eq(rs_engine_forward(e, st, tok + 130, 3,
+	    take(o, 3 * V), RS_LOGITS_ALL, NULL, &err), RS_OK);
+	rs_ckcache_free(c);
+	if (m->hp.n_nextn > 0)
+		ck_assert_msg(rs_engine_mtp_batch(e, st, tok + 1, 10, 0, hid,
+		    take(o, 10 * V), take(o, 10 * d), &err) == RS_OK, "%s",
+		    err.msg);
+	rs_state_free(st);
+}
+
+static struct rs_engine *
+split_engine(struct rs_model *m, int n, const int *counts)
+{
+	struct rs_engine_opts o = { .backend = RS_BACKEND_CUDA, .n_threads = 2,
+	    .max_batch = 64, .n_devices = n };
+	struct rs_engine *e;
+	struct rs_err err;
+
+	for (int j = 0; j < n; j++) {
+		o.devices[j] = 0;
+		o.split[j] = counts != NULL ? counts[j] : 0;
+	}
+	ck_assert_msg(rs_engine_new(&e, m, &o, &err) == RS_OK, "%s", err.msg);
+	return (e);
+}
+
+/*
+ * The layer split on one GPU ("--devices 0,0"): the same device slot code,
+ * allocations and boundary copies as on two GPUs.  Per layer the kernels
+ * and their order are the single-GPU engine's, so every output of
+ * split_script (prefill on both paths, decode graphs, verification
+ * groups, top-k, truncation and rollback, the checkpoint cache, the MTP
+ * block) must equal it bit for bit, for every fixture file and for the
+ * balanced split, the most uneven one (1 block first), the opposite (1
+ * block last) and three slots.
+ */
+START_TEST(engine_split)
+{
+	static const char *const files[] = { "tiny/model-q4_k_m.gguf",
+	    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf",
+	    "tiny/model-q6_k.gguf", "tiny/model-q5_k_m.gguf",
+	    "tiny/model-q4_0.gguf", "demo/model-q4_k_m.gguf" };
+	struct prompts	 p;
+
+	load_prompts(&p);
+	ck_assert_int_ge(p.len[4], 140);
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+		struct rs_model	*m;
+		struct rs_err	 err;
+		ck_assert_int_eq(rs_model_open(&m, t_fixture(files[f]), &err),
+		    RS_OK);
+		const int L = (int)m->hp.n_layer;
+		const int64_t cap = 200 * (int64_t)(m->hp.n_vocab +
+		    m->hp.n_embd);
+		struct split_out ref = { malloc(cap * 4), 0, cap, { { 0 } } };
+		struct split_out got = { malloc(cap * 4), 0, cap, { { 0 } } };
+		const int first1[2] = { 1, L - 1 }, last1[2] = { L - 1, 1 };
+		const int three[3] = { 1, 1, L - 2 };
+		struct {
+			int n;
+			const int *counts;
+			const char *what;
+		} cf[] = {
+			{ 2, NULL, "0,0 balanced" },
+			{ 2, first1, "0,0 --split 1,L-1" },
+			{ 2, last1, "0,0 --split L-1,1" },
+			{ 3, three, "0,0,0 --split 1,1,L-2" },
+		};
+		struct rs_engine *one = engine(m, RS_BACKEND_CUDA, 64);
+		split_script(one, p.tok[4], &ref);
+		rs_engine_free(one);
+		for (size_t c = 0; c < sizeof(cf) / sizeof(cf[0]); c++) {
+			if (cf[c].n == 3 && L < 3)
+				continue;
+			struct rs_engine *e = split_engine(m, cf[c].n,
+			    cf[c].counts);
+			const struct rs_split *sp = rs_engine_split(e);
+			ck_assert_int_eq(sp->n, cf[c].n);
+			ck_assert_uint_eq(sp->first[sp->n], (unsigned)L);
+			split_script(e, p.tok[4], &got);
+			ck_assert_int_eq(got.n, ref.n);
+			if (memcmp(got.f, ref.f, (size_t)ref.n * 4) != 0) {
+				int64_t i = 0;
+				while (memcmp(&got.f[i], &ref.f[i], 4) == 0)
+					i++;
+				ck_abort_msg("%s, %s: output %lld is %.9g, one "
+				    "GPU %.9g (rel err of all %.3g)", files[f],
+				    cf[c].what, (long long)i, got.f[i],
+				    ref.f[i], t_rel_err(got.f, ref.f, ref.n));
+			}
+			ck_assert_msg(memcmp(got.top, ref.top, sizeof(ref.top))
+			    == 0, "%s, %s: top-k differs", files[f],
+			    cf[c].what);
+			rs_engine_free(e);
+		}
+		free(ref.f);
+		free(got.f);
+		rs_model_close(m);
+	}
+}
+END_TEST
+
+/*
+ * Rollback on the split engine itself, as engine_rollback: truncating k
+ * drafts to j and continuing equals a state that never saw them, bit for
+ * bit (rs-verify --check-rollback's rollback_rel_err 0).
+ */
+START_TEST(engine_split_rollback)
+{
+	struct prompts	 p;
+	struct rs_model	*m;
+	struct rs_err	 err;
+	struct rs_state_opts so = { .n_snap = 9 };
+
+	load_prompts(&p);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = split_engine(m, 2, NULL);
+	const int64_t V = m->hp.n_vocab;
+	const int32_t *tok = p.tok[2];
+	float *a = malloc(4 * V * 4), *b = malloc(4 * V * 4);
+	for (int k = 1; k <= 8; k *= 2)
+		for (int j = 0; j <= k; j++) {
+			struct rs_state *s1, *s2;
+			ck_assert_int_eq(rs_engine_state_new(gpu, &so, &s1, &err),
+			    RS_OK);
+			ck_assert_int_eq(rs_engine_state_new(gpu, &so, &s2, &err),
+			    RS_OK);
+			ck_assert_int_eq(rs_engine_forward(gpu, s1, tok, 20 + k,
+			    NULL, RS_LOGITS_NONE, NULL, &err), RS_OK);
+			ck_assert_msg(rs_engine_truncate(gpu, s1, 20 + j, &err) ==
+			    RS_OK, "%s", err.msg);
+			ck_assert_int_eq(rs_engine_forward(gpu, s1, tok + 40, 4,
+			    a, RS_LOGITS_ALL, NULL, &err), RS_OK);
+			ck_assert_int_eq(rs_engine_forward(gpu, s2, tok, 20 + j,
+			    NULL, RS_LOGITS_NONE, NULL, &err), RS_OK);
+			ck_assert_int_eq(rs_engine_forward(gpu, s2, tok + 40, 4,
+			    b, RS_LOGITS_ALL, NULL, &err), RS_OK);
+			ck_assert_msg(memcmp(a, b, (size_t)(4 * V) * 4) == 0,
+			    "k %d j %d: rollback differs by %.3g", k, j,
+			    t_rel_err(a, b, 4 * V));
+			rs_state_free(s1);
+			rs_state_free(s2);
+		}
+	/* a state of the one-GPU engine is refused, with a reason */
+	struct rs_engine *one = engine(m, RS_BACKEND_CUDA, 64);
+	struct rs_state *s1;
+	int32_t t0 = tok[0];
+	ck_assert_int_eq(rs_engine_state_new(one, &so, &s1, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(gpu, s1, &t0, 1, NULL,
+	    RS_LOGITS_NONE, NULL, &err), RS_ERR_INVALID_ARG);
+	ck_assert_msg(strstr(err.msg, "layer split") != NULL, "%s", err.msg);
+	rs_state_free(s1);
+	rs_engine_free(one);
+	free(a);
+	free(b);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
 Suite *
 cuda_suite(void)
 {
@@ -1755,6 +1991,8 @@ cuda_suite(void)
 	tcase_add_test(e, engine_batch_invariant);
 	tcase_add_test(e, engine_prefill_chunks);
 	tcase_add_test(e, engine_ckcache);
+	tcase_add_test(e, engine_split);
+	tcase_add_test(e, engine_split_rollback);
 	suite_add_tcase(s, e);
 	return (s);
 }

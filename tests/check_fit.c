@@ -142,6 +142,55 @@ START_TEST(suggestion_fits)
 }
 END_TEST
 
+/*
+ * A layer split over GPUs 0 and 1 (slots 0, 1) and GPU 0 again (slot 2):
+ * GPU 0 holds slots 0 and 2, so it fits only if both fit together; GPU 1
+ * is checked alone.  The message names the GPU that does not fit and its
+ * blocks.
+ */
+START_TEST(split_per_gpu)
+{
+	struct rs_split	 sp = { .n = 3, .dev = { 0, 1, 0 },
+	    .first = { 0, 10, 40, 64 } };
+	struct rs_split_mem mem[3];
+	uint64_t	 fr[3];
+	struct rs_buf	 msg;
+
+	for (int j = 0; j < 3; j++) {
+		mem[j].weights = 4 * GIB;
+		mem[j].scratch = GIB;
+		mem[j].state = 2 * GIB;
+		mem[j].total = 7 * GIB;
+	}
+	/* after the engine: GPU 0 had 14 GiB + reserve, GPU 1 7 GiB + reserve */
+	fr[0] = fr[2] = 14 * GIB + RS_FIT_RESERVE - 10 * GIB;
+	fr[1] = 7 * GIB + RS_FIT_RESERVE - 5 * GIB;
+	rs_buf_init(&msg);
+	ck_assert_int_eq(rs_fit_split_check(&sp, mem, fr, 4096, 1, &msg), 1);
+	ck_assert_uint_eq(msg.len, 0);
+	/* one byte less on GPU 1 */
+	fr[1]--;
+	ck_assert_int_eq(rs_fit_split_check(&sp, mem, fr, 4096, 1, &msg), 0);
+	rs_buf_addc(&msg, '\0');
+	ck_assert_msg(strstr(msg.data, "not enough memory on GPU 1 for --ctx "
+	    "4096 --slots 1") == msg.data, "%s", msg.data);
+	ck_assert_msg(strstr(msg.data, "blocks 10-39: weights 4.00 GiB") !=
+	    NULL, "%s", msg.data);
+	ck_assert_msg(strstr(msg.data, "GPU 0") == NULL, "%s", msg.data);
+	ck_assert_msg(strstr(msg.data, "--split") != NULL, "%s", msg.data);
+	rs_buf_cleanup(&msg);
+	/* GPU 0 one byte short: both its slots named */
+	fr[1]++;
+	fr[0] = fr[2] = fr[0] - 1;
+	rs_buf_init(&msg);
+	ck_assert_int_eq(rs_fit_split_check(&sp, mem, fr, 4096, 1, &msg), 0);
+	rs_buf_addc(&msg, '\0');
+	ck_assert_msg(strstr(msg.data, "blocks 0-9") != NULL &&
+	    strstr(msg.data, "blocks 40-63") != NULL, "%s", msg.data);
+	rs_buf_cleanup(&msg);
+}
+END_TEST
+
 Suite *
 fit_suite(void)
 {
@@ -152,6 +201,7 @@ fit_suite(void)
 	tcase_add_test(tc, fits_exactly);
 	tcase_add_test(tc, one_byte_short);
 	tcase_add_test(tc, not_even_the_weights);
+	tcase_add_test(tc, split_per_gpu);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("plan");
 	tcase_add_test(tc, suggestion_fits);

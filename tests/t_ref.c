@@ -116,7 +116,8 @@ void
 t_lm_open(struct t_lm *lm, const char *fixture, int threads, int max_batch,
     int n_snap, int ckpt)
 {
-	struct rs_engine_opts eo = { RS_BACKEND_CPU, threads, max_batch };
+	struct rs_engine_opts eo = { .backend = RS_BACKEND_CPU,
+	    .n_threads = threads, .max_batch = max_batch };
 	struct rs_err	 err;
 
 	memset(lm, 0, sizeof(*lm));

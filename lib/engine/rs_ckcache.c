@@ -325,21 +325,55 @@ dev_buf(struct rs_ckcache *c, const struct rs_state_mem *m, size_t bytes)
 	}
 }
 
-/* Copy ST's live GDN state into DST of ST's memory (TO_HOST: host RAM). */
+/*
+ * Between ST's live GDN state and BUF (the entry layout: every block's
+ * conv state, then every block's recurrent state, a layer split's parts
+ * at their blocks' offsets): OUT copies the state out, else back in.
+ * HOST: BUF is host RAM (ASYNC: page-locked, the memory's asynchronous
+ * copies when it has them).
+ */
 static void
-copy_out(const struct rs_state *st, void *dst, int to_host_ram)
+move(struct rs_state *st, void *buf, int out, int host)
 {
 	const struct rs_state_mem *m = st->mem;
-	size_t	cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
-	size_t	sb = (size_t)(st->n_gdn * st->ssm_len) * sizeof(float);
+	const size_t cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
 
-	if (to_host_ram) {
-		to_host(m, dst, st->conv, cb);
-		to_host(m, (char *)dst + cb, st->ssm, sb);
-	} else {
-		m->copy(dst, st->conv, cb);
-		m->copy((char *)dst + cb, st->ssm, sb);
+	for (int j = 0; j < st->n_part; j++) {
+		struct rs_state_part *q = &st->part[j];
+		size_t	 pc = (size_t)(q->n_gdn * st->conv_len) * sizeof(float);
+		size_t	 ps = (size_t)(q->n_gdn * st->ssm_len) * sizeof(float);
+		char	*bc = (char *)buf + (size_t)(q->gdn0 * st->conv_len) *
+			    sizeof(float);
+		char	*bs = (char *)buf + cb + (size_t)(q->gdn0 *
+			    st->ssm_len) * sizeof(float);
+
+		if (q->n_gdn == 0)
+			continue;
+		rs_state_on(st, q);
+		if (out && host) {
+			to_host(m, bc, q->conv, pc);
+			to_host(m, bs, q->ssm, ps);
+		} else if (out) {
+			m->copy(bc, q->conv, pc);
+			m->copy(bs, q->ssm, ps);
+		} else if (host) {
+			void (*cp)(void *, const void *, size_t) =
+			    m->from_host_async != NULL ? m->from_host_async :
+			    m->from_host;
+			cp(q->conv, bc, pc);
+			cp(q->ssm, bs, ps);
+		} else {
+			m->copy(q->conv, bc, pc);
+			m->copy(q->ssm, bs, ps);
+		}
 	}
+}
+
+/* Copy ST's live GDN state into DST of ST's memory (TO_HOST: host RAM). */
+static void
+copy_out(struct rs_state *st, void *dst, int to_host_ram)
+{
+	move(st, dst, 1, to_host_ram);
 }
 
 /* The entry of ST at POS, or -1. */
@@ -435,6 +469,7 @@ usable(const struct entry *e, const struct rs_state *st, const int32_t *p,
 	if (e->serial == st->serial)
 		return (e->pos <= st->pos);
 	return (o->model == st->model && o->mem == st->mem &&
+	    rs_split_equal(&o->split, &st->split) &&
 	    e->pos <= o->pos && e->pos <= st->n_ctx && memcmp(e->key,
 	    o->tokens, (size_t)e->pos * sizeof(int32_t)) == 0);
 }
@@ -486,16 +521,14 @@ static void
 copy_kv(struct rs_state *dst, const struct rs_state *src, int32_t pos)
 {
 	const size_t ke = src->mem->kv_elem;
+	struct rs_state *s = (struct rs_state *)src;
 
 	for (int32_t l = 0; l < src->n_attn; l++) {
-		src->mem->copy((char *)dst->k + (size_t)(l * dst->n_ctx *
-		    dst->kv_row) * ke, (const char *)src->k + (size_t)(l *
-		    src->n_ctx * src->kv_row) * ke, (size_t)((int64_t)pos *
-		    src->kv_row) * ke);
-		src->mem->copy((char *)dst->v + (size_t)(l * dst->n_ctx *
-		    dst->kv_row_v) * ke, (const char *)src->v + (size_t)(l *
-		    src->n_ctx * src->kv_row_v) * ke, (size_t)((int64_t)pos *
-		    src->kv_row_v) * ke);
+		rs_state_on(src, rs_state_attn_part(s, l));
+		src->mem->copy(rs_state_kv_k(dst, l), rs_state_kv_k(s, l),
+		    (size_t)((int64_t)pos * src->kv_row) * ke);
+		src->mem->copy(rs_state_kv_v(dst, l), rs_state_kv_v(s, l),
+		    (size_t)((int64_t)pos * src->kv_row_v) * ke);
 	}
 	memcpy(dst->tokens, src->tokens, (size_t)pos * sizeof(int32_t));
 }
@@ -504,8 +537,6 @@ void
 rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
     const int32_t *p, int32_t l, int32_t max, int32_t *pos)
 {
-	size_t		 cb = (size_t)(st->n_gdn * st->conv_len) * sizeof(float);
-	size_t		 sb = (size_t)(st->n_gdn * st->ssm_len) * sizeof(float);
 	ssize_t		 best = best_for(c, st, p, l, max, 1);
 	struct entry	*e;
 
@@ -521,15 +552,10 @@ rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
 			st->mtp_pos = l;
 		c->s.cross++;
 	}
-	if (e->dev != NULL) {
-		st->mem->copy(st->conv, e->dev, cb);
-		st->mem->copy(st->ssm, (char *)e->dev + cb, sb);
-	} else {
-		void (*cp)(void *, const void *, size_t) =
-		    st->mem->from_host_async != NULL ?
-		    st->mem->from_host_async : st->mem->from_host;
-		cp(st->conv, e->host, cb);
-		cp(st->ssm, (char *)e->host + cb, sb);
+	if (e->dev != NULL)
+		move(st, e->dev, 0, 0);
+	else {
+		move(st, e->host, 0, 1);
 		c->s.host_restores++;
 	}
 	e->used = ++c->tick;

@@ -81,6 +81,34 @@ pick_backend(enum rs_backend *b, struct rs_err *err)
 	    (int)*b));
 }
 
+/* E's split from O's devices (none: one slot on the current device). */
+static enum rs_status
+make_split(struct rs_engine *e, const struct rs_engine_opts *o,
+    struct rs_err *err)
+{
+	struct rs_state_opts so = { .n_ctx = o->split_ctx, .n_snap = 3,
+	    .checkpoint = 1 };
+	int	given = 0, gpus = 0;
+
+	if (o->n_devices == 0) {
+		rs_split_single(&e->split, e->model, -1);
+		return (RS_OK);
+	}
+#ifdef RS_CUDA
+	gpus = rs_cuda_device_count();
+#endif
+	for (int j = 0; j < o->n_devices; j++) {
+		if (o->devices[j] < 0 || o->devices[j] >= gpus)
+			return (rs_errf(err, RS_ERR_INVALID_ARG, "--devices: "
+			    "no CUDA device %d (this machine has %d)",
+			    o->devices[j], gpus));
+		given |= o->split[j] != 0;
+	}
+	return (rs_split_make(&e->split, e->model, o->devices, o->n_devices,
+	    given ? o->split : NULL, sizeof(uint16_t), &so,
+	    o->split_states > 0 ? o->split_states : 1, 0, NULL, err));
+}
+
 void
 rs_engine_free(struct rs_engine *e)
 {
@@ -113,6 +141,15 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "max batch %d outside [1, %d]", o.max_batch,
 		    MAX_MAX_BATCH));
+	if (o.n_devices < 0 || o.n_devices > RS_SPLIT_MAX)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "%d devices outside "
+		    "[0, %d]", o.n_devices, RS_SPLIT_MAX));
+	if (o.n_devices > 0 && o.backend == RS_BACKEND_AUTO)
+		o.backend = RS_BACKEND_CUDA;
+	if (o.n_devices > 0 && o.backend == RS_BACKEND_CPU)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "--devices: the cpu "
+		    "backend runs on the host, it takes no GPU list (use "
+		    "--backend cuda)"));
 	if ((st = pick_backend(&o.backend, err)) != RS_OK)
 		return (st);
 	if (o.max_batch == 0)
@@ -125,7 +162,8 @@ rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 	e->ops = o.backend == RS_BACKEND_CPU ? &rs_cpu_backend : cuda_ops();
 	e->n_threads = o.n_threads;
 	e->max_batch = o.max_batch;
-	if ((st = e->ops->init(e, err)) != RS_OK) {
+	if ((st = make_split(e, &o, err)) != RS_OK ||
+	    (st = e->ops->init(e, err)) != RS_OK) {
 		rs_engine_free(e);
 		return (st);
 	}
@@ -145,7 +183,8 @@ rs_engine_state_new(const struct rs_engine *e,
     const struct rs_state_opts *opts, struct rs_state **out,
     struct rs_err *err)
 {
-	return (rs_state_new_in(out, e->model, opts, e->ops->mem, err));
+	return (rs_state_new_split(out, e->model, opts, e->ops->mem, &e->split,
+	    err));
 }
 
 enum rs_status
@@ -187,14 +226,57 @@ rs_engine_device_memory(const struct rs_engine *e, uint64_t *free_bytes,
     uint64_t *total_bytes, struct rs_err *err)
 {
 #ifdef RS_CUDA
-	if (e->backend == RS_BACKEND_CUDA)
-		return (rs_cuda_mem_info(free_bytes, total_bytes, err));
+	if (e->backend == RS_BACKEND_CUDA) {
+		/* a split: summed over its distinct GPUs */
+		uint64_t f = 0, t = 0, df, dt;
+		enum rs_status st;
+		for (int j = 0; j < e->split.n; j++) {
+			int seen = 0;
+			for (int i = 0; i < j; i++)
+				seen |= e->split.dev[i] == e->split.dev[j];
+			if (seen)
+				continue;
+			if ((st = rs_cuda_mem_info(e->split.dev[j], &df, &dt,
+			    err)) != RS_OK)
+				return (st);
+			f += df;
+			t += dt;
+		}
+		*free_bytes = f;
+		*total_bytes = t;
+		return (RS_OK);
+	}
 #else
 	(void)free_bytes;
 	(void)total_bytes;
 #endif
 	return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend '%s' has no device "
 	    "memory to report", rs_backend_name(e->backend)));
+}
+
+enum rs_status
+rs_engine_slot_memory(const struct rs_engine *e, int j, uint64_t *free_bytes,
+    uint64_t *total_bytes, struct rs_err *err)
+{
+	if (j < 0 || j >= e->split.n)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "device slot %d "
+		    "outside [0, %d)", j, e->split.n));
+#ifdef RS_CUDA
+	if (e->backend == RS_BACKEND_CUDA)
+		return (rs_cuda_mem_info(e->split.dev[j], free_bytes,
+		    total_bytes, err));
+#else
+	(void)free_bytes;
+	(void)total_bytes;
+#endif
+	return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend '%s' has no device "
+	    "memory to report", rs_backend_name(e->backend)));
+}
+
+const struct rs_split *
+rs_engine_split(const struct rs_engine *e)
+{
+	return (&e->split);
 }
 
 const struct rs_model *
@@ -254,6 +336,10 @@ check_state(const struct rs_engine *e, const struct rs_state *st,
 		    "state lives in %s memory, the %s backend needs %s "
 		    "(make it with rs_engine_state_new)", st->mem->name,
 		    e->ops->name, e->ops->mem->name));
+	if (!rs_split_equal(&st->split, &e->split))
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "state was made for another layer split (make it with "
+		    "rs_engine_state_new)"));
 	if (pos + n > st->n_ctx)
 		return (rs_errf(err, RS_ERR_LIMIT,
 		    "%d tokens at position %lld exceed the context of %d",

@@ -32,6 +32,10 @@
  * KV cache, §4.10; we do not round it), weights of every type dequantized
  * on the fly one row at a time, sums of squares in double.
  *
+ * Several GPUs (opts.n_devices, rs_split.h, docs/multi-gpu.md): a layer
+ * split, each GPU running a contiguous range of blocks with their part of
+ * every state; results are bit for bit the one-GPU engine's.
+ *
  * Lifecycle: rs_engine_new() / rs_engine_free().  The model must outlive
  * the engine.  An engine runs one call at a time (not thread-safe); use one
  * engine per thread, they can share the model.
@@ -43,6 +47,7 @@
 
 #include "rs_err.h"
 #include "rs_model.h"
+#include "rs_split.h"
 #include "rs_state.h"
 #include "rs_top.h"
 
@@ -64,6 +69,20 @@ struct rs_engine_opts {
 	int		n_threads;	/* 0: online CPUs */
 	int		max_batch;	/* tokens per chunk; 0: 64 on the CPU,
 					   RS_ENGINE_CUDA_CHUNK on the GPU */
+	/*
+	 * The layer split over GPUs (rs_split.h, docs/multi-gpu.md): 0
+	 * devices is one GPU, the current one, exactly the engine without a
+	 * split; else N_DEVICES CUDA ordinals (one may repeat: "0,0" runs
+	 * the split on one GPU) and SPLIT, their block counts, or all 0 for
+	 * the split that balances memory for SPLIT_STATES states (0: 1) of
+	 * SPLIT_CTX positions (0: the model's context length, as for a
+	 * state).  The CPU backend takes no devices.
+	 */
+	int		n_devices;
+	int		devices[RS_SPLIT_MAX];
+	int		split[RS_SPLIT_MAX];
+	int32_t		split_ctx;
+	int		split_states;
 };
 
 /* The GPU's default chunk: prefill products are worth tensor cores. */
@@ -80,8 +99,9 @@ struct rs_engine;
 /*
  * An engine for model M; OPTS may be NULL (defaults).  Fails with
  * RS_ERR_INVALID_ARG (thread count outside [1, 256], max_batch outside
- * [1, 65536]), RS_ERR_UNSUPPORTED (a backend this build lacks), RS_ERR_NOMEM,
- * RS_ERR_IO (threads).
+ * [1, 65536], a bad split: rs_split_make(), a device ordinal the machine
+ * lacks), RS_ERR_UNSUPPORTED (a backend this build lacks, devices for the
+ * CPU backend), RS_ERR_NOMEM, RS_ERR_IO (threads), RS_ERR_CUDA.
  */
 enum rs_status	rs_engine_new(struct rs_engine **out, const struct rs_model *m,
 		    const struct rs_engine_opts *opts, struct rs_err *err);
@@ -142,6 +162,18 @@ void		rs_engine_state_plan(const struct rs_engine *e,
 enum rs_status	rs_engine_device_memory(const struct rs_engine *e,
 		    uint64_t *free_bytes, uint64_t *total_bytes,
 		    struct rs_err *err);
+
+/*
+ * Free and total bytes now of the GPU of E's device slot J (0 ..
+ * rs_engine_split(E)->n − 1).  Fails as rs_engine_device_memory, and with
+ * RS_ERR_INVALID_ARG for a J outside the split.
+ */
+enum rs_status	rs_engine_slot_memory(const struct rs_engine *e, int j,
+		    uint64_t *free_bytes, uint64_t *total_bytes,
+		    struct rs_err *err);
+
+/* E's layer split: one slot on device −1 (current) without devices. */
+const struct rs_split *rs_engine_split(const struct rs_engine *e);
 
 const struct rs_model *rs_engine_model(const struct rs_engine *e);
 enum rs_backend	rs_engine_backend(const struct rs_engine *e);

@@ -80,6 +80,7 @@ struct rs_engine {
 	int			 n_threads;
 	int			 max_batch;
 	void			*be;		/* backend private */
+	struct rs_split		 split;		/* the CPU's: one slot, −1 */
 	/* (min(max_batch, RS_ENGINE_EXACT_MAX), n_vocab) logits rows for
 	   rs_engine_forward_top and rs_engine_mtp_top on a backend without
 	   forward_top or mtp_top; else NULL */
@@ -95,9 +96,10 @@ extern const struct rs_backend_ops rs_cuda_backend;
 int		rs_cuda_device_count(void);
 /* Scratch bytes of a CUDA engine of batch B (needs no GPU). */
 uint64_t	rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b);
-/* cudaMemGetInfo() of the current device (rs_engine_device_memory()). */
-enum rs_status	rs_cuda_mem_info(uint64_t *free_bytes, uint64_t *total_bytes,
-		    struct rs_err *err);
+/* cudaMemGetInfo() of device DEV (−1: the current one), which becomes
+   current (rs_engine_device_memory()). */
+enum rs_status	rs_cuda_mem_info(int dev, uint64_t *free_bytes,
+		    uint64_t *total_bytes, struct rs_err *err);
 #endif
 
 #endif /* RS_ENGINE_IMPL_H */

@@ -87,3 +87,48 @@ rs_fit_check(const struct rs_fit *f, const char *device,
 		explain(f, device, &r, msg);
 	return (0);
 }
+
+int
+rs_fit_split_check(const struct rs_split *sp, const struct rs_split_mem *mem,
+    const uint64_t *free_b, int32_t n_ctx, int slots, struct rs_buf *msg)
+{
+	int	ok = 1;
+
+	for (int j = 0; j < sp->n; j++) {
+		uint64_t need = RS_FIT_RESERVE, have;
+		int first = 1;
+
+		/* each GPU once, at its first slot */
+		for (int i = 0; i < j; i++)
+			first &= sp->dev[i] != sp->dev[j];
+		if (!first)
+			continue;
+		have = free_b[j];
+		for (int i = j; i < sp->n; i++)
+			if (sp->dev[i] == sp->dev[j]) {
+				need += mem[i].total;
+				have += mem[i].weights + mem[i].scratch;
+			}
+		if (need <= have)
+			continue;
+		ok = 0;
+		if (msg == NULL)
+			continue;
+		rs_buf_addf(msg, "not enough memory on GPU %d for --ctx %d "
+		    "--slots %d: needs %.2f GiB, %.2f GiB free\n", sp->dev[j],
+		    (int)n_ctx, slots, need / GIB, have / GIB);
+		for (int i = j; i < sp->n; i++)
+			if (sp->dev[i] == sp->dev[j])
+				rs_buf_addf(msg, "  blocks %u-%u: weights %.2f "
+				    "GiB + %d slot%s %.2f GiB + scratch %.2f "
+				    "GiB\n", sp->first[i], sp->first[i + 1] - 1,
+				    mem[i].weights / GIB, slots, slots == 1 ?
+				    "" : "s", mem[i].state / GIB,
+				    mem[i].scratch / GIB);
+	}
+	if (!ok && msg != NULL)
+		rs_buf_addf(msg, "  move blocks with --split (rs-bench --plan "
+		    "--devices LIST -c N shows each GPU), or lower --ctx or "
+		    "--slots\n");
+	return (ok);
+}

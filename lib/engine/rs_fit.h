@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "rs_buf.h"
+#include "rs_split.h"
 #include "rs_state.h"
 
 /*
@@ -60,5 +61,20 @@ struct rs_fit_result {
  */
 int		rs_fit_check(const struct rs_fit *f, const char *device,
 		    struct rs_fit_result *res, struct rs_buf *msg);
+
+/*
+ * The same decision per GPU for a layer split SP (rs_split.h) of several
+ * slots: MEM (SP->n entries, rs_split_make() for SLOTS states of N_CTX
+ * positions: what each slot will hold) against FREE (SP->n entries: the
+ * free bytes of each slot's GPU measured once the engine's weights and
+ * scratch are there; slots of one GPU repeat its number).  A GPU fits
+ * when its slots' totals plus RS_FIT_RESERVE are at most its free bytes
+ * plus its slots' weights and scratch.  1 when every GPU fits; else 0,
+ * and MSG (may be NULL) gets a line per GPU that does not, with its
+ * blocks and terms in GiB, and a last line on what to change.
+ */
+int		rs_fit_split_check(const struct rs_split *sp,
+		    const struct rs_split_mem *mem, const uint64_t *free_b,
+		    int32_t n_ctx, int slots, struct rs_buf *msg);
 
 #endif /* RS_FIT_H */

@@ -72,10 +72,13 @@ rs_state_free(struct rs_state *st)
 		return;
 	free(st->tokens);
 	free(st->slot);
-	if (st->mem != NULL) {
-		void *bufs[] = { st->k, st->v, st->mtp_k, st->mtp_v, st->conv,
-		    st->ssm, st->snap_conv, st->snap_ssm, st->ck_conv,
-		    st->ck_ssm };
+	for (int j = 0; st->mem != NULL && j < st->n_part; j++) {
+		struct rs_state_part *q = &st->part[j];
+		void *bufs[] = { q->k, q->v, q->conv, q->ssm, q->snap_conv,
+		    q->snap_ssm, q->ck_conv, q->ck_ssm,
+		    j == st->n_part - 1 ? st->mtp_k : NULL,
+		    j == st->n_part - 1 ? st->mtp_v : NULL };
+		rs_state_on(st, q);
 		for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 			if (bufs[i] != NULL)
 				st->mem->free(bufs[i]);
@@ -120,6 +123,60 @@ rs_state_new_in(struct rs_state **out, const struct rs_model *m,
     const struct rs_state_opts *opts, const struct rs_state_mem *mem,
     struct rs_err *err)
 {
+	return (rs_state_new_split(out, m, opts, mem, NULL, err));
+}
+
+/* Slot ranges of each part of ST's split. */
+static void
+number_parts(struct rs_state *st, const struct rs_model *m)
+{
+	int32_t	gdn = 0, attn = 0;
+
+	st->n_part = st->split.n;
+	for (int j = 0; j < st->n_part; j++) {
+		struct rs_state_part *q = &st->part[j];
+		q->dev = st->split.dev[j];
+		q->gdn0 = gdn;
+		q->attn0 = attn;
+		for (uint32_t il = st->split.first[j];
+		    il < st->split.first[j + 1]; il++) {
+			if (m->layers[il].kind == RS_LAYER_GDN)
+				gdn++;
+			else if (m->layers[il].kind == RS_LAYER_ATTN)
+				attn++;
+		}
+		q->n_gdn = gdn - q->gdn0;
+		q->n_attn = attn - q->attn0;
+	}
+}
+
+/* Part Q's buffers (the state's sizes already set). */
+static void
+alloc_part(struct rs_state *st, struct rs_state_part *q, int64_t ctx,
+    int32_t n_snap, int ck, int *fail)
+{
+	const size_t ke = st->mem->kv_elem;
+
+	rs_state_on(st, q);
+	q->k = alloc_elems(st, q->n_attn * ctx * st->kv_row, ke, fail);
+	q->v = alloc_elems(st, q->n_attn * ctx * st->kv_row_v, ke, fail);
+	q->conv = alloc_floats(st, q->n_gdn * st->conv_len, fail);
+	q->ssm = alloc_floats(st, q->n_gdn * st->ssm_len, fail);
+	q->snap_conv = alloc_floats(st, (int64_t)n_snap * q->n_gdn *
+	    st->conv_len, fail);
+	q->snap_ssm = alloc_floats(st, (int64_t)n_snap * q->n_gdn *
+	    st->ssm_len, fail);
+	if (ck) {
+		q->ck_conv = alloc_floats(st, q->n_gdn * st->conv_len, fail);
+		q->ck_ssm = alloc_floats(st, q->n_gdn * st->ssm_len, fail);
+	}
+}
+
+enum rs_status
+rs_state_new_split(struct rs_state **out, const struct rs_model *m,
+    const struct rs_state_opts *opts, const struct rs_state_mem *mem,
+    const struct rs_split *sp, struct rs_err *err)
+{
 	const struct rs_hparams *hp = &m->hp;
 	struct rs_state_opts o = { 0 };
 	struct rs_state	*st;
@@ -136,9 +193,18 @@ rs_state_new_in(struct rs_state **out, const struct rs_model *m,
 	if (o.n_snap < 0 || o.n_snap > 4096)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "snapshot count %d outside [0, 4096]", o.n_snap));
+	if (sp != NULL && (sp->n < 1 || sp->n > RS_SPLIT_MAX ||
+	    sp->first[sp->n] != hp->n_layer))
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "a split of %d slots that does not cover the model's %u "
+		    "blocks", sp->n, hp->n_layer));
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	st->model = m;
+	if (sp != NULL)
+		st->split = *sp;
+	else
+		rs_split_single(&st->split, m, -1);
 	st->mem = mem;
 	st->serial = __atomic_add_fetch(&state_serial, 1, __ATOMIC_RELAXED);
 	st->n_ctx = (int32_t)ctx;
@@ -151,29 +217,30 @@ rs_state_new_in(struct rs_state **out, const struct rs_model *m,
 	    hp->ssm_d_state;
 	st->kv_row = (int64_t)hp->n_head_kv * hp->head_dim;
 	st->kv_row_v = (int64_t)hp->n_head_kv * hp->head_dim_v;
+	st->ck_room = o.checkpoint != 0;
 	if (number_layers(st, m) != 0 ||
 	    (st->tokens = calloc((size_t)ctx, sizeof(int32_t))) == NULL)
 		fail = 1;
-	st->k = alloc_elems(st, st->n_attn * ctx * st->kv_row, mem->kv_elem,
-	    &fail);
-	st->v = alloc_elems(st, st->n_attn * ctx * st->kv_row_v, mem->kv_elem,
-	    &fail);
+	number_parts(st, m);
+	for (int j = 0; j < st->n_part; j++)
+		alloc_part(st, &st->part[j], ctx, o.n_snap, o.checkpoint,
+		    &fail);
 	if (hp->n_nextn > 0) {
+		/* the MTP block runs on the last slot */
+		rs_state_on(st, &st->part[st->n_part - 1]);
 		st->mtp_k = alloc_elems(st, ctx * st->kv_row, mem->kv_elem,
 		    &fail);
 		st->mtp_v = alloc_elems(st, ctx * st->kv_row_v, mem->kv_elem,
 		    &fail);
 	}
-	st->conv = alloc_floats(st, st->n_gdn * st->conv_len, &fail);
-	st->ssm = alloc_floats(st, st->n_gdn * st->ssm_len, &fail);
-	st->snap_conv = alloc_floats(st, (int64_t)o.n_snap * st->n_gdn *
-	    st->conv_len, &fail);
-	st->snap_ssm = alloc_floats(st, (int64_t)o.n_snap * st->n_gdn *
-	    st->ssm_len, &fail);
-	if (o.checkpoint) {
-		st->ck_conv = alloc_floats(st, st->n_gdn * st->conv_len, &fail);
-		st->ck_ssm = alloc_floats(st, st->n_gdn * st->ssm_len, &fail);
-	}
+	st->k = st->part[0].k;
+	st->v = st->part[0].v;
+	st->conv = st->part[0].conv;
+	st->ssm = st->part[0].ssm;
+	st->snap_conv = st->part[0].snap_conv;
+	st->snap_ssm = st->part[0].snap_ssm;
+	st->ck_conv = st->part[0].ck_conv;
+	st->ck_ssm = st->part[0].ck_ssm;
 	if (fail) {
 		rs_state_free(st);
 		return (rs_errf(err, RS_ERR_NOMEM,
@@ -187,12 +254,40 @@ rs_state_new_in(struct rs_state **out, const struct rs_model *m,
 static void
 zero_gdn(struct rs_state *st)
 {
-	if (st->n_gdn == 0)
-		return;
-	st->mem->zero(st->conv, (size_t)(st->n_gdn * st->conv_len) *
-	    sizeof(float));
-	st->mem->zero(st->ssm, (size_t)(st->n_gdn * st->ssm_len) *
-	    sizeof(float));
+	for (int j = 0; j < st->n_part; j++) {
+		struct rs_state_part *q = &st->part[j];
+		if (q->n_gdn == 0)
+			continue;
+		rs_state_on(st, q);
+		st->mem->zero(q->conv, (size_t)(q->n_gdn * st->conv_len) *
+		    sizeof(float));
+		st->mem->zero(q->ssm, (size_t)(q->n_gdn * st->ssm_len) *
+		    sizeof(float));
+	}
+}
+
+/*
+ * Copy the GDN state of every part: FROM_CK the checkpoint into the live
+ * state, else the live state into the checkpoint.
+ */
+static void
+copy_ck(struct rs_state *st, int from_ck)
+{
+	for (int j = 0; j < st->n_part; j++) {
+		struct rs_state_part *q = &st->part[j];
+		size_t cb = (size_t)(q->n_gdn * st->conv_len) * sizeof(float);
+		size_t sb = (size_t)(q->n_gdn * st->ssm_len) * sizeof(float);
+		if (q->n_gdn == 0)
+			continue;
+		rs_state_on(st, q);
+		if (from_ck) {
+			st->mem->copy(q->conv, q->ck_conv, cb);
+			st->mem->copy(q->ssm, q->ck_ssm, sb);
+		} else {
+			st->mem->copy(q->ck_conv, q->conv, cb);
+			st->mem->copy(q->ck_ssm, q->ssm, sb);
+		}
+	}
 }
 
 void
@@ -298,7 +393,7 @@ uint64_t
 rs_state_bytes(const struct rs_state *st)
 {
 	struct rs_state_opts o = { .n_ctx = st->n_ctx, .n_snap = st->n_snap,
-	    .checkpoint = st->ck_conv != NULL };
+	    .checkpoint = st->ck_room };
 	struct rs_state_plan p;
 
 	rs_state_plan(st->model, &o, st->mem->kv_elem, &p);
@@ -316,6 +411,7 @@ static void
 restore_snapshot(struct rs_state *st, int32_t p)
 {
 	for (int32_t s = 0; s < st->n_gdn; s++) {
+		rs_state_on(st, rs_state_gdn_part(st, s));
 		st->mem->copy(rs_state_conv(st, s),
 		    rs_state_snap_conv(st, p - 1, s),
 		    (size_t)st->conv_len * sizeof(float));
@@ -328,10 +424,7 @@ restore_snapshot(struct rs_state *st, int32_t p)
 static void
 restore_checkpoint(struct rs_state *st)
 {
-	st->mem->copy(st->conv, st->ck_conv, (size_t)(st->n_gdn *
-	    st->conv_len) * sizeof(float));
-	st->mem->copy(st->ssm, st->ck_ssm, (size_t)(st->n_gdn *
-	    st->ssm_len) * sizeof(float));
+	copy_ck(st, 1);
 }
 
 /* The trunk is at POS now; cut the MTP cache and drop a stale checkpoint. */
@@ -359,7 +452,7 @@ rs_state_truncate(struct rs_state *st, int32_t pos, struct rs_err *err)
 		st->snap_lo = 0;
 	} else if (st->n_snap > 0 && pos - 1 >= st->snap_lo)
 		restore_snapshot(st, pos);
-	else if (st->ck_pos == pos && st->ck_conv != NULL)
+	else if (st->ck_pos == pos && st->ck_room)
 		restore_checkpoint(st);
 	else if (st->snap_lo < st->pos)
 		return (rs_errf(err, RS_ERR_LIMIT,
@@ -377,15 +470,10 @@ rs_state_truncate(struct rs_state *st, int32_t pos, struct rs_err *err)
 enum rs_status
 rs_state_checkpoint(struct rs_state *st, struct rs_err *err)
 {
-	if (st->ck_conv == NULL && st->n_gdn > 0)
+	if (!st->ck_room && st->n_gdn > 0)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
 		    "state was created without room for a checkpoint"));
-	if (st->n_gdn > 0) {
-		st->mem->copy(st->ck_conv, st->conv, (size_t)(st->n_gdn *
-		    st->conv_len) * sizeof(float));
-		st->mem->copy(st->ck_ssm, st->ssm, (size_t)(st->n_gdn *
-		    st->ssm_len) * sizeof(float));
-	}
+	copy_ck(st, 0);
 	st->ck_pos = st->pos;
 	return (RS_OK);
 }
@@ -429,27 +517,32 @@ rs_state_copy(struct rs_state *dst, const struct rs_state *src,
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "state of %lld positions does not fit a context of %d",
 		    (long long)n, dst->n_ctx));
-	/* KV buffers hold KE-byte values: offsets in bytes */
+	if (!rs_split_equal(&dst->split, &src->split))
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "cannot copy a state between two layer splits"));
 	for (int32_t l = 0; l < src->n_attn; l++) {
-		src->mem->copy((char *)dst->k + (size_t)(l * dst->n_ctx *
-		    dst->kv_row) * ke, (const char *)src->k + (size_t)(l *
-		    src->n_ctx * src->kv_row) * ke,
+		struct rs_state *s = (struct rs_state *)src;
+		rs_state_on(src, rs_state_attn_part(s, l));
+		src->mem->copy(rs_state_kv_k(dst, l), rs_state_kv_k(s, l),
 		    (size_t)(src->pos * src->kv_row) * ke);
-		src->mem->copy((char *)dst->v + (size_t)(l * dst->n_ctx *
-		    dst->kv_row_v) * ke, (const char *)src->v + (size_t)(l *
-		    src->n_ctx * src->kv_row_v) * ke,
+		src->mem->copy(rs_state_kv_v(dst, l), rs_state_kv_v(s, l),
 		    (size_t)(src->pos * src->kv_row_v) * ke);
 	}
 	if (src->mtp_k != NULL && src->mtp_pos > 0) {
+		rs_state_on(src, &src->part[src->n_part - 1]);
 		src->mem->copy(dst->mtp_k, src->mtp_k, (size_t)(src->mtp_pos *
 		    src->kv_row) * ke);
 		src->mem->copy(dst->mtp_v, src->mtp_v, (size_t)(src->mtp_pos *
 		    src->kv_row_v) * ke);
 	}
-	if (src->n_gdn > 0) {
-		src->mem->copy(dst->conv, src->conv, (size_t)(src->n_gdn *
+	for (int j = 0; j < src->n_part; j++) {
+		const struct rs_state_part *q = &src->part[j];
+		if (q->n_gdn == 0)
+			continue;
+		rs_state_on(src, q);
+		src->mem->copy(dst->part[j].conv, q->conv, (size_t)(q->n_gdn *
 		    src->conv_len) * sizeof(float));
-		src->mem->copy(dst->ssm, src->ssm, (size_t)(src->n_gdn *
+		src->mem->copy(dst->part[j].ssm, q->ssm, (size_t)(q->n_gdn *
 		    src->ssm_len) * sizeof(float));
 	}
 	memcpy(dst->tokens, src->tokens, (size_t)src->pos * sizeof(int32_t));

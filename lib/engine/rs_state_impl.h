@@ -5,6 +5,7 @@
 #ifndef RS_STATE_IMPL_H
 #define RS_STATE_IMPL_H
 
+#include "rs_split.h"
 #include "rs_state.h"
 
 /*
@@ -25,6 +26,11 @@
  * returns.  KV values take KV_ELEM
  * bytes: 4 (f32) on the host, 2 (f16) on the device, where st->k and
  * friends then point to binary16 values despite their float type.
+ * SET_DEVICE (NULL on the host) makes device DEV the one that alloc, copy,
+ * zero and the rest work on next; a state calls it before touching a
+ * part's buffers (a layer split, rs_split.h), never with DEV < 0 (one
+ * part on the current device: today's engine).  Copies between two
+ * devices' buffers are ordered after and before both devices' work.
  */
 struct rs_state_mem {
 	const char	*name;
@@ -42,6 +48,7 @@ struct rs_state_mem {
 	void		 (*from_host_async)(void *dst, const void *host,
 			    size_t bytes);
 	void		 (*sync)(void);
+	void		 (*set_device)(int dev);
 };
 
 extern const struct rs_state_mem rs_state_host_mem;
@@ -50,6 +57,36 @@ extern const struct rs_state_mem rs_state_host_mem;
 enum rs_status	rs_state_new_in(struct rs_state **out, const struct rs_model *m,
 		    const struct rs_state_opts *opts,
 		    const struct rs_state_mem *mem, struct rs_err *err);
+
+/*
+ * rs_state_new_in() with the buffers of each block on its slot of SP (NULL:
+ * one part on the current device): part j of the state holds the KV caches,
+ * conv and recurrent state, snapshots and checkpoint of slot j's blocks,
+ * the last part the MTP KV cache too.
+ */
+enum rs_status	rs_state_new_split(struct rs_state **out,
+		    const struct rs_model *m, const struct rs_state_opts *opts,
+		    const struct rs_state_mem *mem, const struct rs_split *sp,
+		    struct rs_err *err);
+
+/*
+ * A part of a state: the buffers of one device slot's blocks, laid out as
+ * the whole state's below but over its own slots only (a GDN block of slot
+ * s is entry s − gdn0 of conv, ssm, the ring and the checkpoint).
+ */
+struct rs_state_part {
+	int	 dev;			/* device (set_device); −1: current */
+	int32_t	 gdn0, n_gdn;		/* GDN slots gdn0 .. gdn0 + n_gdn − 1 */
+	int32_t	 attn0, n_attn;		/* attention slots, likewise */
+	float	*k;			/* (n_attn, n_ctx, kv_row) */
+	float	*v;			/* (n_attn, n_ctx, kv_row_v) */
+	float	*conv;			/* (n_gdn, conv_len) */
+	float	*ssm;			/* (n_gdn, ssm_len) */
+	float	*snap_conv;		/* (n_snap, n_gdn, conv_len) */
+	float	*snap_ssm;		/* (n_snap, n_gdn, ssm_len) */
+	float	*ck_conv;		/* (n_gdn, conv_len); NULL: no room */
+	float	*ck_ssm;		/* (n_gdn, ssm_len) */
+};
 
 struct rs_state {
 	const struct rs_model *model;		/* borrowed */
@@ -89,34 +126,103 @@ struct rs_state {
 	float	*ck_conv;		/* (n_gdn, conv_len); NULL: no room */
 	float	*ck_ssm;		/* (n_gdn, ssm_len) */
 	int32_t	 ck_pos;		/* −1: no checkpoint */
+	int	 ck_room;		/* made with room for a checkpoint */
+
+	/*
+	 * The layer split (rs_split.h) and its parts, one per slot.  The
+	 * whole-state pointers above (k .. ck_ssm) are part 0's, which is
+	 * the whole state when n_part is 1 (the CPU backend, a one-GPU
+	 * engine); code that may see several parts goes through the parts
+	 * and the helpers below.
+	 */
+	struct rs_split	split;
+	int		n_part;
+	struct rs_state_part part[RS_SPLIT_MAX];
 };
+
+/* The part holding GDN slot SLOT. */
+static inline struct rs_state_part *
+rs_state_gdn_part(struct rs_state *st, int32_t slot)
+{
+	int	j = 0;
+
+	while (j + 1 < st->n_part && slot >= st->part[j + 1].gdn0)
+		j++;
+	return (&st->part[j]);
+}
+
+/* The part holding attention slot SLOT. */
+static inline struct rs_state_part *
+rs_state_attn_part(struct rs_state *st, int32_t slot)
+{
+	int	j = 0;
+
+	while (j + 1 < st->n_part && slot >= st->part[j + 1].attn0)
+		j++;
+	return (&st->part[j]);
+}
+
+/* Attention slot SLOT's K (or V) cache: KV_ELEM-byte values. */
+static inline void *
+rs_state_kv_k(struct rs_state *st, int32_t slot)
+{
+	struct rs_state_part *p = rs_state_attn_part(st, slot);
+
+	return ((char *)p->k + (size_t)((int64_t)(slot - p->attn0) *
+	    st->n_ctx * st->kv_row) * st->mem->kv_elem);
+}
+
+static inline void *
+rs_state_kv_v(struct rs_state *st, int32_t slot)
+{
+	struct rs_state_part *p = rs_state_attn_part(st, slot);
+
+	return ((char *)p->v + (size_t)((int64_t)(slot - p->attn0) *
+	    st->n_ctx * st->kv_row_v) * st->mem->kv_elem);
+}
 
 /* The slot-th GDN block's live conv / recurrent state. */
 static inline float *
 rs_state_conv(struct rs_state *st, int32_t slot)
 {
-	return (st->conv + (int64_t)slot * st->conv_len);
+	struct rs_state_part *q = rs_state_gdn_part(st, slot);
+
+	return (q->conv + (int64_t)(slot - q->gdn0) * st->conv_len);
 }
 
 static inline float *
 rs_state_ssm(struct rs_state *st, int32_t slot)
 {
-	return (st->ssm + (int64_t)slot * st->ssm_len);
+	struct rs_state_part *q = rs_state_gdn_part(st, slot);
+
+	return (q->ssm + (int64_t)(slot - q->gdn0) * st->ssm_len);
 }
 
 /* Snapshot ring entries of GDN block SLOT for position P. */
 static inline float *
 rs_state_snap_conv(struct rs_state *st, int32_t p, int32_t slot)
 {
-	return (st->snap_conv + ((int64_t)(p % st->n_snap) * st->n_gdn +
-	    slot) * st->conv_len);
+	struct rs_state_part *q = rs_state_gdn_part(st, slot);
+
+	return (q->snap_conv + ((int64_t)(p % st->n_snap) * q->n_gdn +
+	    slot - q->gdn0) * st->conv_len);
 }
 
 static inline float *
 rs_state_snap_ssm(struct rs_state *st, int32_t p, int32_t slot)
 {
-	return (st->snap_ssm + ((int64_t)(p % st->n_snap) * st->n_gdn +
-	    slot) * st->ssm_len);
+	struct rs_state_part *q = rs_state_gdn_part(st, slot);
+
+	return (q->snap_ssm + ((int64_t)(p % st->n_snap) * q->n_gdn +
+	    slot - q->gdn0) * st->ssm_len);
+}
+
+/* Make part Q's device current for ST's memory operations. */
+static inline void
+rs_state_on(const struct rs_state *st, const struct rs_state_part *q)
+{
+	if (st->mem->set_device != NULL && q->dev >= 0)
+		st->mem->set_device(q->dev);
 }
 
 /*

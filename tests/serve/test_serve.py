@@ -1429,7 +1429,13 @@ def test_bad_usage():
                        (["-m", fixture("tiny/model-q8_0.gguf"),
                          "--default-enable-thinking", "yes"], "true or false"),
                        (["-m", fixture("tiny/model-q8_0.gguf"),
-                         "--default-reasoning-effort", "high"], "xhigh, medium or low")]:
+                         "--default-reasoning-effort", "high"], "xhigh, medium or low"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"), "--devices", "0,x"],
+                        "--devices: item 2"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"), "--split", "1,3"],
+                        "--split needs --devices"),
+                       (["-m", fixture("tiny/model-q8_0.gguf"), "--devices", "0,1",
+                         "--split", "4"], "--split: 1 counts for 2 devices")]:
         p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and word in p.stderr, (args, p.stderr)
     p = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)

@@ -58,6 +58,8 @@ struct serve_cfg {
 	char		*api_key;	/* NULL: no authentication */
 	char		*alias;		/* model id; NULL: from the GGUF */
 	enum rs_backend	 backend;
+	char		*devices;	/* --devices LIST; NULL: one GPU */
+	char		*split;		/* --split LIST */
 	int		 threads;	/* 0: online CPUs */
 	int64_t		 queue_max;	/* requests waiting beyond the one
 					   running */

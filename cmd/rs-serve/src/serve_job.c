@@ -354,6 +354,42 @@ run_job(struct serve_job *job)
  * scratch: adding them back gives what it had for all.  0, or -1 with
  * eng.why.  The CPU backend has no device memory to check.
  */
+/*
+ * check_fit() for a layer split: each GPU against what its slots will hold
+ * (rs_fit_split_check), since the sum of the GPUs' free memory can fit
+ * while one of them cannot.  1 fits, 0 not (MSG says why), -1: could not
+ * check (warned).
+ */
+static int
+check_split_fit(const struct rs_state_opts *so, struct rs_buf *msg)
+{
+	const struct rs_split *sp = rs_engine_split(eng.engine);
+	const struct rs_model *m = rs_engine_model(eng.engine);
+	struct rs_split_mem mem[RS_SPLIT_MAX];
+	struct rs_split	 chk;
+	struct rs_err	 err;
+	uint64_t	 fr[RS_SPLIT_MAX], tot;
+	int		 counts[RS_SPLIT_MAX];
+
+	for (int j = 0; j < sp->n; j++) {
+		counts[j] = (int)(sp->first[j + 1] - sp->first[j]);
+		if (rs_engine_slot_memory(eng.engine, j, &fr[j], &tot, &err) !=
+		    RS_OK) {
+			rs_cli_warn("cannot check the memory of --slots: %s",
+			    err.msg);
+			return (-1);
+		}
+	}
+	if (rs_split_make(&chk, m, sp->dev, sp->n, counts, sizeof(uint16_t),
+	    so, serve_cfg.slots, rs_engine_cuda_scratch(m,
+	    rs_engine_max_batch(eng.engine)), mem, &err) != RS_OK) {
+		rs_cli_warn("cannot check the memory of --slots: %s", err.msg);
+		return (-1);
+	}
+	return (rs_fit_split_check(sp, mem, fr, so->n_ctx, serve_cfg.slots,
+	    msg));
+}
+
 static int
 check_fit(const struct rs_state_opts *so)
 {
@@ -363,6 +399,14 @@ check_fit(const struct rs_state_opts *so)
 	uint64_t	free_b, total_b;
 	int		ok;
 
+	if (rs_engine_split(eng.engine)->n > 1) {
+		rs_buf_init(&msg);
+		if ((ok = check_split_fit(so, &msg)) == 0)
+			(void)snprintf(eng.why, sizeof(eng.why), "%.*s",
+			    msg.oom ? 0 : (int)msg.len, msg.data);
+		rs_buf_cleanup(&msg);
+		return (ok == 0 ? -1 : 0);
+	}
 	if (rs_engine_device_memory(eng.engine, &free_b, &total_b, &err) !=
 	    RS_OK) {
 		if (err.status != RS_ERR_UNSUPPORTED)
@@ -395,6 +439,9 @@ build(void)
 	memset(&eo, 0, sizeof(eo));
 	eo.backend = serve_cfg.backend;
 	eo.n_threads = serve_cfg.threads;
+	/* checked when parsed (serve_opts.c): no usage error here */
+	rs_cli_devices_opt(serve_cfg.devices, serve_cfg.split,
+	    (int32_t)serve_model.info.n_ctx, serve_cfg.slots, &eo, "rs-serve");
 	if (rs_engine_new(&eng.engine, serve_model.model, &eo, &err) != RS_OK)
 		goto fail;
 	memset(&so, 0, sizeof(so));

@@ -41,6 +41,12 @@ usage_full(void)
 	    "(default: the\n"
 	    "                            GGUF's general.name in lower case)\n"
 	    "      --backend NAME        cpu, cuda or auto (default auto)\n"
+	    "      --devices LIST        GPUs to split the blocks over, e.g. "
+	    "0,1 (0,0: the\n"
+	    "                            split path on one GPU; cuda only)\n"
+	    "      --split LIST          blocks per device, e.g. 30,34 "
+	    "(default: the split\n"
+	    "                            that balances memory)\n"
 	    "  -t, --threads N           CPU threads (default: online CPUs)\n",
 	    USAGE);
 	rs_cli_draft_help(28);
@@ -175,7 +181,7 @@ enum {
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
 	OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
 	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_CK_MIN_CALL, OPT_PUBLIC_HOST,
-	OPT_DRAFT_MAX
+	OPT_DRAFT_MAX, OPT_DEVICES, OPT_SPLIT
 };
 
 static const struct option longopts[] = {
@@ -194,6 +200,7 @@ static const struct option longopts[] = {
 	{ "default-enable-thinking", required_argument, NULL,
 	    OPT_DEF_THINKING },
 	{ "default-reasoning-effort", required_argument, NULL, OPT_EFFORT },
+	{ "devices", required_argument, NULL, OPT_DEVICES },
 	{ "draft", required_argument, NULL, OPT_DRAFT },
 	{ "draft-max", required_argument, NULL, OPT_DRAFT_MAX },
 	{ "ctx", required_argument, NULL, 'c' },
@@ -212,6 +219,7 @@ static const struct option longopts[] = {
 	{ "runas", required_argument, NULL, OPT_RUNAS },
 	{ "seccomp-trace", no_argument, NULL, OPT_SECCOMP_TRACE },
 	{ "slots", required_argument, NULL, OPT_SLOTS },
+	{ "split", required_argument, NULL, OPT_SPLIT },
 	{ "threads", required_argument, NULL, 't' },
 	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
@@ -276,6 +284,14 @@ option(struct serve_cfg *c, int ch, const char *arg)
 	case OPT_BACKEND: c->backend = rs_cli_backend_opt(arg, USAGE); break;
 	case OPT_QUEUE:
 		c->queue_max = rs_cli_num_opt("--queue", arg, 0, 4096, USAGE);
+		break;
+	case OPT_DEVICES:
+		free(c->devices);
+		c->devices = dup_or_die(arg);
+		break;
+	case OPT_SPLIT:
+		free(c->split);
+		c->split = dup_or_die(arg);
 		break;
 	case OPT_DRAFT: rs_cli_draft_opt(&c->draft, arg, NULL, USAGE); break;
 	case OPT_DRAFT_MAX:
@@ -367,4 +383,9 @@ serve_opts_parse(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "--tls-cert and --tls-key go "
 		    "together");
 	rs_cli_draft_done(&c->draft, &c->gen.draft, &c->gen.draft_max, USAGE);
+	{	/* usage errors before the model loads */
+		struct rs_engine_opts t;
+		memset(&t, 0, sizeof(t));
+		rs_cli_devices_opt(c->devices, c->split, 0, 1, &t, USAGE);
+	}
 }
