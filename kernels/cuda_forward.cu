@@ -463,6 +463,51 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 	return (RS_OK);
 }
 
+/* One product of a group: Y (LDY apart) = T·X. */
+struct mv_out {
+	const struct rs_gguf_tensor	*t;
+	float				*y;
+	int64_t				 ldy;
+};
+
+/*
+ * The N_OUT products of one input X (q, k and v; gate and up; a GDN
+ * layer's four projections), each as mv() gives it, bit for bit: on the
+ * integer path in one launch per 16 columns (rs_k_matvec_parts groups
+ * the products of one type), else one mv() after the other.
+ */
+static enum rs_status
+mv_group(struct rs_engine *e, const struct mv_out *o, int n_out,
+    const float *x, int64_t ldx, int64_t n, struct rs_err *err)
+{
+	struct cuda *c = cc(e);
+	const int64_t n_in = dw(e, o[0].t)->n_in;
+	const uint8_t *xq = xq_of(c, x, ldx, n_in, n);
+	struct rs_k_mv_part p[RS_K_MATVEC_MAX_PARTS];
+	enum rs_status st;
+
+	if (prefill_path(n) || xq == NULL || n_out > RS_K_MATVEC_MAX_PARTS) {
+		for (int j = 0; j < n_out; j++)
+			if ((st = mv(e, o[j].t, x, ldx, o[j].y, o[j].ldy, n, 0,
+			    err)) != RS_OK)
+				return (st);
+		return (RS_OK);
+	}
+	for (int64_t i = 0; i < n; i += RS_K_MATVEC_MAX_COLS) {
+		int k = (int)(n - i < RS_K_MATVEC_MAX_COLS ? n - i :
+		    RS_K_MATVEC_MAX_COLS);
+		for (int j = 0; j < n_out; j++) {
+			const struct dev_w *w = dw(e, o[j].t);
+			p[j] = (struct rs_k_mv_part){ w->d, w->type, w->n_out,
+			    w->row_bytes, o[j].y + i * o[j].ldy, o[j].ldy, 0 };
+		}
+		if ((st = rs_k_matvec_parts(p, n_out, n_in, x + i * ldx, ldx,
+		    xq + i * RS_XQ_COL_BYTES(n_in), k, c->s, err)) != RS_OK)
+			return (st);
+	}
+	return (RS_OK);
+}
+
 static enum rs_status
 norm_rows(struct rs_engine *e, const float *x, const struct rs_gguf_tensor *w,
     float *y, int64_t ldy, int64_t n, struct rs_err *err)
@@ -484,11 +529,12 @@ ffn_block(struct rs_engine *e, const struct rs_layer *l, int64_t n,
 {
 	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, ff = e->model->hp.n_ff;
+	const struct mv_out o[] = { { l->ffn_gate, c->fg, ff },
+	    { l->ffn_up, c->fu, ff } };
 	enum rs_status s;
 
 	TRY(norm_rows(e, c->x, l->post_norm, c->h, d, n, err));
-	TRY(mv(e, l->ffn_gate, c->h, d, c->fg, ff, n, 0, err));
-	TRY(mv(e, l->ffn_up, c->h, d, c->fu, ff, n, 0, err));
+	TRY(mv_group(e, o, 2, c->h, d, n, err));
 	TRY(rs_k_swiglu(c->fg, c->fu, c->fg, ff, (int)n, xq_for(c, c->fg, ff,
 	    ff, n), c->s, err));
 	return (mv(e, l->ffn_down, c->fg, ff, c->x, d, n, 1, err));
@@ -513,10 +559,10 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 		    st->conv_len;
 		snap_s = q->snap_ssm + (int64_t)(slot - q->gdn0) * st->ssm_len;
 	}
-	TRY(mv(e, l->qkv, c->h, d, c->mixed, ch, n, 0, err));
-	TRY(mv(e, l->gate, c->h, d, c->z, di, n, 0, err));
-	TRY(mv(e, l->beta, c->h, d, c->bb, nvh, n, 0, err));
-	TRY(mv(e, l->alpha, c->h, d, c->aa, nvh, n, 0, err));
+	const struct mv_out o[] = { { l->qkv, c->mixed, ch },
+	    { l->gate, c->z, di }, { l->beta, c->bb, nvh },
+	    { l->alpha, c->aa, nvh } };
+	TRY(mv_group(e, o, 4, c->h, d, n, err));
 	TRY(rs_k_conv(rs_state_conv(st, slot), dvec(e, l->conv1d), c->mixed, ch,
 	    ch, (int)hp->ssm_conv_kernel, (int)n, c->u, snap_c,
 	    (int64_t)q->n_gdn * st->conv_len, st->n_snap, c->d_params, c->s,
@@ -548,9 +594,9 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	const int64_t	 ldk = (int64_t)nkv * hd, ldv = (int64_t)nkv * hdv;
 	enum rs_status	 s;
 
-	TRY(mv(e, l->wq, c->h, d, c->qg, qdim, n, 0, err));
-	TRY(mv(e, l->wk, c->h, d, c->kk, ldk, n, 0, err));
-	TRY(mv(e, l->wv, c->h, d, c->vv, ldv, n, 0, err));
+	const struct mv_out o[] = { { l->wq, c->qg, qdim },
+	    { l->wk, c->kk, ldk }, { l->wv, c->vv, ldv } };
+	TRY(mv_group(e, o, 3, c->h, d, n, err));
 	/* per head [q | gate] interleaved (§3.3): norm and rotate q only */
 	TRY(rs_k_rmsnorm(c->qg, 2 * hd, dvec(e, l->q_norm), c->qg, 2 * hd, hd,
 	    n * nh, hp->rms_eps, NULL, c->s, err));

@@ -146,13 +146,17 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  */
 template <int TYPE, int NT, int R, int U>
 static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
-matvec_xq_kernel(const uint8_t *__restrict__ w, int64_t n_in, int64_t n_out,
-    int64_t row_bytes, const uint8_t *__restrict__ xq, float *__restrict__ y,
-    int64_t ldy, int accumulate)
+matvec_xq_kernel(const mv_parts parts, int64_t n_in,
+    const uint8_t *__restrict__ xq)
 {
+	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
+	const uint8_t	*__restrict__ w = pt.w;
+	float		*__restrict__ y = pt.y;
+	const int64_t	 n_out = pt.n_out, row_bytes = pt.row_bytes;
+	const int64_t	 ldy = pt.ldy;
+	const int	 accumulate = pt.acc;
 	const int	 lane = threadIdx.x % RS_WARP;
-	const int64_t	 o0 = ((int64_t)blockIdx.x * MV_WARPS +
-	    threadIdx.x / RS_WARP) * R;
+	const int64_t	 o0 = (pt.blk * MV_WARPS + threadIdx.x / RS_WARP) * R;
 	const int64_t	 nc = n_in / 64, ldq = RS_XQ_COL_BYTES(n_in);
 	const uint8_t	*row[R];
 	float		 acc[R][NT];
@@ -270,6 +274,8 @@ struct matvec_launch {
 	float		*y;
 	int		 n_tok, accumulate;
 	cudaStream_t	 stream;
+	mv_parts	 parts;	/* the integer path: every product (w, y: the
+				   first's) */
 
 	/*
 	 * The integer path: tensor cores for 2..16 columns where the
@@ -318,11 +324,9 @@ struct matvec_launch {
 	void
 	go_dp4a(void)
 	{
-		const int64_t rows = MV_WARPS * R;
-		dim3 grid((unsigned)((n_out + rows - 1) / rows));
+		dim3 grid(mv_parts_grid(&parts, MV_WARPS * R));
 		matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP, 0,
-		    stream>>>(w, n_in, n_out, row_bytes, xq, y, ldy,
-		    accumulate);
+		    stream>>>(parts, n_in, xq);
 	}
 
 	template <int TYPE, int NT>
@@ -345,10 +349,9 @@ struct matvec_launch {
 	void
 	go_mma_spw(void)
 	{
-		dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
+		dim3 grid(mv_parts_grid(&parts, MMA_ROWS));
 		matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
-		    8 / SPW * RS_WARP, 0, stream>>>(w, n_in, n_out, row_bytes, xq,
-		    y, ldy, accumulate);
+		    8 / SPW * RS_WARP, 0, stream>>>(parts, n_in, xq);
 	}
 
 	template <int TYPE, int NT, int R, int U>
@@ -428,42 +431,118 @@ struct matvec_launch {
 	}
 };
 
+/* Whether the integer path takes W: rs_k_matvec's contract. */
+static int
+xq_path(int type, int64_t n_in, const void *d_xq)
+{
+	return (d_xq != NULL && n_in % 256 == 0 && (type == RS_TYPE_Q4_K ||
+	    type == RS_TYPE_Q5_K || type == RS_TYPE_Q6_K));
+}
+
+static enum rs_status
+check_args(const struct rs_k_mv_part *pt, int64_t n_in, const float *d_x,
+    int64_t ldx, const void *d_xq, int n_tok, struct rs_err *err)
+{
+	if (n_tok < 1 || n_tok > RS_K_MATVEC_MAX_COLS || n_in <= 0 ||
+	    n_in % 8 != 0 || pt->n_out <= 0 || ldx % 4 != 0 ||
+	    ((uintptr_t)d_x & 15) != 0 || ((uintptr_t)d_xq & 15) != 0 ||
+	    (d_xq != NULL && n_in % RS_XQ_BLOCK != 0))
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "matvec: n_tok %d, n_in %lld, n_out %lld, ldx %lld "
+		    "(need 1..16 columns, n_in a multiple of 8, aligned x)",
+		    n_tok, (long long)n_in, (long long)pt->n_out,
+		    (long long)ldx));
+	/* the integer path reads Q4_K / Q5_K blocks with 16-byte loads */
+	if (d_xq != NULL && (pt->type == RS_TYPE_Q4_K ||
+	    pt->type == RS_TYPE_Q5_K) &&
+	    (((uintptr_t)pt->d_w | (uintptr_t)pt->row_bytes) & 15) != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "matvec: %s weights at %p, rows %lld bytes apart: the "
+		    "integer path needs 16-byte alignment",
+		    rs_type_name(pt->type), pt->d_w,
+		    (long long)pt->row_bytes));
+	return (RS_OK);
+}
+
+/*
+ * The NP products at PARTS (one type; several only on the integer path)
+ * in launches of up to 16 columns.
+ */
+static enum rs_status
+matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
+    const float *d_x, int64_t ldx, const void *d_xq, int n_tok,
+    cudaStream_t stream, struct rs_err *err)
+{
+	const struct rs_k_mv_part *p0 = &parts[0];
+
+	for (int done = 0; done < n_tok; ) {
+		const int k = n_in % 256 != 0 ? 1 :
+		    pick_cols(p0->type, n_tok - done);
+		const uint8_t *xq = d_xq == NULL ? NULL :
+		    (const uint8_t *)d_xq + done * RS_XQ_COL_BYTES(n_in);
+		matvec_launch l = { (const uint8_t *)p0->d_w, n_in, p0->n_out,
+		    p0->row_bytes, ldx, p0->ldy, d_x + done * ldx, xq,
+		    p0->d_y + done * p0->ldy, k, p0->accumulate, stream, {} };
+		for (int j = 0; j < np; j++) {
+			l.parts.w[j] = (const uint8_t *)parts[j].d_w;
+			l.parts.y[j] = parts[j].d_y + done * parts[j].ldy;
+			l.parts.n_out[j] = parts[j].n_out;
+			l.parts.row_bytes[j] = parts[j].row_bytes;
+			l.parts.ldy[j] = parts[j].ldy;
+			l.parts.acc[j] = parts[j].accumulate;
+		}
+		l.parts.n = np;
+		if (!dispatch_type(p0->type, l))
+			return (rs_errf(err, RS_ERR_UNSUPPORTED,
+			    "matvec: no device decoder for %s",
+			    rs_type_name(p0->type)));
+		RS_LAUNCH_CHECK(err, "matvec");
+		done += k;
+	}
+	return (RS_OK);
+}
+
+extern "C" enum rs_status
+rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
+    int64_t n_in, const float *d_x, int64_t ldx, const void *d_xq,
+    int n_tok, cudaStream_t stream, struct rs_err *err)
+{
+	enum rs_status st;
+	int group = n_parts > 1;
+
+	if (n_parts < 1 || n_parts > RS_K_MATVEC_MAX_PARTS)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "matvec: %d products in one call (1..%d)", n_parts,
+		    RS_K_MATVEC_MAX_PARTS));
+	for (int i = 0; i < n_parts; i++) {
+		if ((st = check_args(&parts[i], n_in, d_x, ldx, d_xq, n_tok,
+		    err)) != RS_OK)
+			return (st);
+		if (!xq_path(parts[i].type, n_in, d_xq) ||
+		    parts[i].type != parts[0].type)
+			group = 0;
+	}
+	if (group)
+		return (matvec_cols(parts, n_parts, n_in, d_x, ldx, d_xq, n_tok,
+		    stream, err));
+	for (int i = 0; i < n_parts; i++)
+		if ((st = matvec_cols(&parts[i], 1, n_in, d_x, ldx, d_xq, n_tok,
+		    stream, err)) != RS_OK)
+			return (st);
+	return (RS_OK);
+}
+
 extern "C" enum rs_status
 rs_k_matvec(const void *d_w, int type, int64_t n_in, int64_t n_out,
     int64_t row_bytes, const float *d_x, int64_t ldx, const void *d_xq,
     float *d_y, int64_t ldy, int n_tok, int accumulate, cudaStream_t stream,
     struct rs_err *err)
 {
-	if (n_tok < 1 || n_tok > RS_K_MATVEC_MAX_COLS || n_in <= 0 ||
-	    n_in % 8 != 0 || n_out <= 0 || ldx % 4 != 0 ||
-	    ((uintptr_t)d_x & 15) != 0 || ((uintptr_t)d_xq & 15) != 0 ||
-	    (d_xq != NULL && n_in % RS_XQ_BLOCK != 0))
-		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "matvec: n_tok %d, n_in %lld, n_out %lld, ldx %lld "
-		    "(need 1..16 columns, n_in a multiple of 8, aligned x)",
-		    n_tok, (long long)n_in, (long long)n_out, (long long)ldx));
-	/* the integer path reads Q4_K / Q5_K blocks with 16-byte loads */
-	if (d_xq != NULL && (type == RS_TYPE_Q4_K || type == RS_TYPE_Q5_K) &&
-	    (((uintptr_t)d_w | (uintptr_t)row_bytes) & 15) != 0)
-		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "matvec: %s weights at %p, rows %lld bytes apart: the "
-		    "integer path needs 16-byte alignment", rs_type_name(type),
-		    d_w, (long long)row_bytes));
-	for (int done = 0; done < n_tok; ) {
-		int k = n_in % 256 != 0 ? 1 : pick_cols(type, n_tok - done);
-		const uint8_t *xq = d_xq == NULL ? NULL :
-		    (const uint8_t *)d_xq + done * RS_XQ_COL_BYTES(n_in);
-		matvec_launch l = { (const uint8_t *)d_w, n_in, n_out,
-		    row_bytes, ldx, ldy, d_x + done * ldx, xq, d_y + done * ldy,
-		    k, accumulate, stream };
-		if (!dispatch_type(type, l))
-			return (rs_errf(err, RS_ERR_UNSUPPORTED,
-			    "matvec: no device decoder for %s",
-			    rs_type_name(type)));
-		RS_LAUNCH_CHECK(err, "matvec");
-		done += k;
-	}
-	return (RS_OK);
+	const struct rs_k_mv_part pt = { d_w, type, n_out, row_bytes, d_y,
+	    ldy, accumulate };
+
+	return (rs_k_matvec_parts(&pt, 1, n_in, d_x, ldx, d_xq, n_tok, stream,
+	    err));
 }
 
 /* ---- embedding rows ---- */

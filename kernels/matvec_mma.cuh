@@ -315,23 +315,29 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 
 /*
  * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
- * W Q4_K / Q5_K / Q6_K rows of n_in values (a multiple of 256).  Grid:
- * one CTA of 8 / SPW warps per 16 rows.  MINB: CTAs an SM must fit
+ * for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K rows of n_in values
+ * (a multiple of 256).  Grid: one CTA of 8 / SPW warps per 16 rows of a
+ * part (mv_parts_grid).  MINB: CTAs an SM must fit
  * (launch bounds: caps the registers), a tuning knob like SPW.
  */
 template <int TYPE, int NT, int SPW, int MINB = 1>
 static __global__ void __launch_bounds__(8 / SPW * RS_WARP, MINB)
-matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
-    int64_t n_out, int64_t row_bytes, const uint8_t *__restrict__ xq,
-    float *__restrict__ y, int64_t ldy, int accumulate)
+matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
+    const uint8_t *__restrict__ xq)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	constexpr int	 NTILE = (NT + 7) / 8;
 	__shared__ float red[RS_WARP][MMA_ROWS][8];
+	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
+	const uint8_t	*__restrict__ w = pt.w;
+	float		*__restrict__ y = pt.y;
+	const int64_t	 n_out = pt.n_out, row_bytes = pt.row_bytes;
+	const int64_t	 ldy = pt.ldy;
+	const int	 accumulate = pt.acc;
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
 	static_assert(SPW == 1 || SPW == 2 || SPW == 4, "8 / SPW warps");
-	const int64_t	 o0 = (int64_t)blockIdx.x * MMA_ROWS;
+	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256, ldq = RS_XQ_COL_BYTES(n_in);
 	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
 	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
@@ -408,8 +414,7 @@ matvec_xq_mma_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 #else
 	/* the host pass and archs before SM80: the launcher never picks
 	   this kernel there */
-	(void)w; (void)n_in; (void)n_out; (void)row_bytes; (void)xq; (void)y;
-	(void)ldy; (void)accumulate;
+	(void)parts; (void)n_in; (void)xq;
 #ifdef __CUDA_ARCH__
 	__trap();
 #endif

@@ -47,9 +47,73 @@
 
 #include "common.cuh"
 #include "quant.cuh"
+#include "rs_kernels.h"
 
 extern "C" {
 #include "rs_xq.h"
+}
+
+/*
+ * The products one launch of the integer kernels computes: up to
+ * RS_K_MATVEC_MAX_PARTS weights of one type and width against the same x (q, k and
+ * v; gate and up; a GDN layer's four input projections), each into its
+ * own y.  CTAs first[i] .. first[i + 1] - 1 compute part i.  A part's
+ * outputs are summed as in a launch of its own (the CTA's index inside
+ * the part plays blockIdx.x), so grouping changes no bit; it saves the
+ * gaps between launches and lets the small products (ssm_beta and
+ * ssm_alpha: 48 rows, a few CTAs) run beside the large ones.
+ */
+struct mv_parts {
+	const uint8_t	*w[RS_K_MATVEC_MAX_PARTS];
+	float		*y[RS_K_MATVEC_MAX_PARTS];
+	int64_t		 n_out[RS_K_MATVEC_MAX_PARTS], row_bytes[RS_K_MATVEC_MAX_PARTS];
+	int64_t		 ldy[RS_K_MATVEC_MAX_PARTS];
+	int		 acc[RS_K_MATVEC_MAX_PARTS];	/* add to y instead of storing */
+	unsigned	 first[RS_K_MATVEC_MAX_PARTS + 1];
+	int		 n;
+};
+
+/* One part as CTA B sees it; BLK: B's index inside the part. */
+struct mv_part {
+	const uint8_t	*w;
+	float		*y;
+	int64_t		 n_out, row_bytes, ldy, blk;
+	int		 acc;
+};
+
+/* (compile-time indices only: the parameters stay in the constant bank) */
+static __device__ __forceinline__ mv_part
+mv_part_of(const mv_parts &p, unsigned b)
+{
+	mv_part r = { p.w[0], p.y[0], p.n_out[0], p.row_bytes[0], p.ldy[0],
+	    (int64_t)b, p.acc[0] };
+
+#pragma unroll
+	for (int j = 1; j < RS_K_MATVEC_MAX_PARTS; j++)
+		if (j < p.n && b >= p.first[j]) {
+			r.w = p.w[j];
+			r.y = p.y[j];
+			r.n_out = p.n_out[j];
+			r.row_bytes = p.row_bytes[j];
+			r.ldy = p.ldy[j];
+			r.blk = (int64_t)(b - p.first[j]);
+			r.acc = p.acc[j];
+		}
+	return (r);
+}
+
+/* Fills P's first[] for CTAs of ROWS rows; returns the grid's size. */
+static unsigned
+mv_parts_grid(mv_parts *p, int64_t rows)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < p->n; i++) {
+		p->first[i] = n;
+		n += (unsigned)((p->n_out[i] + rows - 1) / rows);
+	}
+	p->first[p->n] = n;
+	return (n);
 }
 
 /* ---- the canonical float steps (both kernels call these) ---- */

@@ -55,6 +55,28 @@ enum rs_status	rs_k_matvec(const void *d_w, int type, int64_t n_in,
 		    struct rs_err *err);
 
 /*
+ * Several products of the same X in one call: for each part,
+ * y (+)= W·X exactly as rs_k_matvec(part's W, type, N_IN, its N_OUT,
+ * ROW_BYTES, D_X, LDX, D_XQ, its D_Y, LDY, N_TOK, ACCUMULATE) gives it,
+ * bit for bit.  Parts of one type on the integer path share each launch
+ * (q, k and v; gate and up: one launch instead of several, and small
+ * products run beside large ones); others run one after the other.
+ */
+#define RS_K_MATVEC_MAX_PARTS	4
+struct rs_k_mv_part {
+	const void	*d_w;
+	int		 type;
+	int64_t		 n_out, row_bytes;
+	float		*d_y;
+	int64_t		 ldy;
+	int		 accumulate;
+};
+enum rs_status	rs_k_matvec_parts(const struct rs_k_mv_part *parts,
+		    int n_parts, int64_t n_in, const float *d_x, int64_t ldx,
+		    const void *d_xq, int n_tok, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
  * Y (+)= W·X as rs_k_matvec, for any number of token columns, on tensor
  * cores through cuBLAS: X and W rounded to f16 (X with one power-of-two
  * scale), f32 accumulation; within ~1e-3 relative of the f32 product, not
@@ -169,7 +191,7 @@ enum rs_status	rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v,
  * captured graph passes the cache's n_ctx); a smaller value leaves keys
  * out.  SCRATCH: rs_k_attn_scratch() floats.  attn.cu.
  */
-#define RS_K_ATTN_MAX_SPLITS	64
+#define RS_K_ATTN_MAX_SPLITS	128
 #define RS_K_ATTN_SPLIT_MIN	128
 int64_t		rs_k_attn_split_keys(int64_t n_keys);
 size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);

@@ -363,6 +363,103 @@ START_TEST(matvec_xq_wide)
 }
 END_TEST
 
+/*
+ * rs_k_matvec_parts: products of one x in one call, each bit for bit what
+ * rs_k_matvec gives it alone, for groups of one type (one launch: a large
+ * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
+ * the third accumulates) and of mixed types (one launch each), on 1, 2, 3,
+ * 8 and 16 columns.
+ */
+START_TEST(matvec_parts)
+{
+	static const int mixes[][3] = {
+		{ RS_TYPE_Q4_K, RS_TYPE_Q4_K, RS_TYPE_Q4_K },
+		{ RS_TYPE_Q5_K, RS_TYPE_Q5_K, RS_TYPE_Q5_K },
+		{ RS_TYPE_Q6_K, RS_TYPE_Q6_K, RS_TYPE_Q6_K },
+		{ RS_TYPE_Q4_K, RS_TYPE_Q6_K, RS_TYPE_Q4_K },
+	};
+	static const int64_t rows[3] = { 300, 48, 67 };
+	static const int cols[] = { 1, 2, 3, 8, 16 };
+	const int64_t n_in = 1024, ldq = RS_XQ_COL_BYTES(n_in);
+	struct rs_err err;
+
+	for (size_t m = 0; m < sizeof(mixes) / sizeof(mixes[0]); m++) {
+		struct rs_gguf_tensor t[3];
+		struct rs_k_mv_part p[3];
+		void *buf[3], *dw[3];
+		float *dy[3], *dyo[3];
+		const int nt = 16;
+		float *x = malloc((size_t)(nt * n_in) * 4);
+		uint8_t *xq = malloc((size_t)(nt * ldq));
+
+		for (int64_t i = 0; i < nt * n_in; i++)
+			x[i] = frand();
+		for (int c = 0; c < nt; c++)
+			rs_xq_quantize(x + c * n_in, n_in, xq + c * ldq);
+		float *dx = dup_dev(x, (size_t)(nt * n_in) * 4);
+		void *dq = dup_dev(xq, (size_t)(nt * ldq));
+		for (int i = 0; i < 3; i++) {
+			buf[i] = random_tensor(&t[i], mixes[m][i], n_in, rows[i]);
+			dw[i] = dup_dev(t[i].data, t[i].nbytes);
+			dy[i] = dup_dev(NULL, (size_t)(nt * rows[i]) * 4);
+			dyo[i] = dup_dev(NULL, (size_t)(nt * rows[i]) * 4);
+			p[i] = (struct rs_k_mv_part){ dw[i], t[i].type, rows[i],
+			    (int64_t)(t[i].nbytes / (uint64_t)rows[i]), dy[i],
+			    rows[i], i == 2 };
+		}
+		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++) {
+			const int n = cols[k];
+			for (int i = 0; i < 3; i++) {
+				const size_t b = (size_t)(n * rows[i]) * 4;
+				float *ones = malloc(b);
+				for (int64_t j = 0; j < n * rows[i]; j++)
+					ones[j] = 0.5f;
+				ck_assert(cudaMemcpy(dy[i], ones, b,
+				    cudaMemcpyHostToDevice) == cudaSuccess);
+				ck_assert(cudaMemcpy(dyo[i], ones, b,
+				    cudaMemcpyHostToDevice) == cudaSuccess);
+				free(ones);
+			}
+			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, dq,
+			    n, 0, &err) == RS_OK, "%s", err.msg);
+			for (int i = 0; i < 3; i++) {
+				ck_assert_msg(rs_k_matvec(dw[i], t[i].type, n_in,
+				    rows[i], p[i].row_bytes, dx, n_in, dq,
+				    dyo[i], rows[i], n, i == 2, 0, &err) ==
+				    RS_OK, "%s", err.msg);
+				const size_t b = (size_t)(n * rows[i]) * 4;
+				float *a = malloc(b), *o = malloc(b);
+				to_host(a, dy[i], b);
+				to_host(o, dyo[i], b);
+				ck_assert_msg(memcmp(a, o, b) == 0,
+				    "parts %s/%s/%s, %d cols: part %d (%lld "
+				    "rows) differs from its own launch",
+				    rs_type_name(mixes[m][0]),
+				    rs_type_name(mixes[m][1]),
+				    rs_type_name(mixes[m][2]), n, i,
+				    (long long)rows[i]);
+				free(a);
+				free(o);
+			}
+		}
+		for (int i = 0; i < 3; i++) {
+			cudaFree(dw[i]);
+			cudaFree(dy[i]);
+			cudaFree(dyo[i]);
+			free(buf[i]);
+		}
+		cudaFree(dx);
+		cudaFree(dq);
+		free(x);
+		free(xq);
+	}
+	/* more parts than a launch takes: refused */
+	struct rs_k_mv_part many[RS_K_MATVEC_MAX_PARTS + 1] = { 0 };
+	ck_assert_int_eq(rs_k_matvec_parts(many, RS_K_MATVEC_MAX_PARTS + 1,
+	    256, NULL, 256, NULL, 1, 0, &err), RS_ERR_INVALID_ARG);
+}
+END_TEST
+
 /* ---- the prefill products (rs_k_mm) ---- */
 
 /*
@@ -795,7 +892,7 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
  * Short rows (one split, a tile of fewer than 32 keys), the GQA groups
  * the launcher maps to 6, 4, 2 and 1 heads per block, rows that cross the
  * minimum split size, 5,000 keys (40 splits of 128, the last one partial)
- * and rows on both sides of 8,192 keys, where the split size doubles;
+ * and rows on both sides of 16,384 keys, where the split size doubles;
  * then the arguments it must refuse.
  */
 START_TEST(attn)
@@ -809,7 +906,7 @@ START_TEST(attn)
 	check_attn(128, 4, 2, 17, 250);
 	check_attn(256, 6, 4, 2, 30);
 	check_attn(256, 6, 4, 16, 4990);
-	check_attn(256, 6, 2, 5, 8190);
+	check_attn(256, 6, 2, 5, 16382);
 	check_attn(64, 8, 1, 3, 16383);
 	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 96, 96, 1,
 	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
@@ -819,9 +916,9 @@ START_TEST(attn)
 	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 64, 64, 3,
 	    NULL, 2, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
-	ck_assert_int_eq(rs_k_attn_split_keys(8192), 128);
-	ck_assert_int_eq(rs_k_attn_split_keys(8193), 256);
-	ck_assert_int_eq(rs_k_attn_split_keys(32768), 512);
+	ck_assert_int_eq(rs_k_attn_split_keys(16384), 128);
+	ck_assert_int_eq(rs_k_attn_split_keys(16385), 256);
+	ck_assert_int_eq(rs_k_attn_split_keys(32768), 256);
 }
 END_TEST
 
@@ -1886,7 +1983,7 @@ START_TEST(engine_split)
 				ck_abort_msg("%s, %s: output %lld is %.9g, one "
 				    "GPU %.9g (rel err of all %.3g)", files[f],
 				    cf[c].what, (long long)i, got.f[i],
-				    ref.f[i], t_rel_err(got.f, ref.f, ref.n));
+				    ref.f[i], rs_verify_rel_err(got.f, ref.f, ref.n));
 			}
 			ck_assert_msg(memcmp(got.top, ref.top, sizeof(ref.top))
 			    == 0, "%s, %s: top-k differs", files[f],
@@ -1938,7 +2035,7 @@ START_TEST(engine_split_rollback)
 			    b, RS_LOGITS_ALL, NULL, &err), RS_OK);
 			ck_assert_msg(memcmp(a, b, (size_t)(4 * V) * 4) == 0,
 			    "k %d j %d: rollback differs by %.3g", k, j,
-			    t_rel_err(a, b, 4 * V));
+			    rs_verify_rel_err(a, b, 4 * V));
 			rs_state_free(s1);
 			rs_state_free(s2);
 		}
@@ -1970,6 +2067,7 @@ cuda_suite(void)
 	tcase_add_test(k, matvec_fixtures);
 	tcase_add_test(k, matvec_all_types);
 	tcase_add_test(k, matvec_xq_wide);
+	tcase_add_test(k, matvec_parts);
 	tcase_add_test(k, mm);
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);

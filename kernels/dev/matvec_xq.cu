@@ -69,14 +69,30 @@ fill(int type, uint8_t *b, size_t bytes)
 typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, int64_t,
     const uint8_t *, float *, int64_t);
 
+/* the kernels' parameters for one product */
+static mv_parts
+one_part(const uint8_t *w, int64_t n_out, int64_t rb, float *y, int64_t ldy)
+{
+	mv_parts p = {};
+
+	p.w[0] = w;
+	p.y[0] = y;
+	p.n_out[0] = n_out;
+	p.row_bytes[0] = rb;
+	p.ldy[0] = ldy;
+	p.n = 1;
+	return (p);
+}
+
 template <int TYPE, int NT, int R, int U>
 static void
 launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
     const uint8_t *xq, float *y, int64_t ldy)
 {
-	dim3 grid((unsigned)((n_out + MV_WARPS * R - 1) / (MV_WARPS * R)));
-	matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP>>>(w,
-	    n_in, n_out, rb, xq, y, ldy, 0);
+	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	dim3 grid(mv_parts_grid(&p, MV_WARPS * R));
+	matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP>>>(p, n_in,
+	    xq);
 }
 
 template <int TYPE, int NT, int SPW, int MINB>
@@ -84,10 +100,10 @@ static void
 launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
     const uint8_t *xq, float *y, int64_t ldy)
 {
-	dim3 grid((unsigned)((n_out + MMA_ROWS - 1) / MMA_ROWS));
+	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
 	matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
-	    8 / SPW * RS_WARP>>>(w,
-	    n_in, n_out, rb, xq, y, ldy, 0);
+	    8 / SPW * RS_WARP>>>(p, n_in, xq);
 }
 
 struct variant {
