@@ -7,10 +7,8 @@
  *
  * Flash-decoding with splits of a fixed size.  The n keys of a query row
  * are cut into splits of S(n) keys, S(n) = 128·2^k, the least such that
- * at most RS_K_ATTN_MAX_SPLITS splits cover n: 128 keys up to 16,384,
- * 256 at 32,768 (128 splits: 512 blocks of the 27B's 4 KV heads at that
- * depth, ~4 an SM of an H200; 64 splits left ~2 an SM and streamed the
- * cache at ~1.8 TB/s).  One block per (token, group of GB query heads sharing a
+ * at most RS_K_ATTN_MAX_SPLITS splits cover n: 128 keys up to 8,192,
+ * 512 at 32,768.  One block per (token, group of GB query heads sharing a
  * KV head, split) reads each K/V row of its split once for its GB heads:
  * lane i owns dims [i·d/32, (i+1)·d/32) of q, K and V (one 16-byte load
  * per row at d = 256).  Each of the four warps takes tiles of 32 keys:
