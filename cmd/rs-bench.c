@@ -2,13 +2,13 @@
  * rs-bench - benchmark the engine on a model, or write synthetic models.
  *
  *   rs-bench -m MODEL [--backend B]   probe, decode, verify, prefill, long
- *                                     decode, memory (lib/rs_bench.h)
+ *                                     decode, memory (lib/tools/rs_bench.h)
  *   rs-bench -m MODEL --spec          speculative decoding: each drafter
  *                                     end to end, and the oracle table of
  *                                     speedup vs alpha and k
- *                                     (lib/rs_bench_spec.h)
+ *                                     (lib/tools/rs_bench_spec.h)
  *   rs-bench --synth PRESET --out F   a qwen35 GGUF with random weights
- *                                     (lib/rs_synth.h)
+ *                                     (lib/tools/rs_synth.h)
  */
 #include <getopt.h>
 #include <inttypes.h>

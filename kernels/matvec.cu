@@ -10,7 +10,7 @@
  *   f32      (matvec_rows_kernel, matvec_sb.cuh) one warp per row walks it
  *            a 256-value super-block at a time, each lane decodes 8 values
  *            to floats and multiplies them with x in f32; every format;
- *   integer  x arrives quantized to 16 bits (lib/rs_xq.h); Q4_K, Q5_K and
+ *   integer  x arrives quantized to 16 bits (lib/model/rs_xq.h); Q4_K, Q5_K and
  *            Q6_K, what the 27B files are made of, when the caller passes
  *            x in that form (the engine always does).  One order of sums
  *            (matvec_xq.cuh) in two kernels: one warp per row with dp4a
@@ -20,7 +20,7 @@
  * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
  * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
- * Oracles: rs_cpu_matmul_ref (lib/rs_cpu.h) and rs_xq_dot_ref; test:
+ * Oracles: rs_cpu_matmul_ref (lib/cpu/rs_cpu.h) and rs_xq_dot_ref; test:
  * tests/check_cuda.c "matvec"; measurements: docs/perf-log.md.
  *
  * Napkin math, decode (N_TOK = 1) of Qwen3.8-27B Q4_K_M: 15.8 GB of weights

@@ -127,7 +127,7 @@ template <int TYPE> struct mmac;
 /* Q4_K and Q5_K share everything but the fifth bit. */
 template <int TYPE>
 struct mmac_k {
-	static constexpr int BB = TYPE == RS_TYPE_Q5_K ? 176 : 144;
+	static constexpr int BB = qtraits<TYPE>::qb;
 	static constexpr int QS = TYPE == RS_TYPE_Q5_K ? 48 : 16;
 
 	static __device__ __forceinline__ void
@@ -196,7 +196,8 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int t,
 	    mma_raw *w)
 	{
-		const uint8_t *b[2] = { r0 + bi * 210, r1 + bi * 210 };
+		const int64_t off = bi * qtraits<RS_TYPE_Q6_K>::qb;
+		const uint8_t *b[2] = { r0 + off, r1 + off };
 
 #pragma unroll
 		for (int r = 0; r < 2; r++) {

@@ -14,8 +14,8 @@
  * Integers become floats through the exponent trick: the bits 0x4B000000|q
  * are the float 2^23 + q exactly, and one FADD removes 2^23, avoiding the
  * quarter-rate integer conversion.  The math is that of quant.cuh /
- * lib/rs_types.c (qwen35-model.md §7.3); y = d·sc·q − dmin·mn is formed
- * with one FMA.
+ * lib/model/rs_types.c (qwen35-model.md §7.3); y = d·sc·q − dmin·mn is
+ * formed with one FMA.
  */
 #ifndef RS_MATVEC_SB_CUH
 #define RS_MATVEC_SB_CUH
@@ -76,7 +76,7 @@ template <> struct sb<RS_TYPE_Q4_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int lane, float *w)
 	{
-		const uint8_t *b = row + bi * 144;
+		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q4_K>::qb;
 		int	 cc = lane >> 3, l = 4 * (lane & 7);
 		uint32_t q = *(const uint32_t *)(b + 16 + 32 * cc + l);
 		float	 dl0, ml0, dl1, ml1;
@@ -100,7 +100,7 @@ template <> struct sb<RS_TYPE_Q5_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int lane, float *w)
 	{
-		const uint8_t *b = row + bi * 176;
+		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q5_K>::qb;
 		int	 cc = lane >> 3, l = 4 * (lane & 7);
 		uint32_t q = *(const uint32_t *)(b + 48 + 32 * cc + l);
 		uint32_t qh = *(const uint32_t *)(b + 16 + l);
@@ -129,7 +129,7 @@ template <> struct sb<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int lane, float *w)
 	{
-		const uint8_t *b = row + bi * 210;
+		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q6_K>::qb;
 		int	 h = lane >> 4, l = 2 * (lane & 15);
 		uint32_t ql0 = *(const uint16_t *)(b + 64 * h + l);
 		uint32_t ql1 = *(const uint16_t *)(b + 64 * h + 32 + l);

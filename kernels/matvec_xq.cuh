@@ -28,7 +28,7 @@
  *   Q6_K         w = a·q' with q' = q − 32 (signed) per 16 values:
  *                acc += a0·(s·P0);  acc += a1·(s·P1)        (two fmaf)
  *
- * Chunk layouts (qwen35-model.md §7.3; the formulas of lib/rs_types.c):
+ * Chunk layouts (qwen35-model.md §7.3; the formulas of lib/model/rs_types.c):
  *   Q4_K, Q5_K  chunk c: qs bytes 32c .. 32c + 31; the low nibble of byte
  *               l is value l of sub-block 2c (the low block), the high
  *               nibble value l of sub-block 2c + 1; Q5_K adds bit 2c (low)
@@ -55,9 +55,9 @@ extern "C" {
 
 /*
  * The products one launch of the integer kernels computes: up to
- * RS_K_MATVEC_MAX_PARTS weights of one type and width against the same x (q, k and
- * v; gate and up; a GDN layer's four input projections), each into its
- * own y.  CTAs first[i] .. first[i + 1] - 1 compute part i.  A part's
+ * RS_K_MATVEC_MAX_PARTS weights of one type and width against the same x
+ * (q, k and v; gate and up; a GDN layer's four input projections), each
+ * into its own y.  CTAs first[i] .. first[i + 1] - 1 compute part i.  A part's
  * outputs are summed as in a launch of its own (the CTA's index inside
  * the part plays blockIdx.x), so grouping changes no bit; it saves the
  * gaps between launches and lets the small products (ssm_beta and
@@ -216,7 +216,7 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
-		const uint8_t *b = row + bi * 144;
+		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q4_K>::qb;
 		const uint4 *qs = (const uint4 *)(b + 16 + 32 * c);
 		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
 		float a[2], m[2];
@@ -244,7 +244,7 @@ template <> struct xqc<RS_TYPE_Q5_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
-		const uint8_t *b = row + bi * 176;
+		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q5_K>::qb;
 		const uint4 *qh = (const uint4 *)(b + 16);
 		const uint4 *qs = (const uint4 *)(b + 48 + 32 * c);
 		const uint4 h0 = __ldg(qh), h1 = __ldg(qh + 1);
@@ -277,7 +277,7 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
-		const uint8_t *b = row + bi * 210;
+		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q6_K>::qb;
 		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
 
 		ld_a2<8>(b + 64 * h + 32 * kk, k->w);

@@ -50,8 +50,7 @@ next(void)
 static void
 fill(int type, uint8_t *b, size_t bytes)
 {
-	const size_t bb = type == RS_TYPE_Q6_K ? 210 : type == RS_TYPE_Q5_K ?
-	    176 : 144;
+	const size_t bb = (size_t)rs_type_traits(type)->block_bytes;
 	const size_t at = type == RS_TYPE_Q6_K ? 208 : 0;
 
 	for (size_t i = 0; i < bytes; i++)
@@ -195,8 +194,8 @@ main(void)
 
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		const struct shape *sh = &shapes[s];
-		const int64_t rb = sh->n_in / 256 * (sh->type == RS_TYPE_Q6_K ?
-		    210 : sh->type == RS_TYPE_Q5_K ? 176 : 144);
+		const int64_t rb = sh->n_in / 256 *
+		    rs_type_traits(sh->type)->block_bytes;
 		const size_t wbytes = (size_t)(rb * sh->n_out);
 		const int64_t ldq = RS_XQ_COL_BYTES(sh->n_in);
 		uint8_t *hw = (uint8_t *)malloc(wbytes);
