@@ -26,6 +26,7 @@
 #include "rs_out.h"
 #include "rs_state.h"
 #include "rs_synth.h"
+#include "rs_time.h"
 
 #define USAGE	"rs-bench -m MODEL [--backend B] [-c N] [-t N] [--max-batch N] [--json]\n" \
 	"       [--devices LIST [--split LIST]] [-q] [--quick | --prefill N]\n" \
@@ -120,7 +121,7 @@ synth(const struct opts *o)
 {
 	struct rs_synth_cfg cfg;
 	struct rs_err	 err = { 0 };
-	struct timespec	 t0, t1;
+	double		 t0;
 
 	if (o->out == NULL)
 		rs_cli_usage_error(USAGE, "--synth needs --out");
@@ -143,15 +144,13 @@ synth(const struct opts *o)
 	cfg.progress = synth_progress;
 	cfg.progress_ctx = (void *)o->out;
 	rs_out_trap_signals();	/* ^C leaves no multi-GB temporary file */
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = rs_time_ms();
 	if (rs_synth_write(&cfg, o->out, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->out, err.msg);
 	rs_cli_progress_end();
-	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (!o->quiet)
 		rs_cli_warn("wrote %s (%s) in %.1f s", o->out, o->preset,
-		    (double)(t1.tv_sec - t0.tv_sec) +
-		    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+		    (rs_time_ms() - t0) / 1e3);
 	return (RS_EXIT_OK);
 }
 
@@ -590,7 +589,7 @@ main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "synth", required_argument, NULL, 'S' },
 		{ "threads", required_argument, NULL, 't' },
-		{ "version", no_argument, NULL, 'V' },
+		{ "version", no_argument, NULL, RS_CLI_OPT_VERSION },
 		{ "vocab", required_argument, NULL, 'v' },
 		{ "spec", no_argument, NULL, 'X' },
 		{ "draft", required_argument, NULL, 'D' },
@@ -609,13 +608,8 @@ main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "b:c:hjm:o:qs:t:", longopts,
 	    NULL)) != -1) {
 		switch (ch) {
-		case 'h': usage_full(); return (rs_cli_finish(RS_EXIT_OK));
-		case 'V': rs_cli_print_version(); return (rs_cli_finish(0));
 		case 'b':
-			if ((o.backend = rs_backend_from_name(optarg)) < 0)
-				rs_cli_usage_error(USAGE,
-				    "--backend: '%s' is not cpu, cuda or auto",
-				    optarg);
+			o.backend = (int)rs_cli_backend_opt(optarg, USAGE);
 			break;
 		case 'j': o.json = 1; break;
 		case 'm': o.model = optarg; break;
@@ -623,69 +617,55 @@ main(int argc, char **argv)
 		case 'Q': o.quick = 1; break;
 		case 'q': o.quiet = 1; break;
 		case 'F':
-			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.prefill))
-				rs_cli_usage_error(USAGE,
-				    "--prefill: '%s' is not in [1, 16777216]",
-				    optarg);
+			o.prefill = rs_cli_num_opt("--prefill", optarg,
+			    1, 1 << 24, USAGE);
 			break;
 		case 'P': o.plan = 1; break;
 		case 'c':
-			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.ctx))
-				rs_cli_usage_error(USAGE,
-				    "--ctx-size: '%s' is not in [1, 16777216]", optarg);
+			o.ctx = rs_cli_num_opt("--ctx-size", optarg, 1, 1 << 24,
+			    USAGE);
 			break;
 		case 'N':
-			if (rs_cli_parse_i64(optarg, 0, 4096, &o.snap))
-				rs_cli_usage_error(USAGE,
-				    "--snap: '%s' is not in [0, 4096]", optarg);
+			o.snap = rs_cli_num_opt("--snap", optarg, 0, 4096,
+			    USAGE);
 			break;
 		case 'S': o.preset = optarg; break;
 		case 'x': o.mix = optarg; break;
 		case 'B':
-			if (rs_cli_parse_i64(optarg, 1, 65536, &o.max_batch))
-				rs_cli_usage_error(USAGE,
-				    "--max-batch: '%s' is not in [1, 65536]", optarg);
+			o.max_batch = rs_cli_num_opt("--max-batch", optarg,
+			    1, 65536, USAGE);
 			break;
 		case 's':
-			if (rs_cli_parse_i64(optarg, 0, INT64_MAX, &o.seed))
-				rs_cli_usage_error(USAGE,
-				    "--seed: '%s' is not a non-negative integer",
-				    optarg);
+			o.seed = rs_cli_num_opt("--seed", optarg, 0, INT64_MAX,
+			    USAGE);
 			break;
 		case 't':
-			if (rs_cli_parse_i64(optarg, 1, 256, &o.threads))
-				rs_cli_usage_error(USAGE,
-				    "--threads: '%s' is not in [1, 256]", optarg);
+			o.threads = rs_cli_num_opt("--threads", optarg, 1, 256,
+			    USAGE);
 			break;
 		case 'X': o.spec = 1; break;
 		case 'D': rs_cli_draft_opt(&o.draft, optarg, NULL, USAGE); break;
 		case 'K': rs_cli_draft_opt(&o.draft, NULL, optarg, USAGE); break;
 		case 'O':
-			if (rs_cli_parse_i64(optarg, 1, RS_DRAFTER_K_MAX,
-			    &o.oracle_k))
-				rs_cli_usage_error(USAGE, "--oracle-k: '%s' is not "
-				    "in [1, %d]", optarg, RS_DRAFTER_K_MAX);
+			o.oracle_k = rs_cli_num_opt("--oracle-k", optarg,
+			    1, RS_DRAFTER_K_MAX, USAGE);
 			break;
 		case 'A': parse_alphas(&o, optarg); break;
 		case 'W':
-			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.draft_vocab))
-				rs_cli_usage_error(USAGE, "--draft-vocab: '%s' is "
-				    "not in [1, 16777216]", optarg);
+			o.draft_vocab = rs_cli_num_opt("--draft-vocab", optarg,
+			    1, 1 << 24, USAGE);
 			break;
 		case 'R':
-			if (rs_cli_parse_i64(optarg, 1, 100, &o.reps))
-				rs_cli_usage_error(USAGE, "--reps: '%s' is not in "
-				    "[1, 100]", optarg);
+			o.reps = rs_cli_num_opt("--reps", optarg, 1, 100,
+			    USAGE);
 			break;
 		case 'T':
-			if (rs_cli_parse_i64(optarg, 2, 1 << 20, &o.spec_tokens))
-				rs_cli_usage_error(USAGE, "--spec-tokens: '%s' is "
-				    "not in [2, 1048576]", optarg);
+			o.spec_tokens = rs_cli_num_opt("--spec-tokens", optarg,
+			    2, 1 << 20, USAGE);
 			break;
 		case 'v':
-			if (rs_cli_parse_i64(optarg, 1, 1 << 24, &o.vocab))
-				rs_cli_usage_error(USAGE,
-				    "--vocab: '%s' is not in [1, 16777216]", optarg);
+			o.vocab = rs_cli_num_opt("--vocab", optarg, 1, 1 << 24,
+			    USAGE);
 			break;
 		case 'G':
 			o.devices = optarg;
@@ -694,7 +674,7 @@ main(int argc, char **argv)
 			o.split = optarg;
 			break;
 		default:
-			rs_cli_usage_error(USAGE, "unknown option");
+			rs_cli_common_opt(ch, USAGE, usage_full);
 		}
 	}
 	if (optind < argc)
