@@ -7,8 +7,12 @@
  *
  * Flash-decoding with splits of a fixed size.  The n keys of a query row
  * are cut into splits of S(n) keys, S(n) = 128·2^k, the least such that
- * at most RS_K_ATTN_MAX_SPLITS splits cover n: 128 keys up to 8,192,
- * 512 at 32,768.  One block per (token, group of GB query heads sharing a
+ * at most RS_K_ATTN_MAX_SPLITS splits cover n: 128 keys up to 16,384,
+ * 512 for the 32,769 keys of a step at depth 32,768 (65 splits, 260
+ * blocks of the 27B's 4 KV heads).  Measured on the H200 (perf-log): at
+ * most 64 splits (1,024-key splits there, 132 blocks) left SMs idle, at
+ * most 256 (256-key splits) paid more in each split's fixed work and the
+ * merge than the occupancy gave.  One block per (token, group of GB query heads sharing a
  * KV head, split) reads each K/V row of its split once for its GB heads:
  * lane i owns dims [i·d/32, (i+1)·d/32) of q, K and V (one 16-byte load
  * per row at d = 256).  Each of the four warps takes tiles of 32 keys:

@@ -191,7 +191,7 @@ enum rs_status	rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v,
  * captured graph passes the cache's n_ctx); a smaller value leaves keys
  * out.  SCRATCH: rs_k_attn_scratch() floats.  attn.cu.
  */
-#define RS_K_ATTN_MAX_SPLITS	64
+#define RS_K_ATTN_MAX_SPLITS	128
 #define RS_K_ATTN_SPLIT_MIN	128
 int64_t		rs_k_attn_split_keys(int64_t n_keys);
 size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);

@@ -892,7 +892,7 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
  * Short rows (one split, a tile of fewer than 32 keys), the GQA groups
  * the launcher maps to 6, 4, 2 and 1 heads per block, rows that cross the
  * minimum split size, 5,000 keys (40 splits of 128, the last one partial)
- * and rows on both sides of 8,192 keys, where the split size doubles;
+ * and rows on both sides of 16,384 keys, where the split size doubles;
  * then the arguments it must refuse.
  */
 START_TEST(attn)
@@ -906,7 +906,7 @@ START_TEST(attn)
 	check_attn(128, 4, 2, 17, 250);
 	check_attn(256, 6, 4, 2, 30);
 	check_attn(256, 6, 4, 16, 4990);
-	check_attn(256, 6, 2, 5, 8190);
+	check_attn(256, 6, 2, 5, 16382);
 	check_attn(64, 8, 1, 3, 16383);
 	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 96, 96, 1,
 	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
@@ -916,9 +916,9 @@ START_TEST(attn)
 	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 64, 64, 3,
 	    NULL, 2, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
-	ck_assert_int_eq(rs_k_attn_split_keys(8192), 128);
-	ck_assert_int_eq(rs_k_attn_split_keys(8193), 256);
-	ck_assert_int_eq(rs_k_attn_split_keys(32768), 512);
+	ck_assert_int_eq(rs_k_attn_split_keys(16384), 128);
+	ck_assert_int_eq(rs_k_attn_split_keys(16385), 256);
+	ck_assert_int_eq(rs_k_attn_split_keys(32769), 512);
 }
 END_TEST
 

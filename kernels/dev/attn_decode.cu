@@ -7,7 +7,7 @@
  *
  * First, batch invariance: 8 tokens in one call against the same 8 one at
  * a time (grid sized for 131,072 keys, as the decode graph does), bit for
- * bit, around the 8,192-key split-size step (the CPU oracle comparison is
+ * bit, around the 16,384-key split-size step (the CPU oracle comparison is
  * tests/check_cuda.c "attn").  Then rs_k_attn is timed at depths 4,096,
  * 32,768 and 131,072 for 1, 4, 16 and 32 query tokens (CUDA events, 20
  * repeats after a warm-up, L2 flushed before each).  One JSON line per
@@ -55,7 +55,7 @@ main(void)
 {
 	static const int depths[] = { 4096, 32768, 131072 - MAXT };
 	static const int toks[] = { 1, 4, 16, 32 };
-	const int	 reps = 20, vt = 8, vp0 = 8190;
+	const int	 reps = 20, vt = 8, vp0 = 16382;
 	float		*dq = (float *)dev_random((size_t)MAXT * LDQ, 0);
 	uint16_t	*dk = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
 	uint16_t	*dv = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
