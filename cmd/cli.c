@@ -229,6 +229,16 @@ rs_cli_devices_opt(const char *devices, const char *split, int32_t ctx,
 }
 
 void
+rs_cli_devices_check(const char *devices, const char *split,
+    const char *usage)
+{
+	struct rs_engine_opts t;
+
+	memset(&t, 0, sizeof(t));
+	rs_cli_devices_opt(devices, split, 0, 1, &t, usage);
+}
+
+void
 rs_cli_print_version(void)
 {
 	printf("%s (redshift) %s\n%s\n", progname, rs_version(),

@@ -144,6 +144,11 @@ void		 rs_cli_devices_opt(const char *devices, const char *split,
 		    int32_t ctx, int states, struct rs_engine_opts *eo,
 		    const char *usage);
 
+/* The same checks without a destination: the usage errors a command
+   reports before it opens the model. */
+void		 rs_cli_devices_check(const char *devices, const char *split,
+		    const char *usage);
+
 /*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,
  * with the line end (LF or CR LF) cut off: N bytes at LINE (NUL-terminated

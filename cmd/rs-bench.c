@@ -697,10 +697,7 @@ main(int argc, char **argv)
 		    "--quick and --prefill");
 	if (o.devices != NULL && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--devices is for -m, not --synth");
-	{	/* usage errors before the model loads */
-		struct rs_engine_opts t = { 0 };
-		rs_cli_devices_opt(o.devices, o.split, 0, 1, &t, USAGE);
-	}
+	rs_cli_devices_check(o.devices, o.split, USAGE);
 	rs_cli_set_quiet(o.quiet);
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?
 	    plan(&o) : o.spec ? spec(&o) : bench(&o)));

@@ -252,10 +252,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	rs_cli_opts_done(argc, argv, o->model, USAGE);
-	{	/* usage errors before the model loads */
-		struct rs_engine_opts t = { 0 };
-		rs_cli_devices_opt(o->devices, o->split, 0, 1, &t, USAGE);
-	}
+	rs_cli_devices_check(o->devices, o->split, USAGE);
 	if (o->stream && o->raw)
 		rs_cli_usage_error(USAGE, "--stream and --raw exclude each "
 		    "other");

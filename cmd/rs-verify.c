@@ -215,10 +215,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		}
 	}
 	rs_cli_opts_done(argc, argv, o->model, usage_line);
-	{	/* usage errors before the model loads */
-		struct rs_engine_opts t = { 0 };
-		rs_cli_devices_opt(o->devices, o->split, 0, 1, &t, usage_line);
-	}
+	rs_cli_devices_check(o->devices, o->split, usage_line);
 	if (o->tokens != NULL && o->tokens_file != NULL)
 		rs_cli_usage_error(usage_line,
 		    "--tokens and --tokens-file are exclusive");

@@ -383,9 +383,5 @@ serve_opts_parse(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "--tls-cert and --tls-key go "
 		    "together");
 	rs_cli_draft_done(&c->draft, &c->gen.draft, &c->gen.draft_max, USAGE);
-	{	/* usage errors before the model loads */
-		struct rs_engine_opts t;
-		memset(&t, 0, sizeof(t));
-		rs_cli_devices_opt(c->devices, c->split, 0, 1, &t, USAGE);
-	}
+	rs_cli_devices_check(c->devices, c->split, USAGE);
 }
