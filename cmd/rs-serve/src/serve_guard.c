@@ -17,6 +17,10 @@
  *     than the header timeout: GUARD_HEADER_MS, or GUARD_PRESSURE_MS once
  *     more than GUARD_PRESSURE connections wait; a request body gets
  *     GUARD_BODY_MS (GUARD_PRESSURE_MS under pressure) to arrive.
+ *     Pressure lasts GUARD_HOLD_MS after it was last seen: the short
+ *     timeouts reap the flood itself, and the connections that arrived
+ *     with it but sat in a later tick must not fall back to the long
+ *     ones the moment the flood is gone.
  *
  * A connection closed with part of a request received is answered 408
  * with the OpenAI error envelope first; an idle keep-alive one is just
@@ -40,6 +44,7 @@
 #define GUARD_BODY_MS		30000
 #define GUARD_PRESSURE		64
 #define GUARD_PRESSURE_MS	2000
+#define GUARD_HOLD_MS		10000
 #define GUARD_PER_CLIENT	128
 #define GUARD_WAITING		384
 
@@ -123,6 +128,7 @@ serve_guard_accept(struct connection *nc)
 static void
 guard_tick(void *arg, u_int64_t now)
 {
+	static u_int64_t	 pressure_until;
 	struct connection	*c, *next;
 	size_t			 n = 0;
 	u_int64_t		 hdr, body;
@@ -130,8 +136,10 @@ guard_tick(void *arg, u_int64_t now)
 	(void)arg;
 	TAILQ_FOREACH(c, &connections, list)
 		n += waiting(c);
-	hdr = n > GUARD_PRESSURE ? GUARD_PRESSURE_MS : GUARD_HEADER_MS;
-	body = n > GUARD_PRESSURE ? GUARD_PRESSURE_MS : GUARD_BODY_MS;
+	if (n > GUARD_PRESSURE)
+		pressure_until = now + GUARD_HOLD_MS;
+	hdr = now < pressure_until ? GUARD_PRESSURE_MS : GUARD_HEADER_MS;
+	body = now < pressure_until ? GUARD_PRESSURE_MS : GUARD_BODY_MS;
 	for (c = TAILQ_FIRST(&connections); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, list);
 		if (now < c->http_start)
