@@ -572,9 +572,12 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix, snap_s,
 	    (int64_t)q->n_gdn * st->ssm_len, st->n_snap, c->d_params, c->s,
 	    err));
+	/* the norm writes ssm_out's 16-bit input itself where it can */
+	void *xq = ds % RS_XQ_BLOCK == 0 ? xq_for(c, c->mix, di, di, n) : NULL;
 	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,
-	    n * nvh, hp->rms_eps, c->s, err));
-	TRY(quant(e, c->mix, di, di, n, err));
+	    n * nvh, hp->rms_eps, xq, nvh, c->s, err));
+	if (xq == NULL)
+		TRY(quant(e, c->mix, di, di, n, err));
 	return (mv(e, l->ssm_out, c->mix, di, c->x, d, n, 1, err));
 }
 

@@ -13,10 +13,12 @@
  *   integer  x arrives quantized to 16 bits (lib/model/rs_xq.h); Q4_K, Q5_K and
  *            Q6_K, what the 27B files are made of, when the caller passes
  *            x in that form (the engine always does).  One order of sums
- *            (matvec_xq.cuh) in two kernels: one warp per row with dp4a
+ *            (matvec_xq.cuh) in three kernels: one warp per row with dp4a
  *            (matvec_xq_kernel: decode, and every column count before
- *            SM80) and 16 rows per CTA on int8 tensor cores
- *            (matvec_mma.cuh: 2..16 columns from SM80 on).
+ *            SM80), the same with the weights copied through shared
+ *            memory (matvec_pipe.cuh: Q6_K, 1..2 columns from SM80 on)
+ *            and 16 rows per CTA on int8 tensor cores (matvec_mma.cuh:
+ *            3..16 columns from SM80 on).
  * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
  * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
@@ -36,6 +38,7 @@
 #include "common.cuh"
 #include "matvec_sb.cuh"
 #include "matvec_mma.cuh"
+#include "matvec_pipe.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"
@@ -266,6 +269,44 @@ pick_cols(int type, int n)
 	return (n >= 4 ? 4 : 1);
 }
 
+#ifndef __CUDACC_RTC__
+/*
+ * The persistent grid of matvec_xq_pipe_kernel<TYPE, NT, R, S> on the
+ * current device: as many CTAs as fit at once.  The first call per device
+ * raises the kernel's shared-memory limit (above 48 KB needs it) and asks
+ * the occupancy calculator; later calls read the cache.  Never 0: at
+ * least one CTA an SM.
+ */
+template <int TYPE, int NT, int R, int S>
+static unsigned
+pipe_resident(void)
+{
+	static int	 per_sm[64], sms[64];
+	const auto	 kernel = matvec_xq_pipe_kernel<TYPE, NT, R, S>;
+	const int	 smem = pipe_smem_bytes<TYPE, R, S>();
+	int		 dev = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+		dev = 0;
+	if (per_sm[dev] == 0) {
+		int n = 0;
+
+		(void)cudaFuncSetAttribute(kernel,
+		    cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel,
+		    PIPE_WARPS * RS_WARP, smem) != cudaSuccess || n < 1)
+			n = 1;
+		if (cudaDeviceGetAttribute(&sms[dev],
+		    cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+		    sms[dev] < 1)
+			sms[dev] = 1;
+		(void)cudaGetLastError();	/* not sticky: clear it */
+		per_sm[dev] = n;
+	}
+	return ((unsigned)(per_sm[dev] * sms[dev]));
+}
+#endif
+
 struct matvec_launch {
 	const uint8_t	*w;
 	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
@@ -308,6 +349,33 @@ struct matvec_launch {
 			}
 		}
 		/*
+		 * Q6_K, one and two columns, from SM80 on: the weights
+		 * stream through shared memory (matvec_pipe.cuh), as fast as
+		 * the register-fed kernel or faster on its 27B matrices
+		 * across machines (ffn_down 33-35 against 35-43 µs, the head
+		 * 365-379 against 377-418) but not on Q4_K or Q5_K (ffn_up 25
+		 * against 20): docs/perf-log.md.  has_mma_matvec() is the
+		 * test that this device runs code built for SM80 or later,
+		 * where the kernel has its body.  The copies round a row's
+		 * start down to 16 bytes, which needs the tensor's first row
+		 * there (every GGUF tensor is).
+		 */
+		if constexpr (TYPE == RS_TYPE_Q6_K && NT <= 2) {
+			int pipe = 0;
+#ifndef __CUDACC_RTC__
+			pipe = has_mma_matvec() && pipe_aligned();
+#endif
+			if (pipe) {
+				/* two rows a warp (more CTAs on 5,120 rows),
+				   four for two columns and a head's ~250k */
+				if (NT == 1 && rows() < 65536)
+					go_pipe<TYPE, NT, 2, 2>();
+				else
+					go_pipe<TYPE, NT, 4, 2>();
+				return;
+			}
+		}
+		/*
 		 * Rows per warp R and chunks in flight per lane U change no
 		 * sum: four rows a warp, one chunk each, was the fastest
 		 * one-column shape on every matrix of the 27B in
@@ -327,6 +395,43 @@ struct matvec_launch {
 		dim3 grid(mv_parts_grid(&parts, MV_WARPS * R));
 		matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP, 0,
 		    stream>>>(parts, n_in, xq);
+	}
+
+	/* rows of all parts */
+	int64_t
+	rows(void) const
+	{
+		int64_t n = 0;
+
+		for (int i = 0; i < parts.n; i++)
+			n += parts.n_out[i];
+		return (n);
+	}
+
+	/* Does every part's first row start at a multiple of 16 bytes? */
+	bool
+	pipe_aligned(void) const
+	{
+		for (int i = 0; i < parts.n; i++)
+			if ((uintptr_t)parts.w[i] % 16 != 0)
+				return (false);
+		return (true);
+	}
+
+	template <int TYPE, int NT, int R, int S>
+	void
+	go_pipe(void)
+	{
+		constexpr int smem = pipe_smem_bytes<TYPE, R, S>();
+		unsigned grid = mv_parts_grid(&parts, PIPE_WARPS * R);
+
+#ifndef __CUDACC_RTC__
+		const unsigned resident = pipe_resident<TYPE, NT, R, S>();
+		if (grid > resident)
+			grid = resident;
+#endif
+		matvec_xq_pipe_kernel<TYPE, NT, R, S><<<grid, PIPE_WARPS *
+		    RS_WARP, smem, stream>>>(parts, n_in, xq);
 	}
 
 	template <int TYPE, int NT>
@@ -507,28 +612,40 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
     int64_t n_in, const float *d_x, int64_t ldx, const void *d_xq,
     int n_tok, cudaStream_t stream, struct rs_err *err)
 {
+	struct rs_k_mv_part group[RS_K_MATVEC_MAX_PARTS];
+	int done[RS_K_MATVEC_MAX_PARTS] = { 0 };
 	enum rs_status st;
-	int group = n_parts > 1;
 
 	if (n_parts < 1 || n_parts > RS_K_MATVEC_MAX_PARTS)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "matvec: %d products in one call (1..%d)", n_parts,
 		    RS_K_MATVEC_MAX_PARTS));
-	for (int i = 0; i < n_parts; i++) {
+	for (int i = 0; i < n_parts; i++)
 		if ((st = check_args(&parts[i], n_in, d_x, ldx, d_xq, n_tok,
 		    err)) != RS_OK)
 			return (st);
-		if (!xq_path(parts[i].type, n_in, d_xq) ||
-		    parts[i].type != parts[0].type)
-			group = 0;
-	}
-	if (group)
-		return (matvec_cols(parts, n_parts, n_in, d_x, ldx, d_xq, n_tok,
-		    stream, err));
-	for (int i = 0; i < n_parts; i++)
-		if ((st = matvec_cols(&parts[i], 1, n_in, d_x, ldx, d_xq, n_tok,
+	/*
+	 * One launch per type on the integer path (a GDN layer whose qkv
+	 * is Q6_K and whose gate, beta and alpha are Q4_K: two, not four),
+	 * one per product otherwise.  Products are independent, so the
+	 * order of the launches changes no bit.
+	 */
+	for (int i = 0; i < n_parts; i++) {
+		const int xq = xq_path(parts[i].type, n_in, d_xq);
+		int n = 0;
+
+		if (done[i])
+			continue;
+		for (int j = i; j < n_parts; j++)
+			if (!done[j] && (j == i || (xq && parts[j].type ==
+			    parts[i].type))) {
+				group[n++] = parts[j];
+				done[j] = 1;
+			}
+		if ((st = matvec_cols(group, n, n_in, d_x, ldx, d_xq, n_tok,
 		    stream, err)) != RS_OK)
 			return (st);
+	}
 	return (RS_OK);
 }
 

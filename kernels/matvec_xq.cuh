@@ -171,8 +171,32 @@ k_scales(uint4 hdr, int c, float a[2], float m[2])
 	m[1] = dm.y * (float)((mn >> (sh + 8)) & 0xFF);
 }
 
+/*
+ * Where the weight bytes come from: global memory through the read-only
+ * path (matvec.cu's kernel), or a copy in shared memory that keeps the
+ * bytes' offsets modulo 16 (matvec_pipe.cuh).  The decoders below read
+ * through M::ld, so both see the same values in the same order.
+ */
+struct xq_from_global {
+	template <typename T>
+	static __device__ __forceinline__ T
+	ld(const T *p)
+	{
+		return (__ldg(p));
+	}
+};
+
+struct xq_from_shared {
+	template <typename T>
+	static __device__ __forceinline__ T
+	ld(const T *p)
+	{
+		return (*p);
+	}
+};
+
 /* 4·N bytes at P, which is 2-byte aligned: N + 1 aligned words, shifted. */
-template <int N>
+template <int N, class M = xq_from_global>
 static __device__ __forceinline__ void
 ld_a2(const uint8_t *p, uint32_t *out)
 {
@@ -182,17 +206,18 @@ ld_a2(const uint8_t *p, uint32_t *out)
 
 #pragma unroll
 	for (int i = 0; i <= N; i++)
-		v[i] = __ldg(w + i);
+		v[i] = M::ld(w + i);
 #pragma unroll
 	for (int i = 0; i < N; i++)
 		out[i] = __funnelshift_r(v[i], v[i + 1], sh);
 }
 
 /* Q6_K scale byte I of block B, as a signed integer */
+template <class M = xq_from_global>
 static __device__ __forceinline__ int
 q6_scale(const uint8_t *b, int i)
 {
-	return ((int)(int8_t)__ldg(b + 192 + i));
+	return ((int)(int8_t)M::ld(b + 192 + i));
 }
 
 /* ---- one lane, one whole chunk (the dp4a kernel) ---- */
@@ -213,17 +238,18 @@ struct xq_chunk {
 template <int TYPE> struct xqc;
 
 template <> struct xqc<RS_TYPE_Q4_K> {
+	template <class M = xq_from_global>
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q4_K>::qb;
 		const uint4 *qs = (const uint4 *)(b + 16 + 32 * c);
-		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
+		const uint4 u0 = M::ld(qs), u1 = M::ld(qs + 1);
 		float a[2], m[2];
 
 		k->w[0] = u0.x; k->w[1] = u0.y; k->w[2] = u0.z; k->w[3] = u0.w;
 		k->w[4] = u1.x; k->w[5] = u1.y; k->w[6] = u1.z; k->w[7] = u1.w;
-		k_scales(__ldg((const uint4 *)b), c, a, m);
+		k_scales(M::ld((const uint4 *)b), c, a, m);
 		k->f[0][0] = a[0]; k->f[0][1] = m[0];
 		k->f[1][0] = a[1]; k->f[1][1] = m[1];
 		k->c = c;
@@ -241,21 +267,22 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 };
 
 template <> struct xqc<RS_TYPE_Q5_K> {
+	template <class M = xq_from_global>
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q5_K>::qb;
 		const uint4 *qh = (const uint4 *)(b + 16);
 		const uint4 *qs = (const uint4 *)(b + 48 + 32 * c);
-		const uint4 h0 = __ldg(qh), h1 = __ldg(qh + 1);
-		const uint4 u0 = __ldg(qs), u1 = __ldg(qs + 1);
+		const uint4 h0 = M::ld(qh), h1 = M::ld(qh + 1);
+		const uint4 u0 = M::ld(qs), u1 = M::ld(qs + 1);
 		float a[2], m[2];
 
 		k->w[0] = u0.x; k->w[1] = u0.y; k->w[2] = u0.z; k->w[3] = u0.w;
 		k->w[4] = u1.x; k->w[5] = u1.y; k->w[6] = u1.z; k->w[7] = u1.w;
 		k->h[0] = h0.x; k->h[1] = h0.y; k->h[2] = h0.z; k->h[3] = h0.w;
 		k->h[4] = h1.x; k->h[5] = h1.y; k->h[6] = h1.z; k->h[7] = h1.w;
-		k_scales(__ldg((const uint4 *)b), c, a, m);
+		k_scales(M::ld((const uint4 *)b), c, a, m);
 		k->f[0][0] = a[0]; k->f[0][1] = m[0];
 		k->f[1][0] = a[1]; k->f[1][1] = m[1];
 		k->c = c;
@@ -274,20 +301,21 @@ template <> struct xqc<RS_TYPE_Q5_K> {
 };
 
 template <> struct xqc<RS_TYPE_Q6_K> {
+	template <class M = xq_from_global>
 	static __device__ __forceinline__ void
 	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
 	{
 		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q6_K>::qb;
 		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
 
-		ld_a2<8>(b + 64 * h + 32 * kk, k->w);
-		ld_a2<8>(b + 128 + 32 * h, k->h);
-		const float d = half_to_float(__ldg((const unsigned short *)
+		ld_a2<8, M>(b + 64 * h + 32 * kk, k->w);
+		ld_a2<8, M>(b + 128 + 32 * h, k->h);
+		const float d = half_to_float(M::ld((const unsigned short *)
 		    (b + 208)));
-		k->f[0][0] = d * (float)q6_scale(b, s);
-		k->f[0][1] = d * (float)q6_scale(b, s + 1);
-		k->f[1][0] = d * (float)q6_scale(b, s + 4);
-		k->f[1][1] = d * (float)q6_scale(b, s + 5);
+		k->f[0][0] = d * (float)q6_scale<M>(b, s);
+		k->f[0][1] = d * (float)q6_scale<M>(b, s + 1);
+		k->f[1][0] = d * (float)q6_scale<M>(b, s + 4);
+		k->f[1][1] = d * (float)q6_scale<M>(b, s + 5);
 		k->c = c;
 	}
 
@@ -354,11 +382,12 @@ xq_chunk_dot(const xq_chunk (&k)[R], const uint8_t *__restrict__ xq,
 {
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
-		uint32_t q[R][8];
-		int64_t xb = 0;
-#pragma unroll
-		for (int r = 0; r < R; r++)
-			xb = bi * 8 + xqc<TYPE>::unpack(k[r], blk, q[r]);
+		uint32_t hi[NT][8], lo[NT][8];
+		float2 meta[NT];
+		uint32_t q[8];
+		const int64_t xb = bi * 8 + xqc<TYPE>::unpack(k[0], blk, q);
+
+		/* the block's x for every column first, then row by row */
 #pragma unroll
 		for (int t = 0; t < NT; t++) {
 			const uint8_t *col = xq + t * ldq;
@@ -366,17 +395,23 @@ xq_chunk_dot(const xq_chunk (&k)[R], const uint8_t *__restrict__ xq,
 			const uint4 *lp = (const uint4 *)(col + n + 32 * xb);
 			const uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
 			const uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1);
-			const float2 meta = __ldg((const float2 *)(col + 2 * n)
-			    + xb);
-			const uint32_t hi[8] = { h0.x, h0.y, h0.z, h0.w,
-			    h1.x, h1.y, h1.z, h1.w };
-			const uint32_t lo[8] = { l0.x, l0.y, l0.z, l0.w,
-			    l1.x, l1.y, l1.z, l1.w };
 
+			meta[t] = __ldg((const float2 *)(col + 2 * n) + xb);
+			hi[t][0] = h0.x; hi[t][1] = h0.y; hi[t][2] = h0.z;
+			hi[t][3] = h0.w; hi[t][4] = h1.x; hi[t][5] = h1.y;
+			hi[t][6] = h1.z; hi[t][7] = h1.w;
+			lo[t][0] = l0.x; lo[t][1] = l0.y; lo[t][2] = l0.z;
+			lo[t][3] = l0.w; lo[t][4] = l1.x; lo[t][5] = l1.y;
+			lo[t][6] = l1.z; lo[t][7] = l1.w;
+		}
 #pragma unroll
-			for (int r = 0; r < R; r++)
+		for (int r = 0; r < R; r++) {
+			if (r > 0)
+				(void)xqc<TYPE>::unpack(k[r], blk, q);
+#pragma unroll
+			for (int t = 0; t < NT; t++)
 				acc[r][t] = xq_block_term<TYPE>(acc[r][t], k[r],
-				    blk, q[r], hi, lo, meta);
+				    blk, q, hi[t], lo[t], meta[t]);
 		}
 	}
 }

@@ -5,42 +5,77 @@
  *   rmsnorm:  y = x · rsqrt(Σx²/n + eps) · w           (rows of n)
  *   gated:    y = rmsnorm(x, w) ⊙ silu(z)               (heads of n)
  *
- * One block per row; the sum of squares is reduced in f32 over the block
- * (n ≤ 5120 values of moderate size: relative error ~1e-7, against the
- * oracles' double sums).  Oracles: rs_cpu_rmsnorm_ref,
- * rs_cpu_gated_rmsnorm_ref; test: tests/check_cuda.c "norm".  Bytes moved
- * are 2n floats per row: negligible next to the matmuls.
+ * A block per row (or per slice of one, below); the sum of squares is
+ * reduced in f32 over the block (n ≤ 5120 values of moderate size:
+ * relative error ~1e-7, against the oracles' double sums).  Oracles:
+ * rs_cpu_rmsnorm_ref, rs_cpu_gated_rmsnorm_ref; test: tests/check_cuda.c
+ * "norm".  Bytes moved are 2n floats per row: negligible next to the
+ * matmuls, but a decode step runs 129 of them one after the other.
  */
 #include "common.cuh"
 #include "rs_kernels.h"
 #include "xq.cuh"
 
 #define NORM_THREADS	256
+#define NORM_SPLIT_ROWS	16	/* up to this many rows, split them */
+#define NORM_VPT	16	/* loads in flight a thread, the sum pass */
 
 /*
+ * Block (r, j) normalises values j·PER .. j·PER + PER − 1 of row r.  Every
+ * block of a row first sums the squares of the whole row in one fixed
+ * order (thread t: values t, t + blockDim.x, ..., then block_sum), so
+ * all of them, and a block that does the whole row (PER = n), find the
+ * same bits.  Why: a decode step normalises a 5,120-value row 129 times,
+ * and one 1,024-thread block a row, one load in flight a thread and 5
+ * conversion passes a warp, took 7.25 µs a row (ncu).  Here each of 20
+ * blocks converts one pass, its loads of w and of its own values leave
+ * first, and the sum pass keeps NORM_VPT loads in flight: 6.0 µs; the
+ * small norms take ~2.5, and where the rest goes is not yet known
+ * (docs/perf-log.md).
+ *
  * With XQ, row r is also converted to the 16-bit format (rs_xq.h) into
- * XQ + r·RS_XQ_COL_BYTES(n): n is a multiple of 32 and so is the block, so
- * each warp's 32 consecutive values of a pass are one 32-value block.
+ * XQ + r·RS_XQ_COL_BYTES(n): n, PER and the block are multiples of 32,
+ * so each warp's 32 consecutive values of a pass are one 32-value block.
  */
 static __global__ void
 rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
-    float *y, int64_t ldy, int64_t n, float eps, uint8_t *__restrict__ xq)
+    float *y, int64_t ldy, int64_t n, int64_t per, float eps,
+    uint8_t *__restrict__ xq)
 {
 	__shared__ float scratch[32];
 	const float *xr = x + (int64_t)blockIdx.x * ldx;
 	float	*yr = y + (int64_t)blockIdx.x * ldy;
 	uint8_t	*col = xq == NULL ? NULL :
 	    xq + (int64_t)blockIdx.x * RS_XQ_COL_BYTES(n);
+	const int64_t lo = (int64_t)blockIdx.y * per;
+	const int64_t hi = lo + per < n ? lo + per : n;
+	int64_t	 i = lo + threadIdx.x;
+	float	 xi = i < hi ? xr[i] : 0.0f, wi = i < hi ? __ldg(w + i) : 0.0f;
 	float	 ss = 0.0f;
 
-	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-		ss += xr[i] * xr[i];
-	float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);
-	for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-		float v = xr[i] * r * w[i];
-		yr[i] = v;
+	for (int64_t base = 0; base < n; base += NORM_VPT * blockDim.x) {
+		float v[NORM_VPT];
+#pragma unroll
+		for (int k = 0; k < NORM_VPT; k++) {
+			const int64_t e = base + threadIdx.x + k * blockDim.x;
+			v[k] = e < n ? xr[e] : 0.0f;
+		}
+#pragma unroll
+		for (int k = 0; k < NORM_VPT; k++)
+			ss += v[k] * v[k];
+	}
+	const float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);
+	for (; i < hi; i += blockDim.x) {
+		const float val = xi * r * wi;
+
+		if (i + blockDim.x < hi) {	/* the next pass's operands */
+			xi = xr[i + blockDim.x];
+			wi = __ldg(w + i + blockDim.x);
+		}
+		yr[i] = val;
 		if (xq != NULL)
-			xq_store(v, (int)(i % RS_WARP), col, n, i / RS_XQ_BLOCK);
+			xq_store(val, (int)(i % RS_WARP), col, n,
+			    i / RS_XQ_BLOCK);
 	}
 }
 
@@ -55,17 +90,33 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
 		    "rmsnorm: n %lld, rows %lld%s", (long long)n,
 		    (long long)n_rows, d_xq != NULL ? " (with xq: n a "
 		    "multiple of 32)" : ""));
-	/* a wide row gets a wide block: one block per row, ~5 values a thread */
-	int threads = n >= 4096 ? 1024 : NORM_THREADS;
-	rmsnorm_kernel<<<(unsigned)n_rows, threads, 0, stream>>>(d_x, ldx, d_w,
-	    d_y, ldy, n, eps, (uint8_t *)d_xq);
+	/* whole warps: a 32-value block a warp */
+	const int threads = n < NORM_THREADS ? (int)((n + RS_WARP - 1) /
+	    RS_WARP * RS_WARP) : NORM_THREADS;
+	/*
+	 * A few rows (decode, verification) in slices of one value a
+	 * thread; many rows (prefill), or in place (a slice's block would
+	 * overwrite what the row's other blocks still read), a block a row.
+	 */
+	const int split = n_rows <= NORM_SPLIT_ROWS && d_x != d_y;
+	const int64_t per = split ? threads : n;
+	const dim3 grid((unsigned)n_rows, (unsigned)((n + per - 1) / per));
+	rmsnorm_kernel<<<grid, threads, 0, stream>>>(d_x, ldx, d_w, d_y, ldy,
+	    n, per, eps, (uint8_t *)d_xq);
 	RS_LAUNCH_CHECK(err, "rmsnorm");
 	return (RS_OK);
 }
 
+/*
+ * One block per head.  With XQ, head b is blocks (b % PER_COL)·n/32 ..
+ * of column b / PER_COL of the 16-bit format: n and the block are
+ * multiples of 32, so each warp's 32 consecutive values of a pass are
+ * one 32-value block (the matvec after it then needs no conversion).
+ */
 static __global__ void
 gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
-    const float *__restrict__ w, float *__restrict__ y, int64_t n, float eps)
+    const float *__restrict__ w, float *__restrict__ y, int64_t n, float eps,
+    uint8_t *__restrict__ xq, int64_t per_col)
 {
 	__shared__ float scratch[32];
 	int64_t	 off = (int64_t)blockIdx.x * n;
@@ -74,21 +125,33 @@ gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
 		ss += x[off + i] * x[off + i];
 	float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);
-	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-		y[off + i] = x[off + i] * r * w[i] * silu_f(z[off + i]);
+	uint8_t *col = xq == NULL ? NULL : xq + (int64_t)(blockIdx.x /
+	    per_col) * RS_XQ_COL_BYTES(n * per_col);
+	const int64_t b0 = (int64_t)(blockIdx.x % per_col) * (n / RS_XQ_BLOCK);
+	for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+		const float v = x[off + i] * r * w[i] * silu_f(z[off + i]);
+
+		y[off + i] = v;
+		if (xq != NULL)
+			xq_store(v, (int)(i % RS_WARP), col, n * per_col,
+			    b0 + i / RS_XQ_BLOCK);
+	}
 }
 
 extern "C" enum rs_status
 rs_k_gated_rmsnorm(const float *d_x, const float *d_z, const float *d_w,
-    float *d_y, int64_t n, int64_t n_rows, float eps, cudaStream_t stream,
-    struct rs_err *err)
+    float *d_y, int64_t n, int64_t n_rows, float eps, void *d_xq,
+    int64_t per_col, cudaStream_t stream, struct rs_err *err)
 {
-	if (n <= 0 || n_rows <= 0 || n_rows > INT32_MAX)
+	if (n <= 0 || n_rows <= 0 || n_rows > INT32_MAX ||
+	    (d_xq != NULL && (n % RS_XQ_BLOCK != 0 || per_col < 1 ||
+	    n_rows % per_col != 0)))
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "gated rmsnorm: n %lld, rows %lld", (long long)n,
-		    (long long)n_rows));
+		    "gated rmsnorm: n %lld, rows %lld%s", (long long)n,
+		    (long long)n_rows, d_xq != NULL ? " (with xq: n a "
+		    "multiple of 32, rows of whole columns)" : ""));
 	gated_rmsnorm_kernel<<<(unsigned)n_rows, 128, 0, stream>>>(d_x, d_z,
-	    d_w, d_y, n, eps);
+	    d_w, d_y, n, eps, (uint8_t *)d_xq, per_col);
 	RS_LAUNCH_CHECK(err, "gated rmsnorm");
 	return (RS_OK);
 }

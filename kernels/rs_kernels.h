@@ -150,11 +150,15 @@ enum rs_status	rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w,
 
 /*
  * Gated RMSNorm of the GDN output (§4.6 step 7), per head of N values:
- * y = rmsnorm(x, w) ⊙ silu(z); X, Z, Y are (n_rows, n).  norm.cu.
+ * y = rmsnorm(x, w) ⊙ silu(z); X, Z, Y are (n_rows, n).  With D_XQ, every
+ * PER_COL rows (a token's heads) are also one column of the 16-bit format
+ * of rs_xq.h (N a multiple of 32; column c at c·RS_XQ_COL_BYTES(n ·
+ * per_col)), as rs_k_xq would write it.  norm.cu.
  */
 enum rs_status	rs_k_gated_rmsnorm(const float *d_x, const float *d_z,
 		    const float *d_w, float *d_y, int64_t n, int64_t n_rows,
-		    float eps, cudaStream_t stream, struct rs_err *err);
+		    float eps, void *d_xq, int64_t per_col,
+		    cudaStream_t stream, struct rs_err *err);
 
 /*
  * IMRoPE (§4.5) in place on N_HEADS heads per token: X is (n_tok, ldx) and

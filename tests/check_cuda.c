@@ -691,7 +691,49 @@ START_TEST(norms)
 	ck_assert_int_eq(rs_k_rmsnorm(dx, N, dw, dy, N, N - 8, ROWS, 1e-6f, dq,
 	    0, &err), RS_ERR_INVALID_ARG);
 	cudaFree(dq);
-	/* a row of 4096 or more takes the wide block */
+	/*
+	 * A few rows are split over blocks, many are not (prefill): the
+	 * same bits either way, so 17 rows at once equal each row alone.
+	 */
+	{
+		enum { W = 5120, R = 17 };
+		const size_t qb = (size_t)RS_XQ_COL_BYTES(W);
+		float *hx = malloc(4 * W * R), *hw = malloc(4 * W);
+		float *all = malloc(4 * W * R), *one = malloc(4 * W * R);
+		uint8_t *qall = malloc(qb * R), *qone = malloc(qb * R);
+
+		for (int i = 0; i < W * R; i++)
+			hx[i] = frand() * 2.0f;
+		for (int i = 0; i < W; i++)
+			hw[i] = 1.0f + frand() * 0.2f;
+		float *ex = dup_dev(hx, 4 * W * R), *ew = dup_dev(hw, 4 * W);
+		float *ey = dup_dev(NULL, 4 * W * R);
+		void *eq = dup_dev(NULL, qb * R);
+		ck_assert_int_eq(rs_k_rmsnorm(ex, W, ew, ey, W, W, R, 1e-6f,
+		    eq, 0, &err), RS_OK);
+		to_host(all, ey, 4 * W * R);
+		to_host(qall, eq, qb * R);
+		for (int r = 0; r < R; r++)
+			ck_assert_int_eq(rs_k_rmsnorm(ex + r * W, W, ew,
+			    ey + r * W, W, W, 1, 1e-6f, (uint8_t *)eq + r * qb,
+			    0, &err), RS_OK);
+		to_host(one, ey, 4 * W * R);
+		to_host(qone, eq, qb * R);
+		ck_assert_msg(memcmp(all, one, 4 * W * R) == 0 &&
+		    memcmp(qall, qone, qb * R) == 0,
+		    "rmsnorm: split rows differ from whole rows");
+		cudaFree(ex);
+		cudaFree(ew);
+		cudaFree(ey);
+		cudaFree(eq);
+		free(hx);
+		free(hw);
+		free(all);
+		free(one);
+		free(qall);
+		free(qone);
+	}
+	/* in place: one block a row, whatever the row count */
 	float *wide = malloc(4 * 4160), *wv = malloc(4 * 4160);
 	for (int i = 0; i < 4160; i++) {
 		wide[i] = frand();
@@ -711,10 +753,16 @@ START_TEST(norms)
 	for (int r = 0; r < ROWS; r++)
 		rs_cpu_gated_rmsnorm_ref(x + r * N, z + r * N, w, N, 1e-6f,
 		    ref + r * N);
-	ck_assert_int_eq(rs_k_gated_rmsnorm(dx, dz, dw, dy, N, ROWS, 1e-6f, 0,
-	    &err), RS_OK);
+	/* the ROWS heads as one token's column of the 16-bit form */
+	dq = dup_dev(NULL, (size_t)RS_XQ_COL_BYTES(ROWS * N));
+	ck_assert_int_eq(rs_k_gated_rmsnorm(dx, dz, dw, dy, N, ROWS, 1e-6f, dq,
+	    ROWS, 0, &err), RS_OK);
 	to_host(got, dy, sizeof(got));
 	expect_close("gated rmsnorm", got, ref, ROWS * N, 1e-6);
+	expect_xq_of("gated rmsnorm", got, dq, ROWS * N, 1);
+	ck_assert_int_eq(rs_k_gated_rmsnorm(dx, dz, dw, dy, N, ROWS, 1e-6f, dq,
+	    2, 0, &err), RS_ERR_INVALID_ARG);
+	cudaFree(dq);
 	cudaFree(dx);
 	cudaFree(dz);
 	cudaFree(dw);

@@ -1,15 +1,17 @@
 /*
  * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu and
- * matvec_mma.cuh): the one-column dp4a kernel's shapes (rows per warp R,
- * chunks in flight per lane U) and the cost of 1..16 columns through
- * rs_k_matvec, on the shapes of a Qwen3.8-27B Q4_K_M token.
+ * matvec_mma.cuh, matvec_pipe.cuh): the dp4a kernels' shapes (rows per
+ * warp R, chunks in flight per lane U, shared-memory stages S) and the
+ * cost of 1..16 columns through rs_k_matvec, on the shapes of a
+ * Qwen3.8-27B Q4_K_M token.
  *
  *   make CUDA=1 build/dev/matvec_xq && build/dev/matvec_xq
  *
  * Every variant and column count is first compared bit for bit with the
  * same columns one at a time through rs_k_matvec (the kernel's contract:
  * tests/check_cuda.c checks it against the CPU oracle too); then 20
- * launches are timed with CUDA events, over matrices larger than the L2.
+ * launches are timed with CUDA events, each on its own copy of the weights
+ * (256 MB of copies in all), so that none finds them in the L2.
  * One JSON line per shape and variant or column count: microseconds, GB/s
  * of weight bytes, cost against one column.
  */
@@ -105,6 +107,20 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
 	    8 / SPW * RS_WARP>>>(p, n_in, xq);
 }
 
+template <int TYPE, int NT, int R, int S>
+static void
+launch_pipe(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
+    const uint8_t *xq, float *y, int64_t ldy)
+{
+	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	unsigned grid = mv_parts_grid(&p, PIPE_WARPS * R);
+	const unsigned resident = pipe_resident<TYPE, NT, R, S>();
+
+	matvec_xq_pipe_kernel<TYPE, NT, R, S><<<grid < resident ? grid :
+	    resident, PIPE_WARPS * RS_WARP, pipe_smem_bytes<TYPE, R, S>()>>>(p,
+	    n_in, xq);
+}
+
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -114,15 +130,19 @@ struct variant {
 #define V(nt, r, u) { "dp4a" #nt "_r" #r "_u" #u, nt, { \
 	launch<RS_TYPE_Q4_K, nt, r, u>, launch<RS_TYPE_Q5_K, nt, r, u>, \
 	launch<RS_TYPE_Q6_K, nt, r, u> } }
+#define P(nt, r, st) { "pipe" #nt "_r" #r "_s" #st, nt, { \
+	launch_pipe<RS_TYPE_Q4_K, nt, r, st>, \
+	launch_pipe<RS_TYPE_Q5_K, nt, r, st>, \
+	launch_pipe<RS_TYPE_Q6_K, nt, r, st> } }
 #define M(nt, spw, mb) { "mma" #nt "_spw" #spw "_minb" #mb, nt, { \
 	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
 	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> } }
 
 static const struct variant variants[] = {
-	V(1, 1, 2), V(1, 2, 1), V(1, 2, 2), V(1, 4, 1), V(1, 4, 2),
-	V(1, 8, 1), V(2, 2, 1), V(2, 4, 1), V(4, 4, 1),
-	M(2, 1, 2), M(4, 1, 2), M(8, 1, 2), M(16, 1, 1),
+	V(1, 4, 1), V(2, 4, 1), V(4, 4, 1),
+	P(1, 4, 2), P(1, 2, 2), P(2, 4, 2),
+	M(4, 1, 2), M(8, 1, 2),
 };
 
 static int
@@ -131,8 +151,22 @@ type_index(int type)
 	return (type == RS_TYPE_Q4_K ? 0 : type == RS_TYPE_Q5_K ? 1 : 2);
 }
 
+/*
+ * Copies of the weights that the timed launches take in turn, together
+ * at least 256 MB: each launch then reads its weights from memory, not
+ * from the L2 (50 MB) where the previous launch left them, as in a
+ * decode step; back to back, the launches' gaps stay out of the time.
+ */
+#define ROT_BYTES	((size_t)256 << 20)
+#define ROT_MAX		16
+
+struct rot {
+	uint8_t	*w[ROT_MAX];
+	int	 n;
+};
+
 static double
-time_variant(launch_fn fn, const struct shape *sh, const uint8_t *dw,
+time_variant(launch_fn fn, const struct shape *sh, const struct rot *dw,
     int64_t rb, const uint8_t *dq, float *dy, int reps)
 {
 	cudaEvent_t a, b;
@@ -142,7 +176,8 @@ time_variant(launch_fn fn, const struct shape *sh, const uint8_t *dw,
 	cudaEventCreate(&b);
 	cudaEventRecord(a);
 	for (int r = 0; r < reps; r++)
-		fn(dw, sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
+		fn(dw->w[r % dw->n], sh->n_in, sh->n_out, rb, dq, dy,
+		    sh->n_out);
 	cudaEventRecord(b);
 	die("time", cudaEventSynchronize(b));
 	cudaEventElapsedTime(&ms, a, b);
@@ -152,7 +187,7 @@ time_variant(launch_fn fn, const struct shape *sh, const uint8_t *dw,
 }
 
 static double
-time_us(const uint8_t *dw, int type, const struct shape *sh, int64_t rb,
+time_us(const struct rot *dw, int type, const struct shape *sh, int64_t rb,
     const uint8_t *dq, float *dy, int nt, int reps)
 {
 	struct rs_err err;
@@ -163,7 +198,8 @@ time_us(const uint8_t *dw, int type, const struct shape *sh, int64_t rb,
 	cudaEventCreate(&b);
 	cudaEventRecord(a);
 	for (int r = 0; r < reps; r++)
-		if (rs_k_matvec(dw, type, sh->n_in, sh->n_out, rb, NULL,
+		if (rs_k_matvec(dw->w[r % dw->n], type, sh->n_in, sh->n_out,
+		    rb, NULL,
 		    sh->n_in, dq, dy, sh->n_out, nt, 0, 0, &err) != RS_OK) {
 			fprintf(stderr, "matvec: %s\n", err.msg);
 			exit(1);
@@ -203,7 +239,8 @@ main(void)
 		float *hx = (float *)malloc((size_t)sh->n_in * 4);
 		float *ref = (float *)malloc((size_t)(nt_max * sh->n_out) * 4);
 		float *got = (float *)malloc((size_t)(nt_max * sh->n_out) * 4);
-		uint8_t *dw, *dq;
+		struct rot dw;
+		uint8_t *dq;
 		float *dy;
 
 		fill(sh->type, hw, wbytes);
@@ -212,15 +249,21 @@ main(void)
 				hx[i] = (float)(next() % 20001) / 10000.0f - 1.0f;
 			rs_xq_quantize(hx, sh->n_in, hq + t * ldq);
 		}
-		die("malloc", cudaMalloc(&dw, wbytes));
+		dw.n = (int)((ROT_BYTES + wbytes - 1) / wbytes);
+		if (dw.n > ROT_MAX)
+			dw.n = ROT_MAX;
+		for (int i = 0; i < dw.n; i++) {
+			die("malloc", cudaMalloc(&dw.w[i], wbytes));
+			die("copy", cudaMemcpy(dw.w[i], hw, wbytes,
+			    cudaMemcpyHostToDevice));
+		}
 		die("malloc", cudaMalloc(&dq, (size_t)(nt_max * ldq)));
 		die("malloc", cudaMalloc(&dy, (size_t)(nt_max * sh->n_out) * 4));
-		die("copy", cudaMemcpy(dw, hw, wbytes, cudaMemcpyHostToDevice));
 		die("copy", cudaMemcpy(dq, hq, (size_t)(nt_max * ldq),
 		    cudaMemcpyHostToDevice));
 		/* the reference: every column alone */
 		for (int t = 0; t < nt_max; t++)
-			(void)time_us(dw, sh->type, sh, rb, dq + t * ldq,
+			(void)time_us(&dw, sh->type, sh, rb, dq + t * ldq,
 			    dy + t * sh->n_out, 1, 1);
 		die("ref", cudaMemcpy(ref, dy, (size_t)(nt_max * sh->n_out) * 4,
 		    cudaMemcpyDeviceToHost));
@@ -229,11 +272,11 @@ main(void)
 			launch_fn fn = variants[v].fn[type_index(sh->type)];
 
 			const size_t outs = (size_t)(variants[v].nt * sh->n_out);
-			fn(dw, sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
+			fn(dw.w[0], sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
 			die("run", cudaMemcpy(got, dy, outs * 4,
 			    cudaMemcpyDeviceToHost));
 			const int same = memcmp(got, ref, outs * 4) == 0;
-			const double us = time_variant(fn, sh, dw, rb, dq, dy,
+			const double us = time_variant(fn, sh, &dw, rb, dq, dy,
 			    reps);
 			printf("{\"shape\":\"%s\",\"variant\":\"%s\","
 			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"
@@ -247,12 +290,12 @@ main(void)
 		for (size_t v = 0; v < sizeof(cols) / sizeof(cols[0]); v++) {
 			const int nt = cols[v];
 
-			(void)time_us(dw, sh->type, sh, rb, dq, dy, nt, 1);
+			(void)time_us(&dw, sh->type, sh, rb, dq, dy, nt, 1);
 			die("run", cudaMemcpy(got, dy, (size_t)(nt *
 			    sh->n_out) * 4, cudaMemcpyDeviceToHost));
 			const int same = memcmp(got, ref, (size_t)(nt *
 			    sh->n_out) * 4) == 0;
-			const double us = time_us(dw, sh->type, sh, rb, dq, dy,
+			const double us = time_us(&dw, sh->type, sh, rb, dq, dy,
 			    nt, reps);
 			if (nt == 1)
 				us1 = us;
@@ -263,7 +306,8 @@ main(void)
 			if (!same)
 				status = 1;
 		}
-		cudaFree(dw);
+		for (int i = 0; i < dw.n; i++)
+			cudaFree(dw.w[i]);
 		cudaFree(dq);
 		cudaFree(dy);
 		free(hw);

@@ -1,0 +1,258 @@
+/*
+ * matvec_pipe.cuh - the dp4a matvec of matvec.cu with its weights streamed
+ * through shared memory: what Q6_K runs for one and two columns on SM80
+ * and later.
+ *
+ * Why.  ncu on matvec_xq_kernel (ffn_up Q4_K, one column, four rows a
+ * warp): DRAM 53 %, L1 55 %, issue 39 %, 128 registers, 16 warps an SM,
+ * 54 % of the warps' time waiting on their loads.  The same grid doing
+ * only that kernel's loads reaches 73-84 % of the DRAM
+ * (kernels/dev/ldpattern.cu), so the addresses are not the limit: each
+ * warp loads its rows' chunks, waits, then spends ~600 instructions on
+ * them with nothing in flight.  Here the weights travel by cp.async,
+ * which holds no registers while in flight:
+ *
+ *   slice      8 super-blocks of a row, 32 chunks: one per lane, so slice
+ *              s of a row holds its chunks 32s .. 32s + 31
+ *   stage      slice s of the CTA's 4R rows in shared memory, each row
+ *              copied from the 16-byte boundary at or below its first
+ *              byte (Q6_K rows are only 2-byte aligned), so a copy keeps
+ *              its bytes' offsets modulo 16
+ *   ring       S stages: the CTA's 128 threads copy the next slices while
+ *              its warps compute this one; CTAs stay resident and walk
+ *              the row groups (blockIdx.x, + gridDim.x, ...), so the
+ *              copies of the next group overlap the last slices of this
+ *
+ * Measured (kernels/dev/matvec_xq.cu, H200, docs/perf-log.md): faster on
+ * Q6_K (ffn_down 35 against 43 µs, the 1 GB head 394 against 418), slower
+ * on Q4_K and Q5_K (ffn_up 25 against 21): the copy's instructions and the
+ * barriers cost more than the latency they hide where the decode is
+ * cheap, and pay where Q6_K's unaligned global words were the cost.
+ *
+ * Same sums as matvec_xq_kernel, hence the same bits (and those of the
+ * mma kernel): lane k takes chunks k, k + 32, ... of each of its rows in
+ * order, decodes them through xq_from_shared into the same xq_chunk
+ * values, adds them by xq_chunk_dot, and the row's sum is warp_sum of the
+ * 32 lanes (check_cuda "matvec" and "matvec_parts" compare the kernels).
+ * Before SM80 the kernel has no body: matvec.cu runs matvec_xq_kernel
+ * there (no cp.async; Volta's HBM2, not the latency, is its limit).
+ */
+#ifndef RS_MATVEC_PIPE_CUH
+#define RS_MATVEC_PIPE_CUH
+
+#include "common.cuh"
+#include "matvec_xq.cuh"
+#include "quant.cuh"
+
+#define PIPE_WARPS	4	/* warps a CTA */
+#define PIPE_SB		8	/* super-blocks a slice: 32 chunks */
+
+/* A stage's row: a slice and up to 15 bytes before it, in 16-byte pieces. */
+template <int TYPE>
+struct pipe_geom {
+	static constexpr int	pieces = (15 + PIPE_SB *
+	    qtraits<TYPE>::qb + 15) / 16;
+	static constexpr int	pitch = 16 * pieces;
+};
+
+/* Shared-memory bytes of S stages of R rows a warp. */
+template <int TYPE, int R, int S>
+static constexpr int
+pipe_smem_bytes(void)
+{
+	return (S * PIPE_WARPS * R * pipe_geom<TYPE>::pitch);
+}
+
+/*
+ * The copies (SM80 on; the kernel has no body before, where matvec.cu
+ * never launches it).
+ */
+
+/* N (0..16) bytes at SRC to DST, the rest of the 16 zero; asynchronous. */
+static __device__ __forceinline__ void
+pipe_copy16(uint8_t *dst, const uint8_t *src, int n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::
+	    "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(n) :
+	    "memory");
+#endif
+}
+
+static __device__ __forceinline__ void
+pipe_commit(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/* Wait until at most N of this thread's copy groups are in flight. */
+template <int N>
+static __device__ __forceinline__ void
+pipe_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+#endif
+}
+
+/* Where slice S of row O starts in global memory. */
+static __device__ __forceinline__ const uint8_t *
+pipe_src(const mv_part &pt, int64_t o, int s, int qb)
+{
+	if (o >= pt.n_out)	/* rows past the last read it again */
+		o = pt.n_out - 1;
+	return (pt.w + o * pt.row_bytes + (int64_t)s * PIPE_SB * qb);
+}
+
+/*
+ * This thread's share of copying slice S (NSB super-blocks of it) of the
+ * ROWS rows from O0 on into stage DST, then one commit (also when there
+ * is nothing to copy, so that every thread counts the same groups).  Each
+ * row is copied by the same 128 / ROWS threads, 16 bytes each in turn, so
+ * a piece costs an add, a compare and the copy.
+ */
+template <int TYPE, int ROWS>
+static __device__ __forceinline__ void
+pipe_issue(uint8_t *dst, const mv_part &pt, int64_t o0, int s, int nsb)
+{
+	constexpr int	 tpr = PIPE_WARPS * RS_WARP / ROWS;
+	const int	 r = threadIdx.x / tpr;
+	const uint8_t	*src = pipe_src(pt, o0 + r, s, qtraits<TYPE>::qb);
+	const int	 sh = (int)((uintptr_t)src & 15);
+	const int	 end = sh + nsb * qtraits<TYPE>::qb;
+	uint8_t		*d = dst + r * pipe_geom<TYPE>::pitch;
+
+	src -= sh;
+	for (int b = 16 * (threadIdx.x % tpr); b < end; b += 16 * tpr)
+		pipe_copy16(d + b, src + b, min(16, end - b));
+	pipe_commit();
+}
+
+/* Item (J, S) of this CTA: slice S of its J-th row group. */
+struct pipe_item {
+	mv_part	 pt;
+	int64_t	 o0;	/* the group's first row */
+	int	 s;
+};
+
+template <int R>
+static __device__ __forceinline__ pipe_item
+pipe_item_of(const mv_parts &parts, int j, int s)
+{
+	pipe_item it;
+
+	it.pt = mv_part_of(parts, blockIdx.x + (unsigned)j * gridDim.x);
+	it.o0 = it.pt.blk * PIPE_WARPS * R;
+	it.s = s;
+	return (it);
+}
+
+/* The item after (J, S), slices in order, then the next group. */
+static __device__ __forceinline__ void
+pipe_next(int *j, int *s, int nsl)
+{
+	if (++*s == nsl) {
+		*s = 0;
+		++*j;
+	}
+}
+
+/* Stage (J, S) of the ring: items are numbered J · NSL + S. */
+template <int TYPE, int R, int S>
+static __device__ __forceinline__ uint8_t *
+pipe_stage(uint8_t *ring, int j, int s, int nsl)
+{
+	return (ring + ((j * nsl + s) % S) * PIPE_WARPS * R *
+	    pipe_geom<TYPE>::pitch);
+}
+
+template <int TYPE, int R, int S>
+static __device__ __forceinline__ void
+pipe_issue_item(uint8_t *ring, const mv_parts &parts, int j, int s,
+    int nj, int nsl, int nsb)
+{
+	if (j < nj) {
+		const pipe_item it = pipe_item_of<R>(parts, j, s);
+		pipe_issue<TYPE, PIPE_WARPS * R>(pipe_stage<TYPE, R, S>(ring, j,
+		    s, nsl), it.pt, it.o0, s, min(PIPE_SB, nsb - s * PIPE_SB));
+	} else
+		pipe_commit();
+}
+
+template <int TYPE, int NT, int R, int S>
+static __global__ void __launch_bounds__(PIPE_WARPS * RS_WARP)
+matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
+    const uint8_t *__restrict__ xq)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	extern __shared__ uint4 pipe_ring[];
+	typedef pipe_geom<TYPE> g;
+	constexpr int	 qb = qtraits<TYPE>::qb;
+	uint8_t		*ring = (uint8_t *)pipe_ring;
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int	 wr = threadIdx.x / RS_WARP * R;
+	const int	 nsb = (int)(n_in / 256);
+	const int	 nsl = (nsb + PIPE_SB - 1) / PIPE_SB;
+	const int64_t	 ldq = RS_XQ_COL_BYTES(n_in);
+	const unsigned	 nvb = parts.first[parts.n];
+	const int	 nj = (int)((nvb - blockIdx.x + gridDim.x - 1) /
+	    gridDim.x);
+	int		 ij = 0, is = 0;	/* the next item to copy */
+	float		 acc[R][NT];
+
+	for (int q = 0; q < S - 1; q++) {
+		pipe_issue_item<TYPE, R, S>(ring, parts, ij, is, nj, nsl, nsb);
+		pipe_next(&ij, &is, nsl);
+	}
+	for (int j = 0; j < nj; j++) {
+		const pipe_item it = pipe_item_of<R>(parts, j, 0);
+
+#pragma unroll
+		for (int r = 0; r < R; r++)
+#pragma unroll
+			for (int t = 0; t < NT; t++)
+				acc[r][t] = 0.0f;
+		for (int s = 0; s < nsl; s++) {
+			pipe_issue_item<TYPE, R, S>(ring, parts, ij, is, nj, nsl,
+			    nsb);
+			pipe_next(&ij, &is, nsl);
+			pipe_wait<S - 1>();
+			__syncthreads();
+
+			const uint8_t *stage = pipe_stage<TYPE, R, S>(ring, j, s,
+			    nsl);
+			if (lane / 4 < nsb - s * PIPE_SB) {
+				xq_chunk c[R];
+#pragma unroll
+				for (int r = 0; r < R; r++) {
+					const uint8_t *src = pipe_src(it.pt,
+					    it.o0 + wr + r, s, qb);
+					xqc<TYPE>::template load<xq_from_shared>(
+					    stage + (wr + r) * g::pitch +
+					    ((uintptr_t)src & 15), lane / 4,
+					    lane % 4, &c[r]);
+				}
+				xq_chunk_dot<TYPE, NT, R>(c, xq, ldq, n_in,
+				    (int64_t)s * PIPE_SB + lane / 4, acc);
+			}
+			__syncthreads();
+		}
+#pragma unroll
+		for (int r = 0; r < R; r++)
+#pragma unroll
+			for (int t = 0; t < NT; t++) {
+				const float v = warp_sum(acc[r][t]);
+				const int64_t o = it.o0 + wr + r;
+
+				if (lane == 0 && o < it.pt.n_out) {
+					float *dst = it.pt.y + t * it.pt.ldy + o;
+					*dst = it.pt.acc ? *dst + v : v;
+				}
+			}
+	}
+#endif
+}
+
+#endif /* RS_MATVEC_PIPE_CUH */
