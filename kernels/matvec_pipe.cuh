@@ -23,11 +23,13 @@
  *              the row groups (blockIdx.x, + gridDim.x, ...), so the
  *              copies of the next group overlap the last slices of this
  *
- * Measured (kernels/dev/matvec_xq.cu, H200, docs/perf-log.md): faster on
- * Q6_K (ffn_down 35 against 43 µs, the 1 GB head 394 against 418), slower
- * on Q4_K and Q5_K (ffn_up 25 against 21): the copy's instructions and the
- * barriers cost more than the latency they hide where the decode is
- * cheap, and pay where Q6_K's unaligned global words were the cost.
+ * Measured (kernels/dev/matvec_xq.cu on three H200s, docs/perf-log.md):
+ * on Q6_K as fast as matvec_xq_kernel or faster (ffn_down 33-35 against
+ * 35-43 µs; the 1 GB head, four rows a warp, 365-379 against 361-418),
+ * on Q4_K and Q5_K slower (ffn_up 25 against 20-21): there the copy's
+ * instructions and barriers cost more than the latency they hide, while
+ * Q6_K's decode from unaligned global words (ld_a2) seems to gain from
+ * reading shared memory instead.
  *
  * Same sums as matvec_xq_kernel, hence the same bits (and those of the
  * mma kernel): lane k takes chunks k, k + 32, ... of each of its rows in
