@@ -371,9 +371,10 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
  * ACC[r][t] plus the terms of chunk K[r] (chunk c of super-block BI of R
  * rows: the same x-blocks) against the NT quantized columns at XQ (N
  * values each, LDQ bytes apart): low block, then high block, in the
- * canonical form.  Each x-block is loaded once for the R rows: x comes
- * through L1 at 2 bytes a value against the weights' 0.56-0.82, so its
- * loads, not the weights', fill the L1's sectors (docs/perf-log.md).
+ * canonical form.  Each x-block is loaded once for the R rows (x is 2
+ * bytes a value against the weights' 0.56-0.82), and once for all NT
+ * columns before the rows' values are unpacked one row at a time, which
+ * keeps fewer registers live (docs/perf-log.md).
  */
 template <int TYPE, int NT, int R>
 static __device__ __forceinline__ void
