@@ -30,6 +30,34 @@
 		    #expr, cudaGetErrorString(e_), __FILE__, __LINE__)); \
 } while (0)
 
+/*
+ * Programmatic dependent launch (SM90 on; no-ops before, and in kernels
+ * launched without it).  A kernel launched with the programmatic
+ * serialization attribute (matvec.cu: mv_launch) may start while the
+ * kernel before it in the stream still runs, once every CTA of that one has
+ * called rs_pdl_trigger (or exited); rs_pdl_wait then blocks until the
+ * earlier kernel has finished and its writes are visible.  What comes
+ * before the wait may touch only what no earlier kernel writes (weights).
+ * The decode matvecs are launched so, which hides the launch between a
+ * norm and its product: 0.3-0.4 µs a pair (kernels/dev/pdl.cu,
+ * docs/perf-log.md).
+ */
+static __device__ __forceinline__ void
+rs_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+static __device__ __forceinline__ void
+rs_pdl_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 static __device__ __forceinline__ float
 warp_sum(float v)
 {

@@ -164,6 +164,7 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in,
 	const uint8_t	*row[R];
 	float		 acc[R][NT];
 
+	rs_pdl_trigger();
 	if (o0 >= n_out)
 		return;
 #pragma unroll
@@ -174,6 +175,9 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in,
 		for (int t = 0; t < NT; t++)
 			acc[r][t] = 0.0f;
 	}
+	/* decode launches this kernel early (mv_launch): x is the output of
+	   the kernel before, so nothing is read before the wait */
+	rs_pdl_wait();
 	int64_t k = lane;
 	for (; k + (U - 1) * RS_WARP < nc; k += U * RS_WARP) {
 		xq_chunk c[U][R];
@@ -271,18 +275,18 @@ pick_cols(int type, int n)
 
 #ifndef __CUDACC_RTC__
 /*
- * The persistent grid of matvec_xq_pipe_kernel<TYPE, NT, R, S> on the
+ * The persistent grid of matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK> on the
  * current device: as many CTAs as fit at once.  The first call per device
  * raises the kernel's shared-memory limit (above 48 KB needs it) and asks
  * the occupancy calculator; later calls read the cache.  Never 0: at
  * least one CTA an SM.
  */
-template <int TYPE, int NT, int R, int S>
+template <int TYPE, int NT, int R, int S, bool BULK>
 static unsigned
 pipe_resident(void)
 {
 	static int	 per_sm[64], sms[64];
-	const auto	 kernel = matvec_xq_pipe_kernel<TYPE, NT, R, S>;
+	const auto	 kernel = matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK>;
 	const int	 smem = pipe_smem_bytes<TYPE, R, S>();
 	int		 dev = 0;
 
@@ -304,6 +308,34 @@ pipe_resident(void)
 		per_sm[dev] = n;
 	}
 	return ((unsigned)(per_sm[dev] * sms[dev]));
+}
+#endif
+
+#ifndef __CUDACC_RTC__
+/*
+ * Launch K (an integer matvec kernel) on S, with PDL as a programmatic
+ * dependent of the stream's previous kernel: it may start while that one
+ * finishes, and touches nothing but weights before its rs_pdl_wait
+ * (common.cuh).  A launch failure is left for cudaGetLastError, like
+ * <<<>>>.
+ */
+static void
+mv_launch(void (*k)(const mv_parts, int64_t, const uint8_t *), unsigned grid,
+    unsigned threads, size_t smem, cudaStream_t s, int pdl,
+    const mv_parts &p, int64_t n_in, const uint8_t *xq)
+{
+	cudaLaunchAttribute at;
+	cudaLaunchConfig_t cfg = {};
+
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cfg.gridDim = dim3(grid);
+	cfg.blockDim = dim3(threads);
+	cfg.dynamicSmemBytes = smem;
+	cfg.stream = s;
+	cfg.attrs = &at;
+	cfg.numAttrs = pdl ? 1 : 0;
+	(void)cudaLaunchKernelEx(&cfg, k, p, n_in, xq);
 }
 #endif
 
@@ -350,28 +382,42 @@ struct matvec_launch {
 		}
 		/*
 		 * Q6_K, one and two columns, from SM80 on: the weights
-		 * stream through shared memory (matvec_pipe.cuh), as fast as
-		 * the register-fed kernel or faster on its 27B matrices
-		 * across machines (ffn_down 33-35 against 35-43 µs, the head
-		 * 365-379 against 377-418) but not on Q4_K or Q5_K (ffn_up 25
-		 * against 20): docs/perf-log.md.  has_mma_matvec() is the
-		 * test that this device runs code built for SM80 or later,
-		 * where the kernel has its body.  The copies round a row's
-		 * start down to 16 bytes, which needs the tensor's first row
-		 * there (every GGUF tensor is).
+		 * stream through shared memory (matvec_pipe.cuh), faster than
+		 * the register-fed kernel on its 27B matrices, from SM90 on
+		 * by bulk copies (one column: ffn_down 30.5 µs against 33.1
+		 * by cp.async and 35.0 on registers, the head 309 against
+		 * 365 and 378; two: ffn_down 39.6 against 45.7 and 51.4):
+		 * docs/perf-log.md, sessions 4 and 5.  Not for Q4_K or Q5_K,
+		 * where both forms lose to dp4a (ffn_up 24-25 against 20).
+		 * has_mma_matvec() and has_bulk_matvec() test that this
+		 * device runs code built for SM80 or SM90 on, where the
+		 * kernel has its body.  The copies round a row's slice out
+		 * to 16-byte boundaries, which needs the tensor's first row
+		 * there (every GGUF tensor is), and in bulk its end too.
 		 */
 		if constexpr (TYPE == RS_TYPE_Q6_K && NT <= 2) {
-			int pipe = 0;
+			int pipe = 0, bulk = 0;
 #ifndef __CUDACC_RTC__
 			pipe = has_mma_matvec() && pipe_aligned();
+			bulk = has_bulk_matvec() && bulk_aligned();
 #endif
+			if (bulk) {
+				/* four rows a warp for two columns and a
+				   head's ~250k (309 against 343 µs), two for
+				   ffn_down (30.5 against 35.2) */
+				if (NT == 1 && rows() < 65536)
+					go_pipe<TYPE, NT, 2, 2, true>();
+				else
+					go_pipe<TYPE, NT, 4, 2, true>();
+				return;
+			}
 			if (pipe) {
 				/* two rows a warp (more CTAs on 5,120 rows),
 				   four for two columns and a head's ~250k */
 				if (NT == 1 && rows() < 65536)
-					go_pipe<TYPE, NT, 2, 2>();
+					go_pipe<TYPE, NT, 2, 2, false>();
 				else
-					go_pipe<TYPE, NT, 4, 2>();
+					go_pipe<TYPE, NT, 4, 2, false>();
 				return;
 			}
 		}
@@ -392,9 +438,30 @@ struct matvec_launch {
 	void
 	go_dp4a(void)
 	{
-		dim3 grid(mv_parts_grid(&parts, MV_WARPS * R));
+		const unsigned grid = mv_parts_grid(&parts, MV_WARPS * R);
+#ifndef __CUDACC_RTC__
+		mv_launch(matvec_xq_kernel<TYPE, NT, R, U>, grid, MV_WARPS *
+		    RS_WARP, 0, stream, pdl<NT>(), parts, n_in, xq);
+#else
 		matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP, 0,
 		    stream>>>(parts, n_in, xq);
+#endif
+	}
+
+	/*
+	 * Decode's products (one column) start early where the device
+	 * runs SM90 code (rs_pdl_wait in the kernels); the others keep
+	 * plain launches, as their kernels may read x before any wait.
+	 */
+	template <int NT>
+	int
+	pdl(void) const
+	{
+#ifndef __CUDACC_RTC__
+		return (NT == 1 && has_bulk_matvec());
+#else
+		return (0);
+#endif
 	}
 
 	/* rows of all parts */
@@ -418,7 +485,20 @@ struct matvec_launch {
 		return (true);
 	}
 
-	template <int TYPE, int NT, int R, int S>
+	/*
+	 * And does every part end there too?  Then the bulk copies, which
+	 * round a slice out to 16-byte boundaries, read only the tensor.
+	 */
+	bool
+	bulk_aligned(void) const
+	{
+		for (int i = 0; i < parts.n; i++)
+			if ((parts.n_out[i] * parts.row_bytes[i]) % 16 != 0)
+				return (false);
+		return (pipe_aligned());
+	}
+
+	template <int TYPE, int NT, int R, int S, bool BULK>
 	void
 	go_pipe(void)
 	{
@@ -426,12 +506,19 @@ struct matvec_launch {
 		unsigned grid = mv_parts_grid(&parts, PIPE_WARPS * R);
 
 #ifndef __CUDACC_RTC__
-		const unsigned resident = pipe_resident<TYPE, NT, R, S>();
+		const unsigned resident = pipe_resident<TYPE, NT, R, S,
+		    BULK>();
 		if (grid > resident)
 			grid = resident;
 #endif
-		matvec_xq_pipe_kernel<TYPE, NT, R, S><<<grid, PIPE_WARPS *
+#ifndef __CUDACC_RTC__
+		mv_launch(matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK>, grid,
+		    PIPE_WARPS * RS_WARP, smem, stream, pdl<NT>(), parts, n_in,
+		    xq);
+#else
+		matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK><<<grid, PIPE_WARPS *
 		    RS_WARP, smem, stream>>>(parts, n_in, xq);
+#endif
 	}
 
 	template <int TYPE, int NT>

@@ -22,13 +22,17 @@
  *              its warps compute this one; CTAs stay resident and walk
  *              the row groups (blockIdx.x, + gridDim.x, ...), so the
  *              copies of the next group overlap the last slices of this
+ *   BULK       (SM90 on) warp 0 fills a stage with one bulk copy a row,
+ *              counted on the stage's mbarrier, instead of every thread
+ *              issuing cp.async pieces
  *
- * Measured (kernels/dev/matvec_xq.cu on three H200s, docs/perf-log.md):
- * on Q6_K as fast as matvec_xq_kernel or faster (ffn_down 33-35 against
- * 35-43 µs; the 1 GB head, four rows a warp, 365-379 against 361-418),
- * on Q4_K and Q5_K slower (ffn_up 25 against 20-21): there the copy's
- * instructions and barriers cost more than the latency they hide, while
- * Q6_K's decode from unaligned global words (ld_a2) seems to gain from
+ * Measured (kernels/dev/matvec_xq.cu on several H200s, docs/perf-log.md):
+ * on Q6_K faster than matvec_xq_kernel, in bulk most (ffn_down 30.5 µs
+ * against 33.1 by cp.async and 35.0 on registers; the 1 GB head, four rows
+ * a warp, 309 against 365 and 378); on Q4_K and Q5_K slower in both forms
+ * (ffn_up 24-25 against 20), so not for the copies' instructions (bulk
+ * has almost none) but for the shared-memory round trip and the barriers,
+ * while Q6_K's decode from unaligned global words (ld_a2) gains from
  * reading shared memory instead.
  *
  * Same sums as matvec_xq_kernel, hence the same bits (and those of the
@@ -78,6 +82,8 @@ pipe_copy16(uint8_t *dst, const uint8_t *src, int n)
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::
 	    "r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src), "r"(n) :
 	    "memory");
+#else
+	(void)dst, (void)src, (void)n;
 #endif
 }
 
@@ -96,6 +102,84 @@ pipe_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+#endif
+}
+
+/*
+ * Hopper's bulk copies (SM90 on): one instruction moves a row's slice
+ * (1,680 bytes of Q6_K) into shared memory and counts its bytes on the
+ * stage's mbarrier, where the warps wait for them, in place of ~5
+ * cp.async a thread with their address arithmetic and a commit.  The
+ * copy's addresses and size are multiples of 16 (pipe_issue_bulk).
+ */
+static __device__ __forceinline__ uint32_t
+pipe_saddr(const void *p)
+{
+	return ((uint32_t)__cvta_generic_to_shared(p));
+}
+
+/* BAR's phases complete after N arrivals (and their bytes) */
+static __device__ __forceinline__ void
+pipe_bar_init(uint64_t *bar, int n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::
+	    "r"(pipe_saddr(bar)), "r"(n) : "memory");
+#else
+	(void)bar, (void)n;
+#endif
+}
+
+/* Make the initialized barriers visible to the copy engine. */
+static __device__ __forceinline__ void
+pipe_bar_fence(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+
+/* One arrival on BAR, whose phase then also waits for BYTES more. */
+static __device__ __forceinline__ void
+pipe_bar_expect(uint64_t *bar, uint32_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+	    :: "r"(pipe_saddr(bar)), "r"(bytes) : "memory");
+#else
+	(void)bar, (void)bytes;
+#endif
+}
+
+/* BYTES (a multiple of 16) from SRC to DST, both 16-byte aligned. */
+static __device__ __forceinline__ void
+pipe_bulk(uint8_t *dst, const uint8_t *src, uint32_t bytes, uint64_t *bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::"
+	    "complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+	    "r"(pipe_saddr(dst)), "l"(src), "r"(bytes), "r"(pipe_saddr(bar)) :
+	    "memory");
+#else
+	(void)dst, (void)src, (void)bytes, (void)bar;
+#endif
+}
+
+/* Wait until BAR's phase of parity PARITY has completed. */
+static __device__ __forceinline__ void
+pipe_bar_wait(uint64_t *bar, uint32_t parity)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	uint32_t done;
+
+	do
+		asm volatile("{\n.reg .pred p;\n"
+		    "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+		    "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) :
+		    "r"(pipe_saddr(bar)), "r"(parity) : "memory");
+	while (!done);
+#else
+	(void)bar, (void)parity;
 #endif
 }
 
@@ -130,6 +214,34 @@ pipe_issue(uint8_t *dst, const mv_part &pt, int64_t o0, int s, int nsb)
 	for (int b = 16 * (threadIdx.x % tpr); b < end; b += 16 * tpr)
 		pipe_copy16(d + b, src + b, min(16, end - b));
 	pipe_commit();
+}
+
+/*
+ * The bulk form of pipe_issue, by warp 0: lane r copies row r's slice in
+ * one piece, from the 16-byte boundary at or below its start to the one
+ * at or above its end (Q6_K's rows are 2-byte aligned; Q4_K's and Q5_K's
+ * slices lie on the boundaries), and announces those bytes on BAR, whose
+ * phase waits for ROWS such arrivals.  The rounding reads nothing outside
+ * the tensor when it starts and ends on a boundary (pipe_bulk_ok).
+ */
+template <int TYPE, int ROWS>
+static __device__ __forceinline__ void
+pipe_issue_bulk(uint8_t *dst, uint64_t *bar, const mv_part &pt, int64_t o0,
+    int s, int nsb)
+{
+	const int r = threadIdx.x % RS_WARP;
+
+	static_assert(ROWS <= RS_WARP, "a lane a row");
+	if (r < ROWS) {
+		const uint8_t *src = pipe_src(pt, o0 + r, s, qtraits<TYPE>::qb);
+		const uintptr_t lo = (uintptr_t)src & ~(uintptr_t)15;
+		const uintptr_t hi = ((uintptr_t)src + (uintptr_t)(nsb *
+		    qtraits<TYPE>::qb) + 15) & ~(uintptr_t)15;
+
+		pipe_bar_expect(bar, (uint32_t)(hi - lo));
+		pipe_bulk(dst + r * pipe_geom<TYPE>::pitch, (const uint8_t *)lo,
+		    (uint32_t)(hi - lo), bar);
+	}
 }
 
 /* Item (J, S) of this CTA: slice S of its J-th row group. */
@@ -170,26 +282,63 @@ pipe_stage(uint8_t *ring, int j, int s, int nsl)
 	    pipe_geom<TYPE>::pitch);
 }
 
-template <int TYPE, int R, int S>
+/*
+ * Starts copying item (J, S) into its stage: by cp.async (every thread
+ * copies a share and commits one group, also when there is nothing left)
+ * or, BULK, by warp 0 in bulk copies counted on the stage's barrier.
+ */
+template <int TYPE, int R, int S, bool BULK>
 static __device__ __forceinline__ void
-pipe_issue_item(uint8_t *ring, const mv_parts &parts, int j, int s,
-    int nj, int nsl, int nsb)
+pipe_issue_item(uint8_t *ring, uint64_t *bars, const mv_parts &parts,
+    int j, int s, int nj, int nsl, int nsb)
 {
-	if (j < nj) {
-		const pipe_item it = pipe_item_of<R>(parts, j, s);
-		pipe_issue<TYPE, PIPE_WARPS * R>(pipe_stage<TYPE, R, S>(ring, j,
-		    s, nsl), it.pt, it.o0, s, min(PIPE_SB, nsb - s * PIPE_SB));
-	} else
+	if (BULK && (threadIdx.x >= RS_WARP || j >= nj))
+		return;
+	if (j >= nj) {
 		pipe_commit();
+		return;
+	}
+	const pipe_item it = pipe_item_of<R>(parts, j, s);
+	uint8_t *stage = pipe_stage<TYPE, R, S>(ring, j, s, nsl);
+	const int n = min(PIPE_SB, nsb - s * PIPE_SB);
+
+	if (BULK)
+		pipe_issue_bulk<TYPE, PIPE_WARPS * R>(stage, bars + (j * nsl +
+		    s) % S, it.pt, it.o0, s, n);
+	else
+		pipe_issue<TYPE, PIPE_WARPS * R>(stage, it.pt, it.o0, s, n);
 }
 
-template <int TYPE, int NT, int R, int S>
+/*
+ * Until item (J, S)'s stage has arrived for the whole CTA.  Item I = J ·
+ * NSL + S uses barrier I % S in its phase I / S, whose parity the wait
+ * names.
+ */
+template <int S, bool BULK>
+static __device__ __forceinline__ void
+pipe_arrived(uint64_t *bars, int j, int s, int nsl)
+{
+	if (BULK) {
+		const int i = j * nsl + s;
+		pipe_bar_wait(bars + i % S, (uint32_t)(i / S) & 1);
+	} else {
+		pipe_wait<S - 1>();
+		__syncthreads();
+	}
+}
+
+template <int TYPE, int NT, int R, int S, bool BULK>
 static __global__ void __launch_bounds__(PIPE_WARPS * RS_WARP)
 matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
     const uint8_t *__restrict__ xq)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if __CUDA_ARCH__ < 900
+	if (BULK)	/* no bulk copies before SM90 (never launched there) */
+		return;
+#endif
 	extern __shared__ uint4 pipe_ring[];
+	__shared__ uint64_t bars[BULK ? S : 1];
 	typedef pipe_geom<TYPE> g;
 	constexpr int	 qb = qtraits<TYPE>::qb;
 	uint8_t		*ring = (uint8_t *)pipe_ring;
@@ -204,10 +353,23 @@ matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
 	int		 ij = 0, is = 0;	/* the next item to copy */
 	float		 acc[R][NT];
 
+	if (BULK) {
+		if (threadIdx.x == 0) {
+			for (int i = 0; i < S; i++)
+				pipe_bar_init(bars + i, PIPE_WARPS * R);
+			pipe_bar_fence();
+		}
+		__syncthreads();
+	}
+	rs_pdl_trigger();
 	for (int q = 0; q < S - 1; q++) {
-		pipe_issue_item<TYPE, R, S>(ring, parts, ij, is, nj, nsl, nsb);
+		pipe_issue_item<TYPE, R, S, BULK>(ring, bars, parts, ij, is, nj,
+		    nsl, nsb);
 		pipe_next(&ij, &is, nsl);
 	}
+	/* launched early in decode (matvec.cu: mv_launch): until here,
+	   only weights */
+	rs_pdl_wait();
 	for (int j = 0; j < nj; j++) {
 		const pipe_item it = pipe_item_of<R>(parts, j, 0);
 
@@ -217,11 +379,10 @@ matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
 			for (int t = 0; t < NT; t++)
 				acc[r][t] = 0.0f;
 		for (int s = 0; s < nsl; s++) {
-			pipe_issue_item<TYPE, R, S>(ring, parts, ij, is, nj, nsl,
-			    nsb);
+			pipe_issue_item<TYPE, R, S, BULK>(ring, bars, parts, ij,
+			    is, nj, nsl, nsb);
 			pipe_next(&ij, &is, nsl);
-			pipe_wait<S - 1>();
-			__syncthreads();
+			pipe_arrived<S, BULK>(bars, j, s, nsl);
 
 			const uint8_t *stage = pipe_stage<TYPE, R, S>(ring, j, s,
 			    nsl);
@@ -254,7 +415,34 @@ matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
 				}
 			}
 	}
+#else
+	(void)parts, (void)n_in, (void)xq;
 #endif
 }
+
+#ifndef __CUDACC_RTC__
+/*
+ * Does this device run code built for SM90 or later: the bulk form, and
+ * the programmatic launches of matvec.cu (mv_launch)?  Asked once, like
+ * has_mma_matvec().
+ */
+static int
+has_bulk_matvec(void)
+{
+	static int known = -1;
+	cudaFuncAttributes fa;
+
+	if (known >= 0)
+		return (known);
+	if (cudaFuncGetAttributes(&fa,
+	    matvec_xq_pipe_kernel<RS_TYPE_Q6_K, 1, 2, 2, true>) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();	/* not sticky: clear it */
+		known = 0;
+	} else
+		known = fa.ptxVersion >= 90;
+	return (known);
+}
+#endif
 
 #endif /* RS_MATVEC_PIPE_CUH */

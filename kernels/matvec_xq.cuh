@@ -255,6 +255,13 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 		k->c = c;
 	}
 
+	/* the x-block of chunk C's block BLK inside the super-block */
+	static __device__ __forceinline__ int
+	xblock(int c, int blk)
+	{
+		return (2 * c + blk);
+	}
+
 	/* block BLK's values, and its x-block inside the super-block */
 	static __device__ __forceinline__ int
 	unpack(const xq_chunk &k, int blk, uint32_t q[8])
@@ -262,7 +269,7 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 #pragma unroll
 		for (int i = 0; i < 8; i++)
 			q[i] = (k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu;
-		return (2 * k.c + blk);
+		return (xblock(k.c, blk));
 	}
 };
 
@@ -289,9 +296,15 @@ template <> struct xqc<RS_TYPE_Q5_K> {
 	}
 
 	static __device__ __forceinline__ int
+	xblock(int c, int blk)
+	{
+		return (2 * c + blk);
+	}
+
+	static __device__ __forceinline__ int
 	unpack(const xq_chunk &k, int blk, uint32_t q[8])
 	{
-		const int hb = 2 * k.c + blk;
+		const int hb = xblock(k.c, blk);
 #pragma unroll
 		for (int i = 0; i < 8; i++)
 			q[i] = ((k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu) |
@@ -319,6 +332,12 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 		k->c = c;
 	}
 
+	static __device__ __forceinline__ int
+	xblock(int c, int blk)
+	{
+		return (4 * (c >> 1) + (c & 1) + 2 * blk);
+	}
+
 	/* q' = q − 32 as signed bytes */
 	static __device__ __forceinline__ int
 	unpack(const xq_chunk &k, int blk, uint32_t q[8])
@@ -328,7 +347,7 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 		for (int i = 0; i < 8; i++)
 			q[i] = __vsub4(((k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu) |
 			    ((k.h[i] >> sh) & 0x03030303u) << 4, 0x20202020u);
-		return (4 * (k.c >> 1) + kk + 2 * blk);
+		return (xblock(k.c, blk));
 	}
 };
 

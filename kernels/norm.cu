@@ -53,6 +53,7 @@ rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
 	float	 xi = i < hi ? xr[i] : 0.0f, wi = i < hi ? __ldg(w + i) : 0.0f;
 	float	 ss = 0.0f;
 
+	rs_pdl_trigger();	/* the product after it may start fetching */
 	for (int64_t base = 0; base < n; base += NORM_VPT * blockDim.x) {
 		float v[NORM_VPT];
 #pragma unroll
@@ -122,6 +123,7 @@ gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
 	int64_t	 off = (int64_t)blockIdx.x * n;
 	float	 ss = 0.0f;
 
+	rs_pdl_trigger();	/* the product after it may start fetching */
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
 		ss += x[off + i] * x[off + i];
 	float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);

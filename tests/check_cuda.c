@@ -344,18 +344,27 @@ END_TEST
  * loop of matvec_xq_kernel) and, for Q6_K, of 35 (FFN-wide rows, which
  * take two rows a warp and four steps in flight for one column: the main
  * loop's step of 8 super-blocks per set pair, then the tail), 67 rows (a
- * warp's rows cut short), 3 or 16 columns and each column alone
- * (check_matvec_xq).
+ * warp's rows cut short), 2, 3 or 16 columns and each column alone
+ * (check_matvec_xq).  The last two Q6_K tensors end on a 16-byte
+ * boundary, as the bulk copies of SM90 need (matvec.cu): 13 super-blocks
+ * by 64 rows (rows 2-byte aligned), 16 by 67 (every row 16-byte aligned,
+ * the last warp's rows cut short).
  */
 START_TEST(matvec_xq_wide)
 {
-	static const int types[] = { RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K,
-	    RS_TYPE_Q6_K };
+	static const struct {
+		int	type, nsb, rows;
+	} cases[] = {
+		{ RS_TYPE_Q4_K, 13, 67 }, { RS_TYPE_Q5_K, 13, 67 },
+		{ RS_TYPE_Q6_K, 13, 67 }, { RS_TYPE_Q6_K, 35, 67 },
+		{ RS_TYPE_Q6_K, 13, 64 }, { RS_TYPE_Q6_K, 16, 67 },
+	};
 
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct rs_gguf_tensor t;
-		void *buf = random_tensor(&t, types[i], (i == 3 ? 35 : 13) * 256,
-		    67);
+		void *buf = random_tensor(&t, cases[i].type, cases[i].nsb * 256,
+		    cases[i].rows);
+		check_matvec(&t, 2, 0);
 		check_matvec(&t, 3, 0);
 		check_matvec(&t, 16, 0);
 		free(buf);

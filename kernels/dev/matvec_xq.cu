@@ -107,16 +107,16 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
 	    8 / SPW * RS_WARP>>>(p, n_in, xq);
 }
 
-template <int TYPE, int NT, int R, int S>
+template <int TYPE, int NT, int R, int S, bool BULK = false>
 static void
 launch_pipe(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
     const uint8_t *xq, float *y, int64_t ldy)
 {
 	mv_parts p = one_part(w, n_out, rb, y, ldy);
 	unsigned grid = mv_parts_grid(&p, PIPE_WARPS * R);
-	const unsigned resident = pipe_resident<TYPE, NT, R, S>();
+	const unsigned resident = pipe_resident<TYPE, NT, R, S, BULK>();
 
-	matvec_xq_pipe_kernel<TYPE, NT, R, S><<<grid < resident ? grid :
+	matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK><<<grid < resident ? grid :
 	    resident, PIPE_WARPS * RS_WARP, pipe_smem_bytes<TYPE, R, S>()>>>(p,
 	    n_in, xq);
 }
@@ -134,6 +134,10 @@ struct variant {
 	launch_pipe<RS_TYPE_Q4_K, nt, r, st>, \
 	launch_pipe<RS_TYPE_Q5_K, nt, r, st>, \
 	launch_pipe<RS_TYPE_Q6_K, nt, r, st> } }
+#define B(nt, r, st) { "bulk" #nt "_r" #r "_s" #st, nt, { \
+	launch_pipe<RS_TYPE_Q4_K, nt, r, st, true>, \
+	launch_pipe<RS_TYPE_Q5_K, nt, r, st, true>, \
+	launch_pipe<RS_TYPE_Q6_K, nt, r, st, true> } }
 #define M(nt, spw, mb) { "mma" #nt "_spw" #spw "_minb" #mb, nt, { \
 	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
 	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
@@ -142,6 +146,7 @@ struct variant {
 static const struct variant variants[] = {
 	V(1, 4, 1), V(2, 4, 1), V(4, 4, 1),
 	P(1, 4, 2), P(1, 2, 2), P(2, 4, 2),
+	B(1, 2, 2), B(1, 4, 2), B(2, 4, 2),
 	M(4, 1, 2), M(8, 1, 2),
 };
 
