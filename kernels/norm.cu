@@ -18,7 +18,8 @@
 
 #define NORM_THREADS	256
 #define NORM_SPLIT_ROWS	16	/* up to this many rows, split them */
-#define NORM_VPT	16	/* loads in flight a thread, the sum pass */
+#define NORM_VPT	24	/* loads in flight a thread, the sum pass: a
+				   row of up to 6,144 in one round trip */
 
 /*
  * Block (r, j) normalises values j·PER .. j·PER + PER − 1 of row r.  Every
@@ -29,9 +30,11 @@
  * and one 1,024-thread block a row, one load in flight a thread and 5
  * conversion passes a warp, took 7.25 µs a row (ncu).  Here each of 20
  * blocks converts one pass, its loads of w and of its own values leave
- * first, and the sum pass keeps NORM_VPT loads in flight: 6.0 µs; the
- * small norms take ~2.5, and where the rest goes is not yet known
- * (docs/perf-log.md).
+ * first, and the sum pass keeps NORM_VPT loads in flight (a 5,120 row in
+ * one round trip a thread): 5.3 µs; the small norms take ~2.5, and where
+ * the rest goes is not yet known (docs/perf-log.md).  From SM90 on the
+ * norm is launched as a programmatic dependent (common.cuh) of the
+ * product before it, so it waits for x at rs_pdl_wait.
  *
  * With XQ, row r is also converted to the 16-bit format (rs_xq.h) into
  * XQ + r·RS_XQ_COL_BYTES(n): n, PER and the block are multiples of 32,
@@ -50,10 +53,11 @@ rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
 	const int64_t lo = (int64_t)blockIdx.y * per;
 	const int64_t hi = lo + per < n ? lo + per : n;
 	int64_t	 i = lo + threadIdx.x;
-	float	 xi = i < hi ? xr[i] : 0.0f, wi = i < hi ? __ldg(w + i) : 0.0f;
 	float	 ss = 0.0f;
 
-	rs_pdl_trigger();	/* the product after it may start fetching */
+	rs_pdl_trigger();	/* the product after it may start */
+	rs_pdl_wait();		/* x: launched early after a product */
+	float	 xi = i < hi ? xr[i] : 0.0f, wi = i < hi ? __ldg(w + i) : 0.0f;
 	for (int64_t base = 0; base < n; base += NORM_VPT * blockDim.x) {
 		float v[NORM_VPT];
 #pragma unroll
@@ -80,6 +84,27 @@ rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
 	}
 }
 
+/*
+ * Launch the norm as a programmatic dependent (common.cuh) where the
+ * device runs its SM90 code: it then starts while the product before it
+ * finishes, and waits for that product's output at rs_pdl_wait.
+ */
+#ifndef __CUDACC_RTC__
+static int
+norm_pdl(void)
+{
+	static int known = -1;
+	cudaFuncAttributes fa;
+
+	if (known < 0) {
+		known = cudaFuncGetAttributes(&fa, rmsnorm_kernel) ==
+		    cudaSuccess && fa.ptxVersion >= 90;
+		(void)cudaGetLastError();	/* not sticky: clear it */
+	}
+	return (known);
+}
+#endif
+
 extern "C" enum rs_status
 rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
     int64_t ldy, int64_t n, int64_t n_rows, float eps, void *d_xq,
@@ -102,8 +127,22 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
 	const int split = n_rows <= NORM_SPLIT_ROWS && d_x != d_y;
 	const int64_t per = split ? threads : n;
 	const dim3 grid((unsigned)n_rows, (unsigned)((n + per - 1) / per));
+#ifndef __CUDACC_RTC__
+	cudaLaunchAttribute at;
+	cudaLaunchConfig_t cfg = {};
+	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	at.val.programmaticStreamSerializationAllowed = 1;
+	cfg.gridDim = grid;
+	cfg.blockDim = dim3((unsigned)threads);
+	cfg.stream = stream;
+	cfg.attrs = &at;
+	cfg.numAttrs = norm_pdl() ? 1 : 0;
+	(void)cudaLaunchKernelEx(&cfg, rmsnorm_kernel, d_x, ldx, d_w, d_y, ldy,
+	    n, per, eps, (uint8_t *)d_xq);
+#else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
 	rmsnorm_kernel<<<grid, threads, 0, stream>>>(d_x, ldx, d_w, d_y, ldy,
 	    n, per, eps, (uint8_t *)d_xq);
+#endif
 	RS_LAUNCH_CHECK(err, "rmsnorm");
 	return (RS_OK);
 }
@@ -123,7 +162,7 @@ gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
 	int64_t	 off = (int64_t)blockIdx.x * n;
 	float	 ss = 0.0f;
 
-	rs_pdl_trigger();	/* the product after it may start fetching */
+	rs_pdl_trigger();	/* the product after it may start */
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
 		ss += x[off + i] * x[off + i];
 	float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);
