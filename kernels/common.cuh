@@ -38,9 +38,9 @@
  * called rs_pdl_trigger (or exited); rs_pdl_wait then blocks until the
  * earlier kernel has finished and its writes are visible.  What comes
  * before the wait may touch only what no earlier kernel writes (weights).
- * The decode matvecs are launched so, which hides the launch between a
- * norm and its product: 0.3-0.4 µs a pair (kernels/dev/pdl.cu,
- * docs/perf-log.md).
+ * The decode matvecs and RMSNorm are launched so, which hides the launch
+ * between a kernel and the next: 0.3-0.4 µs a norm and its product
+ * (kernels/dev/pdl.cu, docs/perf-log.md).
  */
 static __device__ __forceinline__ void
 rs_pdl_wait(void)

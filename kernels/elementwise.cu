@@ -24,7 +24,7 @@ swiglu_kernel(const float *__restrict__ g, const float *__restrict__ u,
 {
 	int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 
-	rs_pdl_trigger();	/* the product after it may start fetching */
+	rs_pdl_trigger();	/* the product after it may start */
 	if (i >= count)
 		return;
 	float v = silu_f(g[i]) * u[i];

@@ -222,7 +222,8 @@ pipe_issue(uint8_t *dst, const mv_part &pt, int64_t o0, int s, int nsb)
  * at or above its end (Q6_K's rows are 2-byte aligned; Q4_K's and Q5_K's
  * slices lie on the boundaries), and announces those bytes on BAR, whose
  * phase waits for ROWS such arrivals.  The rounding reads nothing outside
- * the tensor when it starts and ends on a boundary (pipe_bulk_ok).
+ * the tensor when it starts and ends on a boundary (matvec.cu:
+ * bulk_aligned).
  */
 template <int TYPE, int ROWS>
 static __device__ __forceinline__ void

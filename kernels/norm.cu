@@ -30,11 +30,11 @@
  * and one 1,024-thread block a row, one load in flight a thread and 5
  * conversion passes a warp, took 7.25 µs a row (ncu).  Here each of 20
  * blocks converts one pass, its loads of w and of its own values leave
- * first, and the sum pass keeps NORM_VPT loads in flight (a 5,120 row in
- * one round trip a thread): 5.3 µs; the small norms take ~2.5, and where
- * the rest goes is not yet known (docs/perf-log.md).  From SM90 on the
- * norm is launched as a programmatic dependent (common.cuh) of the
- * product before it, so it waits for x at rs_pdl_wait.
+ * first: 5.3 µs; and with NORM_VPT loads in flight, the sum pass takes a
+ * 5,120 row in one round trip a thread (two before): 3.6 µs, the small
+ * norms ~2.5 (docs/perf-log.md).  From SM90 on the norm is launched as a
+ * programmatic dependent (common.cuh) of the product before it, so it
+ * waits for x at rs_pdl_wait.
  *
  * With XQ, row r is also converted to the 16-bit format (rs_xq.h) into
  * XQ + r·RS_XQ_COL_BYTES(n): n, PER and the block are multiples of 32,

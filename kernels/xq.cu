@@ -20,7 +20,7 @@ xq_kernel(const float *__restrict__ x, int64_t ldx, int64_t n, int n_tok,
 	const int64_t	 g = (int64_t)blockIdx.x * XQ_WARPS + threadIdx.x / RS_WARP;
 	const int64_t	 t = g / nb, b = g % nb;
 
-	rs_pdl_trigger();	/* the product after it may start fetching */
+	rs_pdl_trigger();	/* the product after it may start */
 	if (t >= n_tok)
 		return;
 	xq_store(x[t * ldx + RS_XQ_BLOCK * b + lane], lane,
