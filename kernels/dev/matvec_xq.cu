@@ -6,6 +6,7 @@
  * Qwen3.8-27B Q4_K_M token.
  *
  *   make CUDA=1 build/dev/matvec_xq && build/dev/matvec_xq
+ *   MX_SHAPE=ffn_up MX_VARIANT=mma4 ncu ... build/dev/matvec_xq
  *
  * Every variant and column count is first compared bit for bit with the
  * same columns one at a time through rs_k_matvec (the kernel's contract:
@@ -147,7 +148,7 @@ static const struct variant variants[] = {
 	V(1, 4, 1), V(2, 4, 1), V(4, 4, 1),
 	P(1, 4, 2), P(1, 2, 2), P(2, 4, 2),
 	B(1, 2, 2), B(1, 4, 2), B(2, 4, 2),
-	M(4, 1, 2), M(8, 1, 2),
+	M(2, 1, 2), M(4, 1, 2), M(8, 1, 2), M(16, 1, 1),
 };
 
 static int
@@ -231,10 +232,15 @@ main(void)
 	};
 	static const int cols[] = { 1, 2, 3, 4, 8, 16 };
 	const int nt_max = 16, reps = 20;
+	/* for a profiler: one shape, the variants whose name holds a string */
+	const char *only_shape = getenv("MX_SHAPE");
+	const char *only_variant = getenv("MX_VARIANT");
 	int status = 0;
 
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
 		const struct shape *sh = &shapes[s];
+		if (only_shape && strcmp(only_shape, sh->name) != 0)
+			continue;
 		const int64_t rb = sh->n_in / 256 *
 		    rs_type_traits(sh->type)->block_bytes;
 		const size_t wbytes = (size_t)(rb * sh->n_out);
@@ -275,6 +281,9 @@ main(void)
 		for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]);
 		    v++) {
 			launch_fn fn = variants[v].fn[type_index(sh->type)];
+			if (only_variant && !strstr(variants[v].name,
+			    only_variant))
+				continue;
 
 			const size_t outs = (size_t)(variants[v].nt * sh->n_out);
 			fn(dw.w[0], sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
@@ -292,7 +301,8 @@ main(void)
 				status = 1;
 		}
 		double us1 = 0.0;
-		for (size_t v = 0; v < sizeof(cols) / sizeof(cols[0]); v++) {
+		for (size_t v = 0; v < (only_variant ? 0 : sizeof(cols) /
+		    sizeof(cols[0])); v++) {
 			const int nt = cols[v];
 
 			(void)time_us(&dw, sh->type, sh, rb, dq, dy, nt, 1);
