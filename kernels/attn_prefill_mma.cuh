@@ -413,10 +413,9 @@ attn_prefill_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 #ifndef __CUDACC_RTC__
 /*
  * Whether the mma.sync kernel runs here: the code the device would run
- * for it was compiled for compute_80 or later (ptxVersion, as CUB's
- * PtxVersion reads it: an sm_75 cubin on an SM80 device, or compute_70
- * PTX JIT-compiled for an H200, report 75 and 70 and keep the wmma path),
- * and the device grants its shared memory (not SM86/89 at D = 256).
+ * for it was compiled for compute_80 or later (common.cuh: rs_runs_ptx;
+ * otherwise the wmma path), and the device grants its shared memory (not
+ * SM86/89 at D = 256).
  * Host runtime calls: NVRTC's check (scripts/cuda129-nvrtc.sh) leaves
  * this out.
  */
@@ -424,14 +423,9 @@ template <int D>
 static int
 has_mma_path(void)
 {
-	cudaFuncAttributes fa;
+	static signed char known[RS_MAX_DEVICES];
 
-	if (cudaFuncGetAttributes(&fa, attn_prefill_mma_kernel<D>) !=
-	    cudaSuccess) {
-		(void)cudaGetLastError();	/* not sticky: clear it */
-		return (0);
-	}
-	if (fa.ptxVersion < 80)
+	if (!rs_runs_ptx(attn_prefill_mma_kernel<D>, 80, known))
 		return (0);
 	if (cudaFuncSetAttribute(attn_prefill_mma_kernel<D>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize,

@@ -38,7 +38,9 @@
  * called rs_pdl_trigger (or exited); rs_pdl_wait then blocks until the
  * earlier kernel has finished and its writes are visible.  What comes
  * before the wait may touch only what no earlier kernel writes (weights).
- * The decode matvecs and RMSNorm are launched so, which hides the launch
+ * The decode matvecs and RMSNorm are launched so (rs_launch_init below,
+ * where rs_runs_ptx(kernel, 90, ...) says the SM90 code runs), which
+ * hides the launch
  * between a kernel and the next: 0.3-0.4 µs a norm and its product
  * (kernels/dev/pdl.cu, docs/perf-log.md).
  */
@@ -110,5 +112,68 @@ sigmoid_f(float x)
 {
 	return (1.0f / (1.0f + __expf(-x)));
 }
+
+#ifndef __CUDACC_RTC__
+/*
+ * Host helpers (NVRTC's check, scripts/cuda129-nvrtc.sh, compiles the
+ * kernels without a host runtime and leaves these out).
+ */
+
+#define RS_MAX_DEVICES	64
+
+/*
+ * Does the current device run KERNEL from code built for compute
+ * capability MIN_PTX (80, 90) or later?  ptxVersion is what the device
+ * would run: an sm_75 cubin on an SM80 device, or compute_70 PTX
+ * JIT-compiled for an H200, report 75 and 70, and a kernel whose body is
+ * guarded by __CUDA_ARCH__ must then take another path.  CACHE (the
+ * caller's, zeroed, one per kernel family) keeps the answer per device.
+ */
+template <typename K>
+static int
+rs_runs_ptx(K kernel, int min_ptx, signed char cache[RS_MAX_DEVICES])
+{
+	cudaFuncAttributes fa;
+	int dev = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 ||
+	    dev >= RS_MAX_DEVICES)
+		dev = 0;
+	if (cache[dev] == 0) {
+		const int ok = cudaFuncGetAttributes(&fa, kernel) ==
+		    cudaSuccess && fa.ptxVersion >= min_ptx;
+		(void)cudaGetLastError();	/* not sticky: clear it */
+		cache[dev] = ok ? 1 : -1;
+	}
+	return (cache[dev] > 0);
+}
+
+/*
+ * A launch configuration, with PDL (rs_pdl_wait above) as a programmatic
+ * dependent of the stream's previous kernel or without; launch with
+ * cudaLaunchKernelEx(&l->cfg, kernel, args...), whose failure is left for
+ * cudaGetLastError like <<<>>>'s.  L must outlive the launch call (cfg
+ * points at its attribute).
+ */
+struct rs_launch {
+	cudaLaunchConfig_t	cfg;
+	cudaLaunchAttribute	at;
+};
+
+static inline void
+rs_launch_init(struct rs_launch *l, dim3 grid, dim3 block, size_t smem,
+    cudaStream_t s, int pdl)
+{
+	l->cfg = cudaLaunchConfig_t();
+	l->at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+	l->at.val.programmaticStreamSerializationAllowed = 1;
+	l->cfg.gridDim = grid;
+	l->cfg.blockDim = block;
+	l->cfg.dynamicSmemBytes = smem;
+	l->cfg.stream = s;
+	l->cfg.attrs = &l->at;
+	l->cfg.numAttrs = pdl ? 1 : 0;
+}
+#endif
 
 #endif /* RS_COMMON_CUH */

@@ -324,18 +324,10 @@ mv_launch(void (*k)(const mv_parts, int64_t, const uint8_t *), unsigned grid,
     unsigned threads, size_t smem, cudaStream_t s, int pdl,
     const mv_parts &p, int64_t n_in, const uint8_t *xq)
 {
-	cudaLaunchAttribute at;
-	cudaLaunchConfig_t cfg = {};
+	struct rs_launch l;
 
-	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	at.val.programmaticStreamSerializationAllowed = 1;
-	cfg.gridDim = dim3(grid);
-	cfg.blockDim = dim3(threads);
-	cfg.dynamicSmemBytes = smem;
-	cfg.stream = s;
-	cfg.attrs = &at;
-	cfg.numAttrs = pdl ? 1 : 0;
-	(void)cudaLaunchKernelEx(&cfg, k, p, n_in, xq);
+	rs_launch_init(&l, dim3(grid), dim3(threads), smem, s, pdl);
+	(void)cudaLaunchKernelEx(&l.cfg, k, p, n_in, xq);
 }
 #endif
 
@@ -449,16 +441,17 @@ struct matvec_launch {
 	}
 
 	/*
-	 * Decode's products (one column) start early where the device
-	 * runs SM90 code (rs_pdl_wait in the kernels); the others keep
-	 * plain launches, as their kernels may read x before any wait.
+	 * The dp4a and pipe kernels (decode's one column, two-token
+	 * verification) start early where the device runs SM90 code: they
+	 * read x and y only after rs_pdl_wait.  The mma kernel (3..16
+	 * columns) keeps plain launches: it has no wait.
 	 */
 	template <int NT>
 	int
 	pdl(void) const
 	{
 #ifndef __CUDACC_RTC__
-		return (NT == 1 && has_bulk_matvec());
+		return (NT <= 2 && has_bulk_matvec());
 #else
 		return (0);
 #endif

@@ -424,27 +424,18 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 
 #ifndef __CUDACC_RTC__
 /*
- * Whether the mma kernels run here: their code on this device was compiled
- * for compute_80 or later (ptxVersion: an sm_75 cubin on an SM80 device,
- * or compute_70 PTX JIT-compiled for an H200, report 75 and 70 and keep
- * the dp4a path).  Every instantiation is built for the same targets, so
- * one answers for all; asked once per process.
+ * Whether the mma kernels run here: their code on this device was built
+ * for compute_80 or later (common.cuh: rs_runs_ptx; otherwise the dp4a
+ * path).  Every instantiation is built for the same targets, so one
+ * answers for all.
  */
 static int
 has_mma_matvec(void)
 {
-	static int known = -1;
-	cudaFuncAttributes fa;
+	static signed char known[RS_MAX_DEVICES];
 
-	if (known >= 0)
-		return (known);
-	if (cudaFuncGetAttributes(&fa,
-	    matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1>) != cudaSuccess) {
-		(void)cudaGetLastError();	/* not sticky: clear it */
-		known = 0;
-	} else
-		known = fa.ptxVersion >= 80;
-	return (known);
+	return (rs_runs_ptx(matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1>, 80,
+	    known));
 }
 #endif
 

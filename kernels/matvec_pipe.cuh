@@ -424,25 +424,16 @@ matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
 #ifndef __CUDACC_RTC__
 /*
  * Does this device run code built for SM90 or later: the bulk form, and
- * the programmatic launches of matvec.cu (mv_launch)?  Asked once, like
+ * the programmatic launches of matvec.cu (mv_launch)?  Like
  * has_mma_matvec().
  */
 static int
 has_bulk_matvec(void)
 {
-	static int known = -1;
-	cudaFuncAttributes fa;
+	static signed char known[RS_MAX_DEVICES];
 
-	if (known >= 0)
-		return (known);
-	if (cudaFuncGetAttributes(&fa,
-	    matvec_xq_pipe_kernel<RS_TYPE_Q6_K, 1, 2, 2, true>) !=
-	    cudaSuccess) {
-		(void)cudaGetLastError();	/* not sticky: clear it */
-		known = 0;
-	} else
-		known = fa.ptxVersion >= 90;
-	return (known);
+	return (rs_runs_ptx(matvec_xq_pipe_kernel<RS_TYPE_Q6_K, 1, 2, 2, true>,
+	    90, known));
 }
 #endif
 

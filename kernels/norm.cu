@@ -93,15 +93,9 @@ rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
 static int
 norm_pdl(void)
 {
-	static int known = -1;
-	cudaFuncAttributes fa;
+	static signed char known[RS_MAX_DEVICES];
 
-	if (known < 0) {
-		known = cudaFuncGetAttributes(&fa, rmsnorm_kernel) ==
-		    cudaSuccess && fa.ptxVersion >= 90;
-		(void)cudaGetLastError();	/* not sticky: clear it */
-	}
-	return (known);
+	return (rs_runs_ptx(rmsnorm_kernel, 90, known));
 }
 #endif
 
@@ -128,16 +122,11 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
 	const int64_t per = split ? threads : n;
 	const dim3 grid((unsigned)n_rows, (unsigned)((n + per - 1) / per));
 #ifndef __CUDACC_RTC__
-	cudaLaunchAttribute at;
-	cudaLaunchConfig_t cfg = {};
-	at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-	at.val.programmaticStreamSerializationAllowed = 1;
-	cfg.gridDim = grid;
-	cfg.blockDim = dim3((unsigned)threads);
-	cfg.stream = stream;
-	cfg.attrs = &at;
-	cfg.numAttrs = norm_pdl() ? 1 : 0;
-	(void)cudaLaunchKernelEx(&cfg, rmsnorm_kernel, d_x, ldx, d_w, d_y, ldy,
+	struct rs_launch l;
+
+	rs_launch_init(&l, grid, dim3((unsigned)threads), 0, stream,
+	    norm_pdl());
+	(void)cudaLaunchKernelEx(&l.cfg, rmsnorm_kernel, d_x, ldx, d_w, d_y, ldy,
 	    n, per, eps, (uint8_t *)d_xq);
 #else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
 	rmsnorm_kernel<<<grid, threads, 0, stream>>>(d_x, ldx, d_w, d_y, ldy,
