@@ -521,10 +521,17 @@ struct matvec_launch {
 		/*
 		 * One super-block per warp and step; registers capped for two
 		 * CTAs an SM up to 8 columns (more bytes in flight), free for
-		 * 16 (spills otherwise): measured with kernels/dev/matvec_xq.cu
-		 * (docs/perf-log.md).
+		 * 16 (spills otherwise).  A launch of few rows (5,120: ffn_down,
+		 * ssm_out, attn_o) has too few warp tasks for two rounds of
+		 * the GPU's warp slots, so there CTAs of 4 warps take two
+		 * super-blocks a warp and step (more independent work a warp;
+		 * 3-8 columns 12-19 % faster on those matrices, slower on the
+		 * tall ones and on Q6_K, whose decode needs the registers).
+		 * Measured with kernels/dev/matvec_xq.cu (docs/perf-log.md).
 		 */
-		if (NT <= 8)
+		if (NT <= 8 && TYPE != RS_TYPE_Q6_K && rows() <= 8192)
+			go_mma_spw<TYPE, NT, 2, 3>();
+		else if (NT <= 8)
 			go_mma_spw<TYPE, NT, 1, 2>();
 		else
 			go_mma_spw<TYPE, NT, 1, 1>();
