@@ -52,35 +52,6 @@
 #define ATTN_WARPS	4
 #define ATTN_UNROLL	8	/* K or V rows loaded ahead per warp */
 
-static __global__ void
-kv_store_kernel(const float *__restrict__ k, int64_t ldk,
-    const float *__restrict__ v, int64_t ldv, int64_t kv_row,
-    int64_t kv_row_v, const int32_t *__restrict__ pos0, uint16_t *kc,
-    uint16_t *vc)
-{
-	int	t = blockIdx.x;
-	int64_t	p = *pos0 + t;
-
-	for (int64_t i = threadIdx.x; i < kv_row; i += blockDim.x)
-		kc[p * kv_row + i] = __half_as_ushort(__float2half_rn(k[t * ldk + i]));
-	for (int64_t i = threadIdx.x; i < kv_row_v; i += blockDim.x)
-		vc[p * kv_row_v + i] = __half_as_ushort(__float2half_rn(v[t * ldv + i]));
-}
-
-extern "C" enum rs_status
-rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v, int64_t ldv,
-    int64_t kv_row, int64_t kv_row_v, int n_tok, const int32_t *d_params,
-    uint16_t *d_kc, uint16_t *d_vc, cudaStream_t stream, struct rs_err *err)
-{
-	if (n_tok < 1 || kv_row < 1 || kv_row_v < 1)
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "kv store: %d tokens",
-		    n_tok));
-	kv_store_kernel<<<n_tok, 256, 0, stream>>>(d_k, ldk, d_v, ldv, kv_row,
-	    kv_row_v, d_params, d_kc, d_vc);
-	RS_LAUNCH_CHECK(err, "kv store");
-	return (RS_OK);
-}
-
 /* S(n): the keys per split of a row of N keys (the top comment). */
 static __host__ __device__ __forceinline__ int64_t
 split_keys(int64_t n)

@@ -600,17 +600,13 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	const struct mv_out o[] = { { l->wq, c->qg, qdim },
 	    { l->wk, c->kk, ldk }, { l->wv, c->vv, ldv } };
 	TRY(mv_group(e, o, 3, c->h, d, n, err));
-	/* per head [q | gate] interleaved (§3.3): norm and rotate q only */
-	TRY(rs_k_rmsnorm(c->qg, 2 * hd, dvec(e, l->q_norm), c->qg, 2 * hd, hd,
-	    n * nh, hp->rms_eps, NULL, c->s, err));
-	TRY(rs_k_rmsnorm(c->kk, hd, dvec(e, l->k_norm), c->kk, hd, hd, n * nkv,
-	    hp->rms_eps, NULL, c->s, err));
-	TRY(rs_k_rope(c->qg, qdim, 2 * hd, nh, (int)n, (int)hp->n_rot,
-	    hp->rope_sections, hp->rope_base, c->d_params, c->s, err));
-	TRY(rs_k_rope(c->kk, ldk, hd, nkv, (int)n, (int)hp->n_rot,
-	    hp->rope_sections, hp->rope_base, c->d_params, c->s, err));
-	TRY(rs_k_kv_store(c->kk, ldk, c->vv, ldv, ldk, ldv, (int)n,
-	    c->d_params, kc, vc, c->s, err));
+	/* per head [q | gate] interleaved (§3.3): norm and rotate q only;
+	   k and v into the caches */
+	const struct rs_k_qkv qkv = { c->qg, c->kk, c->vv,
+	    dvec(e, l->q_norm), dvec(e, l->k_norm), qdim, 2 * hd, ldk, ldv,
+	    nh, nkv, hd, hdv, kc, vc };
+	TRY(rs_k_qkv_prep(&qkv, (int)n, (int)hp->n_rot, hp->rope_sections,
+	    hp->rope_base, hp->rms_eps, c->d_params, c->s, err));
 	if (prefill_path(n))
 		TRY(rs_k_attn_prefill(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv,
 		    hd, hdv, (int)n, c->d_params, 1.0f / sqrtf((float)hd),

@@ -161,24 +161,27 @@ enum rs_status	rs_k_gated_rmsnorm(const float *d_x, const float *d_z,
 		    cudaStream_t stream, struct rs_err *err);
 
 /*
- * IMRoPE (§4.5) in place on N_HEADS heads per token: X is (n_tok, ldx) and
- * head h of token t starts at t·LDX + h·HEAD_STRIDE; its first N_ROT dims
- * rotate in NeoX pairs (i, i + n_rot/2) by the angle of token t, whose text
- * position is params[0] + t (components (p, p, p, 0)).  rope.cu.
+ * An attention block's q, k and v of N_TOK tokens after the projections:
+ * q head h of token t at q + t·ldq + h·q_stride (the [q | gate] rows of
+ * §3.3), k head h at k + t·ldk + h·hd, v head h at v + t·ldv + h·hdv.
+ * In place, per head of q and k: RMSNorm (q_norm, k_norm; EPS), then
+ * IMRoPE (§4.5) of the first N_ROT dims in NeoX pairs by the text
+ * position params[0] + t (components (p, p, p, 0)); then k and v as f16
+ * at that position of the caches KC (n_ctx, nkv·hd) and VC (n_ctx,
+ * nkv·hdv).  qkv_prep.cu.
  */
-enum rs_status	rs_k_rope(float *d_x, int64_t ldx, int64_t head_stride,
-		    int n_heads, int n_tok, int n_rot, const uint32_t sections[4],
-		    float base, const int32_t *d_params, cudaStream_t stream,
-		    struct rs_err *err);
+struct rs_k_qkv {
+	float		*q, *k;
+	const float	*v, *q_norm, *k_norm;
+	int64_t		 ldq, q_stride, ldk, ldv;
+	int		 nh, nkv, hd, hdv;
+	uint16_t	*kc, *vc;
+};
 
-/*
- * Store K and V rows of N_TOK tokens as f16 at positions params[0] + t of the
- * caches (n_ctx, kv_row) and (n_ctx, kv_row_v).  attn.cu.
- */
-enum rs_status	rs_k_kv_store(const float *d_k, int64_t ldk, const float *d_v,
-		    int64_t ldv, int64_t kv_row, int64_t kv_row_v, int n_tok,
-		    const int32_t *d_params, uint16_t *d_kc, uint16_t *d_vc,
-		    cudaStream_t stream, struct rs_err *err);
+enum rs_status	rs_k_qkv_prep(const struct rs_k_qkv *a, int n_tok,
+		    int n_rot, const uint32_t sections[4], float base, float eps,
+		    const int32_t *d_params, cudaStream_t stream,
+		    struct rs_err *err);
 
 /*
  * Causal gated attention (§4.4) of N_TOK query tokens at positions

@@ -779,32 +779,128 @@ START_TEST(norms)
 }
 END_TEST
 
-START_TEST(rope)
+/*
+ * rs_k_qkv_prep on T tokens: NH q heads in [q | gate] rows, NKV k and v
+ * heads.  q and k against rs_cpu_rmsnorm_ref then rs_cpu_rope_ref
+ * (relative L2 1e-6; the gates untouched), the caches against the f16 of
+ * the oracle's k and v at positions P0 .. P0 + T − 1 (1e-3: a value near
+ * an f16 rounding boundary may round the other way), the cache rows
+ * around them untouched; then the tokens one at a time bit for bit
+ * against the batch (decode against verification).  Two section layouts;
+ * a head dim below the block size (48) and the 27B's (256).
+ */
+static void
+check_qkv_prep(int hd, const uint32_t sec[4])
 {
-	enum { T = 5, H = 3, HD = 64, NROT = 16, LD = 2 * H * HD };
-	static const uint32_t secs[2][4] = { { 3, 3, 2, 0 }, { 2, 2, 2, 2 } };
-	float	x[T * LD], ref[T * LD], got[T * LD], c[NROT / 2], s[NROT / 2];
-	struct rs_err err;
+	enum { T = 5, NH = 3, NKV = 2, NROT = 16, P0 = 1000, CTX = P0 + T + 4 };
+	const int64_t	 ldq = 2 * NH * hd, ldk = NKV * hd, row = NKV * hd;
+	const size_t	 qn = T * ldq, kn = T * ldk, cn = (size_t)CTX * row;
+	float		*q = malloc(qn * 4), *k = malloc(kn * 4), *v = malloc(kn * 4);
+	float		*qref = malloc(qn * 4), *kref = malloc(kn * 4);
+	float		*wq = malloc(hd * 4), *wk = malloc(hd * 4);
+	float		*got = malloc(qn * 4), *one = malloc(qn * 4);
+	float		*kb = malloc(kn * 4);
+	float		 c[NROT / 2], s[NROT / 2];
+	uint16_t	*kc = malloc(cn * 2), *vc = malloc(cn * 2);
+	uint16_t	*kc1 = malloc(cn * 2);
+	char		 what[64];
+	struct rs_err	 err;
 
-	for (int v = 0; v < 2; v++) {
-		for (int i = 0; i < T * LD; i++)
-			x[i] = ref[i] = frand();
-		for (int t = 0; t < T; t++) {
-			int32_t p = 1000 + t, pos4[4] = { p, p, p, 0 };
-			rs_cpu_rope_angles(pos4, secs[v], NROT, 1e7f, c, s);
-			for (int h = 0; h < H; h++)
-				rs_cpu_rope_ref(ref + t * LD + h * 2 * HD, NROT,
-				    c, s);
-		}
-		float *dx = dup_dev(x, sizeof(x));
-		int32_t *dp = params_dev(1000, INT32_MAX);
-		ck_assert_int_eq(rs_k_rope(dx, LD, 2 * HD, H, T, NROT, secs[v],
-		    1e7f, dp, 0, &err), RS_OK);
-		to_host(got, dx, sizeof(got));
-		expect_close("rope", got, ref, T * LD, 1e-6);
-		cudaFree(dx);
-		cudaFree(dp);
+	snprintf(what, sizeof(what), "qkv prep hd %d sections %u,%u,%u,%u",
+	    hd, sec[0], sec[1], sec[2], sec[3]);
+	for (int i = 0; i < hd; i++) {
+		wq[i] = 1.0f + frand();
+		wk[i] = 1.0f + frand();
 	}
+	for (size_t i = 0; i < qn; i++)
+		q[i] = qref[i] = frand() * 3.0f;
+	for (size_t i = 0; i < kn; i++) {
+		k[i] = kref[i] = frand() * 3.0f;
+		v[i] = frand();
+	}
+	for (size_t i = 0; i < cn; i++)
+		kc[i] = vc[i] = 0x7e00;		/* NaN: untouched rows */
+	for (int t = 0; t < T; t++) {
+		int32_t p = P0 + t, pos4[4] = { p, p, p, 0 };
+		rs_cpu_rope_angles(pos4, sec, NROT, 1e7f, c, s);
+		for (int h = 0; h < NH; h++) {
+			float *x = qref + t * ldq + h * 2 * hd;
+			rs_cpu_rmsnorm_ref(x, wq, hd, 1e-6f, x);
+			rs_cpu_rope_ref(x, NROT, c, s);
+		}
+		for (int h = 0; h < NKV; h++) {
+			float *x = kref + t * ldk + h * hd;
+			rs_cpu_rmsnorm_ref(x, wk, hd, 1e-6f, x);
+			rs_cpu_rope_ref(x, NROT, c, s);
+		}
+	}
+	float *dq = dup_dev(q, qn * 4), *dk = dup_dev(k, kn * 4);
+	float *dv = dup_dev(v, kn * 4), *dwq = dup_dev(wq, hd * 4);
+	float *dwk = dup_dev(wk, hd * 4);
+	uint16_t *dkc = dup_dev(kc, cn * 2), *dvc = dup_dev(vc, cn * 2);
+	int32_t *dp = params_dev(P0, INT32_MAX);
+	struct rs_k_qkv a = { dq, dk, dv, dwq, dwk, ldq, 2 * hd, ldk, ldk, NH,
+	    NKV, hd, hd, dkc, dvc };
+	ck_assert_msg(rs_k_qkv_prep(&a, T, NROT, sec, 1e7f, 1e-6f, dp, 0,
+	    &err) == RS_OK, "%s: %s", what, err.msg);
+	to_host(got, dq, qn * 4);
+	expect_close(what, got, qref, qn, 1e-6);
+	for (size_t i = 0; i < qn; i++)	/* the gates pass untouched */
+		if (i % (2 * hd) >= (size_t)hd)
+			ck_assert_msg(got[i] == q[i], "%s: gate %zu", what, i);
+	to_host(kb, dk, kn * 4);
+	expect_close(what, kb, kref, kn, 1e-6);
+	to_host(kc, dkc, cn * 2);
+	to_host(vc, dvc, cn * 2);
+	for (size_t i = 0; i < cn; i++) {
+		const int64_t pr = (int64_t)i / row - P0;
+		const int in = pr >= 0 && pr < T;
+		const float kw = in ? kref[pr * ldk + i % row] : NAN;
+		const float vw = in ? v[pr * ldk + i % row] : NAN;
+		const float kg = rs_f16_to_f32(kc[i]), vg = rs_f16_to_f32(vc[i]);
+		ck_assert_msg(in ? fabsf(kg - kw) <= 1e-3f * fabsf(kw) + 1e-6f &&
+		    fabsf(vg - vw) <= 1e-3f * fabsf(vw) + 1e-6f :
+		    kc[i] == 0x7e00 && vc[i] == 0x7e00,
+		    "%s: cache entry %zu: k %g (want %g), v %g (want %g)", what,
+		    i, kg, kw, vg, vw);
+	}
+	/* one token at a time, as decode runs it: the same bits */
+	cudaMemcpy(dq, q, qn * 4, cudaMemcpyHostToDevice);
+	cudaMemcpy(dk, k, kn * 4, cudaMemcpyHostToDevice);
+	for (int t = 0; t < T; t++) {
+		int32_t *dpt = params_dev(P0 + t, INT32_MAX);
+		struct rs_k_qkv at = a;
+		at.q = dq + t * ldq;
+		at.k = dk + t * ldk;
+		at.v = dv + t * ldk;
+		ck_assert_int_eq(rs_k_qkv_prep(&at, 1, NROT, sec, 1e7f, 1e-6f,
+		    dpt, 0, &err), RS_OK);
+		cudaFree(dpt);
+	}
+	to_host(one, dq, qn * 4);
+	ck_assert_msg(memcmp(one, got, qn * 4) == 0, "%s: single-token q "
+	    "differs from the batch's", what);
+	to_host(one, dk, kn * 4);
+	ck_assert_msg(memcmp(one, kb, kn * 4) == 0, "%s: single-token k "
+	    "differs from the batch's", what);
+	to_host(kc1, dkc, cn * 2);
+	ck_assert_msg(memcmp(kc1, kc, cn * 2) == 0, "%s: single-token k cache "
+	    "differs from the batch's", what);
+	to_host(kc1, dvc, cn * 2);
+	ck_assert_msg(memcmp(kc1, vc, cn * 2) == 0, "%s: single-token v cache "
+	    "differs from the batch's", what);
+	free(q); free(k); free(v); free(qref); free(kref); free(wq); free(wk);
+	free(got); free(one); free(kb); free(kc); free(vc); free(kc1);
+	cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dwq);
+	cudaFree(dwk); cudaFree(dkc); cudaFree(dvc); cudaFree(dp);
+}
+
+START_TEST(qkv_prep)
+{
+	static const uint32_t secs[2][4] = { { 3, 3, 2, 0 }, { 2, 2, 2, 2 } };
+
+	check_qkv_prep(48, secs[0]);
+	check_qkv_prep(256, secs[1]);
 }
 END_TEST
 
@@ -853,7 +949,7 @@ END_TEST
 /*
  * rs_k_attn on N_TOK tokens after P0 cached positions, G·HKV query heads of
  * dim D ([q | gate] interleaved as attn_block has them), the new K/V rows
- * through rs_k_kv_store.  Against the oracle (relative L2 1e-5: f32 sums
+ * in the caches as rs_k_qkv_prep stores them (f16).  Against the oracle (relative L2 1e-5: f32 sums
  * in another order, __expf's ~2 ulp; a key off by one moves it ~1/n, far
  * more at these sizes), and bit for bit against the same rows run one
  * token at a time with a grid sized for 65,536 keys, as the decode graph
@@ -894,9 +990,11 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
 		kf[i] = rs_f16_to_f32(kh[i]);
 		vf[i] = rs_f16_to_f32(vh[i]);
 	}
-	for (int64_t i = 0; i < n_tok * row; i++) {	/* the oracle sees f16 */
-		kf[p0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(k[i]));
-		vf[p0 * row + i] = rs_f16_to_f32(rs_f32_to_f16(v[i]));
+	for (int64_t i = 0; i < n_tok * row; i++) {	/* the new rows, f16 */
+		kh[p0 * row + i] = rs_f32_to_f16(k[i]);
+		vh[p0 * row + i] = rs_f32_to_f16(v[i]);
+		kf[p0 * row + i] = rs_f16_to_f32(kh[p0 * row + i]);
+		vf[p0 * row + i] = rs_f16_to_f32(vh[p0 * row + i]);
 	}
 	for (int t = 0; t < n_tok; t++)
 		for (int hh = 0; hh < h; hh++) {
@@ -909,14 +1007,11 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
 			for (int i = 0; i < d; i++)
 				o[i] *= rs_cpu_sigmoid(qh[d + i]);
 		}
-	float *dq = dup_dev(q, n_tok * qdim * 4), *dk = dup_dev(k, n_tok * row * 4);
-	float *dv = dup_dev(v, n_tok * row * 4);
+	float *dq = dup_dev(q, n_tok * qdim * 4);
 	uint16_t *dkc = dup_dev(kh, ctx * row * 2), *dvc = dup_dev(vh, ctx * row * 2);
 	float *dout = dup_dev(NULL, n_out * 4);
 	float *scr = dup_dev(NULL, rs_k_attn_scratch(h, n_tok, d) * 4);
 	int32_t *dp = params_dev(p0, INT32_MAX);
-	ck_assert_int_eq(rs_k_kv_store(dk, row, dv, row, row, row, n_tok, dp,
-	    dkc, dvc, 0, &err), RS_OK);
 	ck_assert_msg(rs_k_attn(dq, qdim, 2 * d, d, dkc, dvc, h, hkv, d, d,
 	    n_tok, dp, n_keys, scale, dout, scr, 0, &err) == RS_OK, "%s: %s",
 	    what, err.msg);
@@ -939,7 +1034,7 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
 	to_host(back, dkc + p0 * row, n_tok * row * 2);
 	for (int64_t i = 0; i < n_tok * row; i++)
 		ck_assert_uint_eq(back[i], rs_f32_to_f16(k[i]));
-	cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dkc); cudaFree(dvc);
+	cudaFree(dq); cudaFree(dkc); cudaFree(dvc);
 	cudaFree(dout); cudaFree(scr); cudaFree(dp);
 	free(q); free(k); free(v); free(want); free(got); free(one); free(kf);
 	free(vf); free(scores); free(kh); free(vh); free(back);
@@ -2129,7 +2224,7 @@ cuda_suite(void)
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);
 	tcase_add_test(k, norms);
-	tcase_add_test(k, rope);
+	tcase_add_test(k, qkv_prep);
 	tcase_add_test(k, elementwise);
 	tcase_add_test(k, attn);
 	tcase_add_test(k, top);
