@@ -40,9 +40,8 @@
  * before the wait may touch only what no earlier kernel writes (weights).
  * The decode matvecs and RMSNorm are launched so (rs_launch_init below,
  * where rs_runs_ptx(kernel, 90, ...) says the SM90 code runs), which
- * hides the launch
- * between a kernel and the next: 0.3-0.4 µs a norm and its product
- * (kernels/dev/pdl.cu, docs/perf-log.md).
+ * hides the launch between a kernel and the next: 0.3-0.4 µs a norm and
+ * its product (kernels/dev/pdl.cu, docs/perf-log.md).
  */
 static __device__ __forceinline__ void
 rs_pdl_wait(void)
