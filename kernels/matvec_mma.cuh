@@ -7,8 +7,9 @@
  * The dp4a kernel repeats the x loads and dp4a of every weight for each
  * column, so 16 columns cost 8.5x one (docs/perf-log.md).  Here a warp
  * decodes the weights of 16 rows once and an mma.sync multiplies them with
- * 8 columns at a time; what remains per (row, column, 32-value block) is
- * the float tail of matvec_xq.cuh's canonical order (about five
+ * a quad of 4 columns at a time, each column's high and low bytes side by
+ * side (rs_xq.h: both signed); what remains per (row, column, 32-value
+ * block) is the float tail of matvec_xq.cuh's canonical order (about five
  * instructions), which the decode step's memory time hides.
  *
  * Layout: a CTA of 8 / SPW warps owns 16 rows.  Warp w takes SPW
@@ -23,22 +24,22 @@
  *
  * Fragments (PTX ISA, mma m16n8k32 and m16n8k16 with 8-bit operands; g =
  * lane / 4, t = lane % 4): A holds rows g and g + 8, B column g, C rows g
- * and g + 8 by columns 2t and 2t + 1.  The k order inside one mma is free
- * (an integer dot product), so for Q4_K/Q5_K lane t takes the 8 bytes
- * 8t .. 8t + 7 of a 32-value block as its two 4-byte k slots, one 8-byte
- * load for weights and for each x plane.  Q6_K's scales change every 16
+ * and g + 8 by columns 2t and 2t + 1.  B column j of quad u is plane j % 2
+ * (high, low) of x column 4u + j / 2, so lane t's accumulators hold both
+ * planes of column 4u + t for its two rows.  The k order inside one mma
+ * is free (an integer dot product), so for Q4_K/Q5_K lane t takes the 8
+ * bytes 8t .. 8t + 7 of a 32-value block as its two 4-byte k slots, one
+ * 8-byte load for weights and for x.  Q6_K's scales change every 16
  * values, so it runs one m16n8k16 per half: lane t takes values 4t..4t+3
  * of each half.
  *
- * Per 16 rows x 64 values x 8 columns, a warp spends ~4 (Q4_K) weight
- * loads, 8 x loads, 4 mma, 8 nibble operations and ~40 tail instructions:
- * about 0.07 instructions per weight, against 0.03 for one column on dp4a,
- * well under the ~0.25 per weight that the H200 can issue in the time its
- * memory delivers a weight.  Columns beyond NT are computed on a copy of
- * the last column and not written.  Measured (docs/perf-log.md): 1.2-1.7
- * TB/s at 2 columns against 2.0-2.8 for the one-column kernel, as ~100
- * registers and short CTAs keep fewer bytes in flight; SPW and MINB are
- * the knobs tried so far.
+ * Per 16 rows x 64 values x 4 columns, a warp spends ~4 (Q4_K) weight
+ * loads, 4 x loads, 2 mma, 8 nibble operations and ~20 tail instructions:
+ * ~310 instructions a super-block for up to 4 columns (the quads of
+ * columns before rs_xq's signed low byte: ~430, half of the tail on
+ * columns that a quad's high-low pair now fills).  Columns beyond NT are
+ * computed on a copy of the last column and not written.  Measured in
+ * docs/perf-log.md; SPW and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH
 #define RS_MATVEC_MMA_CUH
@@ -49,42 +50,24 @@
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
-/* C += A·B, 16x32 unsigned (A) by 32x8 signed or unsigned (B) bytes */
-template <bool BS>
+/* C += A·B, 16x32 unsigned (A) by 32x8 signed (B) bytes */
 static __device__ __forceinline__ void
 mma_k32(int c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
 {
-	if (BS)
-		asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
-		    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-		    "{%0,%1,%2,%3};"
-		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-		    "r"(b1));
-	else
-		asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 "
-		    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-		    "{%0,%1,%2,%3};"
-		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-		    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0),
-		    "r"(b1));
+	asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
+	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+	    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* C += A·B, 16x16 signed (A) by 16x8 signed or unsigned (B) bytes */
-template <bool BS>
+/* C += A·B, 16x16 signed (A) by 16x8 signed (B) bytes */
 static __device__ __forceinline__ void
 mma_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b)
 {
-	if (BS)
-		asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
-		    "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
-		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-		    : "r"(a0), "r"(a1), "r"(b));
-	else
-		asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.u8.s32 "
-		    "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
-		    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
-		    : "r"(a0), "r"(a1), "r"(b));
+	asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 "
+	    "{%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};"
+	    : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+	    : "r"(a0), "r"(a1), "r"(b));
 }
 
 /* bytes 4·(0, 4) .. of the 2-byte aligned P: words 0 and 4, shifted */
@@ -260,54 +243,48 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 };
 
 /*
- * The chunk's two blocks against 8 columns (XB: column g's bytes for the
- * B fragment; XM0, XM1: columns 2t and 2t + 1 for the tail), added to the
- * four outputs' partial sums P.
+ * The chunk's two blocks against a quad of 4 columns, high and low bytes
+ * side by side: B column j is plane j % 2 (high, low) of column j / 2, so
+ * that lane (g, t) gets both planes of column t for rows g and g + 8 in
+ * its own accumulators (C: rows g, g + 8 by B columns 2t, 2t + 1) and
+ * P = 256·high + low needs no exchange.  XB: the bytes of lane's B
+ * column (plane g % 2 of column g / 2); XM: column t's bytes, for its
+ * meta.  The two outputs' partial sums P[0] (row g), P[1] (row g + 8).
  */
 template <int TYPE>
 static __device__ __forceinline__ void
 mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
-    const uint8_t *__restrict__ xm0, const uint8_t *__restrict__ xm1,
-    int64_t n, int64_t bi, int t, float p[4])
+    const uint8_t *__restrict__ xm, int64_t n, int64_t bi, int t,
+    float p[2])
 {
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
 		const int64_t b = bi * 8 + k.xb[blk];
-		const float2 m[2] = {
-			__ldg((const float2 *)(xm0 + 2 * n) + b),
-			__ldg((const float2 *)(xm1 + 2 * n) + b),
-		};
-		int ch[4] = { 0, 0, 0, 0 }, cl[4] = { 0, 0, 0, 0 };
+		const float2 m = __ldg((const float2 *)(xm + 2 * n) + b);
+		int c[4] = { 0, 0, 0, 0 };
 
 		if (TYPE == RS_TYPE_Q6_K) {
-			int ch1[4] = { 0, 0, 0, 0 }, cl1[4] = { 0, 0, 0, 0 };
-			const uint8_t *hp = xb + 32 * b + 4 * t;
-			const uint32_t h0 = __ldg((const uint32_t *)hp);
-			const uint32_t h1 = __ldg((const uint32_t *)(hp + 16));
-			const uint32_t l0 = __ldg((const uint32_t *)(hp + n));
-			const uint32_t l1 = __ldg((const uint32_t *)(hp + n +
-			    16));
-			mma_k16<true>(ch, k.a[blk][0], k.a[blk][1], h0);
-			mma_k16<false>(cl, k.a[blk][0], k.a[blk][1], l0);
-			mma_k16<true>(ch1, k.a[blk][2], k.a[blk][3], h1);
-			mma_k16<false>(cl1, k.a[blk][2], k.a[blk][3], l1);
+			int c1[4] = { 0, 0, 0, 0 };
+			const uint8_t *bp = xb + 32 * b + 4 * t;
+			mma_k16(c, k.a[blk][0], k.a[blk][1],
+			    __ldg((const uint32_t *)bp));
+			mma_k16(c1, k.a[blk][2], k.a[blk][3],
+			    __ldg((const uint32_t *)(bp + 16)));
 #pragma unroll
-			for (int e = 0; e < 4; e++)
-				p[e] = xq_term_q6(p[e], k.f[blk][e >> 1][0],
-				    k.f[blk][e >> 1][1], m[e & 1].x,
-				    256 * ch[e] + cl[e], 256 * ch1[e] + cl1[e]);
+			for (int r = 0; r < 2; r++)
+				p[r] = xq_term_q6(p[r], k.f[blk][r][0],
+				    k.f[blk][r][1], m.x,
+				    256 * c[2 * r] + c[2 * r + 1],
+				    256 * c1[2 * r] + c1[2 * r + 1]);
 		} else {
 			const uint2 h = __ldg((const uint2 *)(xb + 32 * b +
 			    8 * t));
-			const uint2 l = __ldg((const uint2 *)(xb + n + 32 * b +
-			    8 * t));
-			mma_k32<true>(ch, k.a[blk], h.x, h.y);
-			mma_k32<false>(cl, k.a[blk], l.x, l.y);
+			mma_k32(c, k.a[blk], h.x, h.y);
 #pragma unroll
-			for (int e = 0; e < 4; e++)
-				p[e] = xq_term_min(p[e], k.f[blk][e >> 1][0],
-				    k.f[blk][e >> 1][1], m[e & 1],
-				    256 * ch[e] + cl[e]);
+			for (int r = 0; r < 2; r++)
+				p[r] = xq_term_min(p[r], k.f[blk][r][0],
+				    k.f[blk][r][1], m,
+				    256 * c[2 * r] + c[2 * r + 1]);
 		}
 	}
 }
@@ -327,8 +304,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
     const uint8_t *__restrict__ xq)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	constexpr int	 NTILE = (NT + 7) / 8;
-	__shared__ float red[RS_WARP][MMA_ROWS][8];
+	constexpr int	 NQ = (NT + 3) / 4;	/* quads of columns */
+	__shared__ float red[RS_WARP][MMA_ROWS][4];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
 	float		*__restrict__ y = pt.y;
@@ -343,15 +320,19 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
 	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
 	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
-	float		 p[NTILE][4 * SPW][4];
+	float		 p[NQ][4 * SPW][2];
+	const uint8_t	*xb[NQ], *xm[NQ];
 
 #pragma unroll
-	for (int nt = 0; nt < NTILE; nt++)
+	for (int u = 0; u < NQ; u++) {
+		/* columns past the last read it again and write nothing */
+		xb[u] = xq + min(4 * u + (g >> 1), NT - 1) * ldq +
+		    (g & 1) * n_in;
+		xm[u] = xq + min(4 * u + t, NT - 1) * ldq;
 #pragma unroll
 		for (int c = 0; c < 4 * SPW; c++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				p[nt][c][e] = 0.0f;
+			p[u][c][0] = p[u][c][1] = 0.0f;
+	}
 	for (int64_t i = 0; 8 * i + SPW * wi < nb; i++) {
 		mma_raw raw[SPW];
 #pragma unroll
@@ -369,30 +350,23 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 				mma_chunk k;
 				mmac<TYPE>::chunk(raw[sb], c, &k);
 #pragma unroll
-				for (int nt = 0; nt < NTILE; nt++) {
-					const int cb = min(8 * nt + g, NT - 1);
-					const int cm0 = min(8 * nt + 2 * t, NT - 1);
-					const int cm1 = min(8 * nt + 2 * t + 1,
-					    NT - 1);
-					mma_chunk_dot<TYPE>(k, xq + cb * ldq,
-					    xq + cm0 * ldq, xq + cm1 * ldq, n_in,
-					    bi, t, p[nt][4 * sb + c]);
-				}
+				for (int u = 0; u < NQ; u++)
+					mma_chunk_dot<TYPE>(k, xb[u], xm[u], n_in,
+					    bi, t, p[u][4 * sb + c]);
 			}
 		}
 	}
 	/* the 32 virtual lanes of every output, added in warp_sum's tree */
 #pragma unroll
-	for (int nt = 0; nt < NTILE; nt++) {
+	for (int u = 0; u < NQ; u++) {
 #pragma unroll
-		for (int c = 0; c < 4 * SPW; c++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				red[4 * SPW * wi + c][g + 8 * (e >> 1)][2 * t +
-				    (e & 1)] = p[nt][c][e];
+		for (int c = 0; c < 4 * SPW; c++) {
+			red[4 * SPW * wi + c][g][t] = p[u][c][0];
+			red[4 * SPW * wi + c][g + 8][t] = p[u][c][1];
+		}
 		__syncthreads();
-		for (int el = threadIdx.x; el < MMA_ROWS * 8; el += blockDim.x) {
-			const int row = el / 8, col = el % 8;
+		for (int el = threadIdx.x; el < MMA_ROWS * 4; el += blockDim.x) {
+			const int row = el / 4, col = el % 4;
 			float s[RS_WARP];
 #pragma unroll
 			for (int v = 0; v < RS_WARP; v++)
@@ -404,7 +378,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 					if (v < (RS_WARP / 2 >> lv))
 						s[v] += s[v + (RS_WARP / 2 >> lv)];
 			const int64_t orow = o0 + row;
-			const int tc = 8 * nt + col;
+			const int tc = 4 * u + col;
 			if (orow < n_out && tc < NT) {
 				float *dst = y + tc * ldy + orow;
 				*dst = accumulate ? *dst + s[0] : s[0];

@@ -20,7 +20,7 @@
  *
  * A block's term takes the exact integer sums of 256·hi and lo against
  * the block's quantized weights (P = 256·Σ q·hi + Σ q·lo = Σ q·v, which
- * fits in 32 bits: |q| < 64, |v| <= 32767, 32 values) and the block's x
+ * fits in 32 bits: |q| < 64, |v| <= RS_XQ_VMAX, 32 values) and the block's x
  * meta (s, S = Σ x̃) of rs_xq.h:
  *
  *   Q4_K, Q5_K   w = a·q − m per 32-value sub-block:
@@ -132,13 +132,13 @@ xq_term_q6(float acc, float a0, float a1, float s, int p0, int p1)
 	return (fmaf(a1, __fmul_rn(s, (float)p1), acc));
 }
 
-/* dp4a of signed bytes A with unsigned bytes B (PTX has the mixed form) */
+/* dp4a of unsigned bytes A with signed bytes B (PTX has the mixed form) */
 static __device__ __forceinline__ int
-dp4a_su(int a, unsigned b, int c)
+dp4a_us(unsigned a, int b, int c)
 {
 	int d;
 
-	asm("dp4a.s32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b),
+	asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b),
 	    "r"(c));
 	return (d);
 }
@@ -262,13 +262,18 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 		return (2 * c + blk);
 	}
 
-	/* block BLK's values, and its x-block inside the super-block */
+	/*
+	 * Block BLK's values, and its x-block inside the super-block.  The
+	 * high block keeps its nibbles in place, 16·q (xq_block_term
+	 * divides its exact sum by 16): one operation a word instead of a
+	 * shift and a mask.
+	 */
 	static __device__ __forceinline__ int
 	unpack(const xq_chunk &k, int blk, uint32_t q[8])
 	{
 #pragma unroll
 		for (int i = 0; i < 8; i++)
-			q[i] = (k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu;
+			q[i] = k.w[i] & (blk ? 0xF0F0F0F0u : 0x0F0F0F0Fu);
 		return (xblock(k.c, blk));
 	}
 };
@@ -301,14 +306,15 @@ template <> struct xqc<RS_TYPE_Q5_K> {
 		return (2 * c + blk);
 	}
 
+	/* bit hb of each qh byte becomes bit 4: a rotation of the word */
 	static __device__ __forceinline__ int
 	unpack(const xq_chunk &k, int blk, uint32_t q[8])
 	{
-		const int hb = xblock(k.c, blk);
+		const int hb = xblock(k.c, blk), rot = (4 - hb) & 31;
 #pragma unroll
 		for (int i = 0; i < 8; i++)
 			q[i] = ((k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu) |
-			    ((k.h[i] >> hb) & 0x01010101u) << 4;
+			    (__funnelshift_l(k.h[i], k.h[i], rot) & 0x10101010u);
 		return (hb);
 	}
 };
@@ -342,11 +348,12 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ int
 	unpack(const xq_chunk &k, int blk, uint32_t q[8])
 	{
-		const int kk = k.c & 1, sh = 2 * kk + 4 * blk;
+		const int kk = k.c & 1, rot = (4 - 2 * kk - 4 * blk) & 31;
 #pragma unroll
 		for (int i = 0; i < 8; i++)
 			q[i] = __vsub4(((k.w[i] >> (4 * blk)) & 0x0F0F0F0Fu) |
-			    ((k.h[i] >> sh) & 0x03030303u) << 4, 0x20202020u);
+			    (__funnelshift_l(k.h[i], k.h[i], rot) & 0x30303030u),
+			    0x20202020u);
 		return (xblock(k.c, blk));
 	}
 };
@@ -368,22 +375,25 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
 #pragma unroll
 			for (int i = 4 * g; i < 4 * g + 4; i++) {
 				sh = __dp4a((int)q[i], (int)hi[i], sh);
-				sl = dp4a_su((int)q[i], lo[i], sl);
+				sl = __dp4a((int)q[i], (int)lo[i], sl);
 			}
 			p[g] = 256 * sh + sl;
 		}
 		return (xq_term_q6(acc, k.f[blk][0], k.f[blk][1], meta.x, p[0],
 		    p[1]));
 	}
-	int sh = 0;
-	unsigned sl = 0;
+	int sh = 0, sl = 0;
 #pragma unroll
 	for (int i = 0; i < 8; i++) {
-		sh = __dp4a((int)q[i], (int)hi[i], sh);
-		sl = __dp4a(q[i], lo[i], sl);
+		sh = dp4a_us(q[i], (int)hi[i], sh);
+		sl = dp4a_us(q[i], (int)lo[i], sl);
 	}
-	return (xq_term_min(acc, k.f[blk][0], k.f[blk][1], meta,
-	    256 * sh + (int)sl));
+	/* Q4_K's high block holds 16·q (xqc::unpack): |16·P| < 2^28, and
+	   the shift divides exactly */
+	int p = 256 * sh + sl;
+	if (TYPE == RS_TYPE_Q4_K && blk == 1)
+		p >>= 4;
+	return (xq_term_min(acc, k.f[blk][0], k.f[blk][1], meta, p));
 }
 
 /*

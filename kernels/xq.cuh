@@ -26,12 +26,15 @@ xq_store(float xi, int lane, uint8_t *col, int64_t n, int64_t b)
 	const int	 finite = __all_sync(0xffffffffu, isfinite(xi));
 	const float	 amax = warp_max(fabsf(xi));
 	const int	 zero = !finite || amax < RS_XQ_MIN_AMAX;
-	const float	 inv = 32767.0f / amax;
-	const float	 s = !finite ? NAN : zero ? 0.0f : amax / 32767.0f;
+	const float	 inv = (float)RS_XQ_VMAX / amax;
+	const float	 s = !finite ? NAN : zero ? 0.0f : amax /
+	    (float)RS_XQ_VMAX;
 	const int	 v = zero ? 0 : __float2int_rn(xi * inv);
 
-	col[RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)(v >> 8);
-	col[n + RS_XQ_BLOCK * b + lane] = (uint8_t)(v & 255);
+	const int	 hi = (v + 128) >> 8;
+
+	col[RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)hi;
+	col[n + RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)(v - 256 * hi);
 	/* the exact integer sum of the block, scaled once */
 	int sum = v;
 	for (int o = RS_WARP / 2; o > 0; o >>= 1)

@@ -41,12 +41,12 @@ START_TEST(round_trip)
 		for (int i = 0; i < 32; i++)
 			amax = fmaxf(amax, fabsf(x[32 * b + i]));
 		float s = meta(q, N, b, 0);
-		ck_assert_float_eq(s, amax / 32767.0f);
+		ck_assert_float_eq(s, amax / (float)RS_XQ_VMAX);
 		int32_t sum = 0;
 		for (int i = 0; i < 32; i++) {
 			int64_t k = 32 * b + i;
-			int32_t v = 256 * (int8_t)q[k] + q[N + k];
-			ck_assert_int_le(abs(v), 32767);
+			int32_t v = 256 * (int8_t)q[k] + (int8_t)q[N + k];
+			ck_assert_int_le(abs(v), RS_XQ_VMAX);
 			sum += v;
 			/* x̃ = s·v within half a step (and the f32 rounding) */
 			double err = fabs((double)rs_xq_value(q, N, k) - x[k]);
@@ -81,12 +81,14 @@ START_TEST(special_blocks)
 	ck_assert_float_eq(meta(q, N, 1, 0), 0.0f);
 	ck_assert(isnan(meta(q, N, 2, 0)) && isnan(meta(q, N, 2, 1)));
 	ck_assert(isnan(meta(q, N, 3, 0)) && isnan(meta(q, N, 3, 1)));
-	/* extremes: ±amax map to ±32767 exactly */
+	/* extremes: ±amax map to ±RS_XQ_VMAX exactly, both bytes signed */
 	for (int i = 0; i < 32; i++)
 		x[i] = (float)(i - 16) / 16.0f;
 	rs_xq_quantize(x, 32, q);
-	ck_assert_int_eq(256 * (int8_t)q[0] + q[32], -32767);
-	ck_assert_int_eq(256 * (int8_t)q[16] + q[32 + 16], 0);
+	ck_assert_int_eq(256 * (int8_t)q[0] + (int8_t)q[32], -RS_XQ_VMAX);
+	ck_assert_int_eq((int8_t)q[0], -127);
+	ck_assert_int_eq((int8_t)q[32], -127);
+	ck_assert_int_eq(256 * (int8_t)q[16] + (int8_t)q[32 + 16], 0);
 }
 END_TEST
 

@@ -11,7 +11,7 @@ static void
 quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
 {
 	int8_t	*hi = (int8_t *)out + RS_XQ_BLOCK * b;
-	uint8_t	*lo = out + n + RS_XQ_BLOCK * b;
+	int8_t	*lo = (int8_t *)out + n + RS_XQ_BLOCK * b;
 	float	 meta[2];
 	float	 amax = 0.0f;
 	int	 finite = 1;
@@ -24,12 +24,12 @@ quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
 	}
 	/* the kernel computes these in the same f32 operations */
 	int	 zero = !finite || amax < RS_XQ_MIN_AMAX;
-	float	 inv = 32767.0f / amax;
-	float	 s = !finite ? NAN : zero ? 0.0f : amax / 32767.0f;
+	float	 inv = (float)RS_XQ_VMAX / amax;
+	float	 s = !finite ? NAN : zero ? 0.0f : amax / (float)RS_XQ_VMAX;
 	for (int i = 0; i < RS_XQ_BLOCK; i++) {
 		int32_t v = zero ? 0 : (int32_t)lrintf(x[i] * inv);
-		hi[i] = (int8_t)(v >> 8);
-		lo[i] = (uint8_t)(v & 255);
+		hi[i] = (int8_t)((v + 128) >> 8);
+		lo[i] = (int8_t)(v - 256 * hi[i]);
 		sum += v;
 	}
 	meta[0] = s;
@@ -47,7 +47,8 @@ rs_xq_quantize(const float *x, int64_t n, uint8_t *out)
 float
 rs_xq_value(const uint8_t *xq, int64_t n, int64_t i)
 {
-	int32_t	v = 256 * (int32_t)((const int8_t *)xq)[i] + xq[n + i];
+	const int8_t	*q = (const int8_t *)xq;
+	int32_t	 v = 256 * (int32_t)q[i] + q[n + i];
 	float	s;
 
 	memcpy(&s, xq + 2 * n + RS_XQ_META_BYTES * (i / RS_XQ_BLOCK),
