@@ -523,10 +523,10 @@ struct matvec_launch {
 		 * CTAs an SM up to 8 columns (more bytes in flight), free for
 		 * 16 (spills otherwise).  A launch of few rows (5,120: ffn_down,
 		 * ssm_out, attn_o) has too few warp tasks for two rounds of
-		 * the GPU's warp slots: there one quad of columns (~110
-		 * registers) fits three CTAs an SM, which also serves Q6_K
-		 * (3-10 % faster than two super-blocks a warp, 5 % on the
-		 * head), and 5-8 columns take two super-blocks a warp and step
+		 * the GPU's warp slots: there one quad of columns runs in 80
+		 * registers, three CTAs an SM, which also serves Q6_K (3-10 %
+		 * faster than two super-blocks a warp, 5 % on the head), and
+		 * 5-8 columns take two super-blocks a warp and step
 		 * in CTAs of 4 warps (more independent work a warp; 12-19 %
 		 * faster on those matrices, slower on the tall ones and on
 		 * Q6_K, whose decode needs the registers).  Measured with

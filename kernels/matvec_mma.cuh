@@ -321,14 +321,16 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
 	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
 	float		 p[NQ][4 * SPW][2];
-	const uint8_t	*xb[NQ], *xm[NQ];
+	/* x offsets as 32 bits (16 columns of 2^26 values at most), which
+	   spares registers at 16 columns */
+	uint32_t	 xb[NQ], xm[NQ];
 
 #pragma unroll
 	for (int u = 0; u < NQ; u++) {
 		/* columns past the last read it again and write nothing */
-		xb[u] = xq + min(4 * u + (g >> 1), NT - 1) * ldq +
-		    (g & 1) * n_in;
-		xm[u] = xq + min(4 * u + t, NT - 1) * ldq;
+		xb[u] = (uint32_t)(min(4 * u + (g >> 1), NT - 1) * ldq +
+		    (g & 1) * n_in);
+		xm[u] = (uint32_t)(min(4 * u + t, NT - 1) * ldq);
 #pragma unroll
 		for (int c = 0; c < 4 * SPW; c++)
 			p[u][c][0] = p[u][c][1] = 0.0f;
@@ -351,7 +353,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 				mmac<TYPE>::chunk(raw[sb], c, &k);
 #pragma unroll
 				for (int u = 0; u < NQ; u++)
-					mma_chunk_dot<TYPE>(k, xb[u], xm[u], n_in,
+					mma_chunk_dot<TYPE>(k, xq + xb[u],
+					    xq + xm[u], n_in,
 					    bi, t, p[u][4 * sb + c]);
 			}
 		}

@@ -20,8 +20,8 @@
  *
  * A block's term takes the exact integer sums of 256·hi and lo against
  * the block's quantized weights (P = 256·Σ q·hi + Σ q·lo = Σ q·v, which
- * fits in 32 bits: |q| < 64, |v| <= RS_XQ_VMAX, 32 values) and the block's x
- * meta (s, S = Σ x̃) of rs_xq.h:
+ * fits in 32 bits: |q| < 64, |v| <= RS_XQ_VMAX, 32 values) and the
+ * block's x meta (s, S = Σ x̃) of rs_xq.h:
  *
  *   Q4_K, Q5_K   w = a·q − m per 32-value sub-block:
  *                acc += a·(s·P);  acc −= m·S                (two fmaf)
