@@ -354,10 +354,12 @@ struct matvec_launch {
 		/*
 		 * Two columns: four rows a warp on dp4a beat the tensor-core
 		 * kernel on every 27B matrix (each x load serves four rows;
-		 * the mma kernel's 8-column tile wastes three quarters of its
+		 * the mma kernel's quad of columns would idle half of its
 		 * float tail).  Three and more: tensor cores where the device
-		 * runs them (SM80 on).  Both give the same bits
-		 * (matvec_xq.cuh), so the choice may depend on NT.
+		 * runs them (SM80 on) and the columns' offsets fit the
+		 * kernel's 32 bits (rows of up to 2^26 values).  Both give
+		 * the same bits (matvec_xq.cuh), so the choice may depend on
+		 * NT.
 		 */
 		if constexpr (NT > 2) {
 			int mma = 0;
@@ -365,7 +367,7 @@ struct matvec_launch {
 			/* a host runtime call: NVRTC's check of the kernels
 			   (scripts/cuda129-nvrtc.sh) compiles without it */
 #ifndef __CUDACC_RTC__
-			mma = has_mma_matvec();
+			mma = n_in <= MMA_MAX_IN && has_mma_matvec();
 #endif
 			if (mma) {
 				go_mma<TYPE, NT>();

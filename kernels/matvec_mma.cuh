@@ -47,6 +47,8 @@
 #include "matvec_xq.cuh"
 
 #define MMA_ROWS	16
+/* the longest rows the kernel takes: NT <= 16 columns' x offsets in 32 bits */
+#define MMA_MAX_IN	((int64_t)1 << 26)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
@@ -321,8 +323,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
 	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
 	float		 p[NQ][4 * SPW][2];
-	/* x offsets as 32 bits (16 columns of 2^26 values at most), which
-	   spares registers at 16 columns */
+	/* x offsets as 32 bits (MMA_MAX_IN), which spares registers at 16
+	   columns */
 	uint32_t	 xb[NQ], xm[NQ];
 
 #pragma unroll
