@@ -35,11 +35,11 @@
  *
  * Per 16 rows x 64 values x 4 columns, a warp spends ~4 (Q4_K) weight
  * loads, 4 x loads, 2 mma, 8 nibble operations and ~20 tail instructions:
- * ~310 instructions a super-block for up to 4 columns (the quads of
- * columns before rs_xq's signed low byte: ~430, half of the tail on
- * columns that a quad's high-low pair now fills).  Columns beyond NT are
- * computed on a copy of the last column and not written.  Measured in
- * docs/perf-log.md; SPW and MINB are the launch's knobs.
+ * ~310 instructions a super-block for up to 4 columns (~430 while the
+ * low byte was unsigned: one mma per plane of 8 columns, and at 3-4
+ * columns half the tail spent on copies of the last one).  Columns
+ * beyond NT are computed on a copy of the last column and not written.
+ * Measured in docs/perf-log.md; SPW and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH
 #define RS_MATVEC_MMA_CUH
