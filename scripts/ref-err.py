@@ -64,8 +64,15 @@ def main():
     rs_bin = os.environ.get('RS_BIN', 'build/bin')
     r = json.load(open(os.path.join(fx, 'tiny/reference.json')))
     ref, shape = npy(os.path.join(fx, 'tiny', r['logits_file']))
-    v = shape[1]
     out = '/tmp/ref-err-%d.npy' % os.getpid()
+    try:
+        report(fx, rs_bin, r, ref, shape[1], out)
+    finally:
+        if os.path.exists(out):
+            os.remove(out)
+
+
+def report(fx, rs_bin, r, ref, v, out):
     for f in FILES:
         model = os.path.join(fx, 'tiny', f + '.gguf')
         row, worst = 0, {'cpu': 0.0, 'cuda -b 1': 0.0, 'cuda -b 4': 0.0,
@@ -81,7 +88,6 @@ def main():
                 worst[k] = max(worst[k], e)
             row += n
         print(f, '  '.join('%s %.3g' % kv for kv in worst.items()))
-    os.remove(out)
 
 
 if __name__ == '__main__':
