@@ -789,6 +789,19 @@ END_TEST
  * against the batch (decode against verification).  Two section layouts;
  * a head dim below the block size (48) and the 27B's (256).
  */
+/* The BYTES at device D equal BATCH, what the batch of tokens left there. */
+static void
+same_as_batch(const char *what, const char *name, const void *d,
+    const void *batch, size_t bytes)
+{
+	void *h = malloc(bytes);
+
+	to_host(h, d, bytes);
+	ck_assert_msg(memcmp(h, batch, bytes) == 0, "%s: single-token %s "
+	    "differs from the batch's", what, name);
+	free(h);
+}
+
 static void
 check_qkv_prep(int hd, const uint32_t sec[4])
 {
@@ -798,11 +811,9 @@ check_qkv_prep(int hd, const uint32_t sec[4])
 	float		*q = malloc(qn * 4), *k = malloc(kn * 4), *v = malloc(kn * 4);
 	float		*qref = malloc(qn * 4), *kref = malloc(kn * 4);
 	float		*wq = malloc(hd * 4), *wk = malloc(hd * 4);
-	float		*got = malloc(qn * 4), *one = malloc(qn * 4);
-	float		*kb = malloc(kn * 4);
+	float		*got = malloc(qn * 4), *kb = malloc(kn * 4);
 	float		 c[NROT / 2], s[NROT / 2];
 	uint16_t	*kc = malloc(cn * 2), *vc = malloc(cn * 2);
-	uint16_t	*kc1 = malloc(cn * 2);
 	char		 what[64];
 	struct rs_err	 err;
 
@@ -877,20 +888,12 @@ check_qkv_prep(int hd, const uint32_t sec[4])
 		    dpt, 0, &err), RS_OK);
 		cudaFree(dpt);
 	}
-	to_host(one, dq, qn * 4);
-	ck_assert_msg(memcmp(one, got, qn * 4) == 0, "%s: single-token q "
-	    "differs from the batch's", what);
-	to_host(one, dk, kn * 4);
-	ck_assert_msg(memcmp(one, kb, kn * 4) == 0, "%s: single-token k "
-	    "differs from the batch's", what);
-	to_host(kc1, dkc, cn * 2);
-	ck_assert_msg(memcmp(kc1, kc, cn * 2) == 0, "%s: single-token k cache "
-	    "differs from the batch's", what);
-	to_host(kc1, dvc, cn * 2);
-	ck_assert_msg(memcmp(kc1, vc, cn * 2) == 0, "%s: single-token v cache "
-	    "differs from the batch's", what);
+	same_as_batch(what, "q", dq, got, qn * 4);
+	same_as_batch(what, "k", dk, kb, kn * 4);
+	same_as_batch(what, "k cache", dkc, kc, cn * 2);
+	same_as_batch(what, "v cache", dvc, vc, cn * 2);
 	free(q); free(k); free(v); free(qref); free(kref); free(wq); free(wk);
-	free(got); free(one); free(kb); free(kc); free(vc); free(kc1);
+	free(got); free(kb); free(kc); free(vc);
 	cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dwq);
 	cudaFree(dwk); cudaFree(dkc); cudaFree(dvc); cudaFree(dp);
 }
