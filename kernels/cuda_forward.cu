@@ -75,8 +75,8 @@ struct cuda {
 	const float *mm_src;
 	int64_t	 mm_width, mm_ld, mm_rows;
 	/* XQ_ROWS rows of XQ_WIDTH values at XQ_SRC (XQ_LD apart) in the
-	   16-bit format of rs_xq.h: the input of the next products; XQ_SRC
-	   NULL: none */
+	   16-bit format of rs_xq.h, one batch: the input of the next
+	   products; XQ_SRC NULL: none */
 	uint8_t	*xq;
 	const float *xq_src;
 	int64_t	 xq_width, xq_ld, xq_rows;
@@ -408,18 +408,34 @@ quant(struct rs_engine *e, const float *x, int64_t ldx, int64_t width,
 	    err));
 }
 
-/* The converted form of the N rows at X (LDX apart), or NULL. */
-static const uint8_t *
+/*
+ * The converted form of the N rows at X (LDX apart): their columns in the
+ * last converted batch, or .d NULL.
+ */
+static struct rs_k_xq_cols
 xq_of(const struct cuda *c, const float *x, int64_t ldx, int64_t width,
     int64_t n)
 {
+	struct rs_k_xq_cols none = { NULL, 0, 0 }, got = none;
+
 	if (c->xq_src == NULL || width != c->xq_width || ldx != c->xq_ld ||
 	    x < c->xq_src)
-		return (NULL);
+		return (none);
 	int64_t off = x - c->xq_src;
 	if (off % ldx != 0 || off / ldx + n > c->xq_rows)
-		return (NULL);
-	return (c->xq + off / ldx * RS_XQ_COL_BYTES(width));
+		return (none);
+	got.d = c->xq;
+	got.nb = (int)c->xq_rows;
+	got.t0 = (int)(off / ldx);
+	return (got);
+}
+
+/* columns I .. of XQ */
+static struct rs_k_xq_cols
+xq_from(struct rs_k_xq_cols xq, int64_t i)
+{
+	xq.t0 += (int)i;
+	return (xq);
 }
 
 /*
@@ -433,8 +449,7 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 {
 	struct cuda *c = cc(e);
 	const struct dev_w *w = dw(e, t);
-	const int64_t ldq = RS_XQ_COL_BYTES(w->n_in);
-	const uint8_t *xq = xq_of(c, x, ldx, w->n_in, n);
+	const struct rs_k_xq_cols xq = xq_of(c, x, ldx, w->n_in, n);
 	enum rs_status st;
 
 	if (prefill_path(n)) {
@@ -455,8 +470,7 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 		int k = (int)(n - i < RS_K_MATVEC_MAX_COLS ? n - i :
 		    RS_K_MATVEC_MAX_COLS);
 		if ((st = rs_k_matvec(w->d, w->type, w->n_in, w->n_out,
-		    w->row_bytes, x + i * ldx, ldx,
-		    xq == NULL ? NULL : xq + i * ldq,
+		    w->row_bytes, x + i * ldx, ldx, xq_from(xq, i),
 		    y + i * ldy, ldy, k, acc, c->s, err)) != RS_OK)
 			return (st);
 	}
@@ -482,11 +496,12 @@ mv_group(struct rs_engine *e, const struct mv_out *o, int n_out,
 {
 	struct cuda *c = cc(e);
 	const int64_t n_in = dw(e, o[0].t)->n_in;
-	const uint8_t *xq = xq_of(c, x, ldx, n_in, n);
+	const struct rs_k_xq_cols xq = xq_of(c, x, ldx, n_in, n);
 	struct rs_k_mv_part p[RS_K_MATVEC_MAX_PARTS];
 	enum rs_status st;
 
-	if (prefill_path(n) || xq == NULL || n_out > RS_K_MATVEC_MAX_PARTS) {
+	if (prefill_path(n) || xq.d == NULL ||
+	    n_out > RS_K_MATVEC_MAX_PARTS) {
 		for (int j = 0; j < n_out; j++)
 			if ((st = mv(e, o[j].t, x, ldx, o[j].y, o[j].ldy, n, 0,
 			    err)) != RS_OK)
@@ -502,7 +517,7 @@ mv_group(struct rs_engine *e, const struct mv_out *o, int n_out,
 			    w->row_bytes, o[j].y + i * o[j].ldy, o[j].ldy, 0 };
 		}
 		if ((st = rs_k_matvec_parts(p, n_out, n_in, x + i * ldx, ldx,
-		    xq + i * RS_XQ_COL_BYTES(n_in), k, c->s, err)) != RS_OK)
+		    xq_from(xq, i), k, c->s, err)) != RS_OK)
 			return (st);
 	}
 	return (RS_OK);
@@ -723,7 +738,7 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 	for (int64_t r = from; r < n; r += EXACT_ROWS) {
 		int64_t k = n - r < EXACT_ROWS ? n - r : EXACT_ROWS;
 		/* a prefill's final norm left no 16-bit rows */
-		if (xq_of(c, c->h + r * d, d, d, k) == NULL)
+		if (xq_of(c, c->h + r * d, d, d, k).d == NULL)
 			TRY(quant(e, c->h + r * d, d, d, k, err));
 		for (int64_t i = 0; i < k; i += RS_K_MATVEC_MAX_COLS) {
 			int64_t j = k - i < RS_K_MATVEC_MAX_COLS ? k - i :
@@ -1225,7 +1240,7 @@ rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
 	struct cuda dummy;
 	struct sbuf bufs[N_SBUF];
 	int64_t wide = scratch_bufs(&dummy, hp, b, bufs);
-	uint64_t bytes = (uint64_t)(b * RS_XQ_COL_BYTES(wide)) + top_bytes() +
+	uint64_t bytes = (uint64_t)RS_XQ_BATCH_BYTES(wide, b) + top_bytes() +
 	    hp->n_vocab;
 
 	for (int i = 0; i < N_SBUF; i++)
@@ -1249,7 +1264,7 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 		RS_CUDA_TRY(err, cudaMalloc((void **)bufs[i].p, bytes));
 		c->scratch_bytes += bytes;
 	}
-	size_t xq_bytes = (size_t)(b * RS_XQ_COL_BYTES(wide));
+	size_t xq_bytes = (size_t)RS_XQ_BATCH_BYTES(wide, b);
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->xq, xq_bytes));
 	c->scratch_bytes += xq_bytes;
 	if (b > RS_ENGINE_EXACT_MAX) {

@@ -16,11 +16,13 @@
 
 /*
  * With XQ (n a multiple of 32), every warp's 32 consecutive values are one
- * 32-value block of a row, which it converts to the 16-bit format.
+ * 32-value block of a row, which it converts to the 16-bit format (the
+ * rows: one batch, rs_xq.h).
  */
 static __global__ void
 swiglu_kernel(const float *__restrict__ g, const float *__restrict__ u,
-    float *__restrict__ h, int64_t n, int64_t count, uint8_t *__restrict__ xq)
+    float *__restrict__ h, int64_t n, int64_t count, uint8_t *__restrict__ xq,
+    int bm)
 {
 	int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 
@@ -30,8 +32,8 @@ swiglu_kernel(const float *__restrict__ g, const float *__restrict__ u,
 	float v = silu_f(g[i]) * u[i];
 	h[i] = v;
 	if (xq != NULL)
-		xq_store(v, (int)(i % RS_WARP), xq + (i / n) *
-		    RS_XQ_COL_BYTES(n), n, (i % n) / RS_XQ_BLOCK);
+		xq_store(v, (int)(i % RS_WARP), xq, n, count / n, bm, i / n,
+		    (i % n) / RS_XQ_BLOCK);
 }
 
 extern "C" enum rs_status
@@ -45,7 +47,7 @@ rs_k_swiglu(const float *d_g, const float *d_u, float *d_h, int64_t n,
 		    "n_tok %d%s", (long long)n, n_tok, d_xq != NULL ?
 		    " (with xq: n a multiple of 32)" : ""));
 	swiglu_kernel<<<(unsigned)((count + 255) / 256), 256, 0, stream>>>(d_g,
-	    d_u, d_h, n, count, (uint8_t *)d_xq);
+	    d_u, d_h, n, count, (uint8_t *)d_xq, rs_k_xq_block_major(n_tok));
 	RS_LAUNCH_CHECK(err, "swiglu");
 	return (RS_OK);
 }

@@ -48,6 +48,20 @@ extern "C" {
 }
 
 #define MV_WARPS	4	/* warps per block */
+
+/*
+ * CTAs an SM that matvec_xq_kernel's launch bounds ask for (registers:
+ * 65,536 / (128·minb)).  One column of Q4_K at 4 (128 registers: x's
+ * batch strides would take it to 134 and 12 warps, 5 % slower) and of
+ * Q6_K (136 -> 128, 4 % faster), Q5_K free (164: capped, it spills, 12 %
+ * slower); two columns at 3 (Q5_K 199 -> 165 and 26 % faster, Q6_K 238
+ * -> 168 and 9 %); more free.  kernels/dev/matvec_xq.cu, perf-log.
+ */
+static constexpr int
+mv_minb(int type, int nt)
+{
+	return (nt == 1 ? (type == RS_TYPE_Q5_K ? 1 : 4) : nt == 2 ? 3 : 1);
+}
 /*
  * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
  * one warp per row walks the row's super-blocks in order, U per step so
@@ -126,8 +140,8 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 }
 
 /*
- * The integer path: x in the 16-bit format of rs_xq.h (XQ, column t at
- * t·RS_XQ_COL_BYTES(n_in)), Q4_K / Q5_K / Q6_K weights, summed in the
+ * The integer path: x in the 16-bit format of rs_xq.h (XQ: the launch's
+ * columns in their batch), Q4_K / Q5_K / Q6_K weights, summed in the
  * canonical order of matvec_xq.cuh: lane v of a warp is virtual lane v of
  * each of its R rows, taking the row's 64-value chunks v, v + 32, ...
  * (four lanes share a super-block, a warp reads eight consecutive ones),
@@ -145,12 +159,12 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * the issue rate but the L1's sectors (ncu: L1/TEX 83 % busy, DRAM 38 %,
  * at R = 2): a lane's 16-byte loads of x and of weights each touch their
  * own 32-byte sector, and x is 2 bytes a value against the weights'
- * 0.56-0.82; hence R = 4.
+ * 0.56-0.82; hence R = 4.  BS1 as for xq_chunk_dot.
  */
-template <int TYPE, int NT, int R, int U>
-static __global__ void __launch_bounds__(MV_WARPS * RS_WARP)
-matvec_xq_kernel(const mv_parts parts, int64_t n_in,
-    const uint8_t *__restrict__ xq)
+template <int TYPE, int NT, int R, int U, bool BS1 = false>
+static __global__ void __launch_bounds__(MV_WARPS * RS_WARP,
+    mv_minb(TYPE, NT))
+matvec_xq_kernel(const mv_parts parts, int64_t n_in, const xq_in xq)
 {
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
@@ -160,7 +174,8 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in,
 	const int	 accumulate = pt.acc;
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int64_t	 o0 = (pt.blk * MV_WARPS + threadIdx.x / RS_WARP) * R;
-	const int64_t	 nc = n_in / 64, ldq = RS_XQ_COL_BYTES(n_in);
+	const int64_t	 nc = n_in / 64;
+	const xq_at	 x = xq_at_of(xq, n_in);
 	const uint8_t	*row[R];
 	float		 acc[R][NT];
 
@@ -189,7 +204,7 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in,
 				    (int)(k % 4), &c[u][r]);
 #pragma unroll
 		for (int u = 0; u < U; u++)
-			xq_chunk_dot<TYPE, NT, R>(c[u], xq, ldq, n_in,
+			xq_chunk_dot<TYPE, NT, R, BS1>(c[u], x,
 			    (k + u * RS_WARP) / 4, acc);
 	}
 	for (; k < nc; k += RS_WARP) {
@@ -197,7 +212,7 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 		for (int r = 0; r < R; r++)
 			xqc<TYPE>::load(row[r], k / 4, (int)(k % 4), &c[r]);
-		xq_chunk_dot<TYPE, NT, R>(c, xq, ldq, n_in, k / 4, acc);
+		xq_chunk_dot<TYPE, NT, R, BS1>(c, x, k / 4, acc);
 	}
 #pragma unroll
 	for (int r = 0; r < R; r++)
@@ -320,9 +335,9 @@ pipe_resident(void)
  * <<<>>>.
  */
 static void
-mv_launch(void (*k)(const mv_parts, int64_t, const uint8_t *), unsigned grid,
+mv_launch(void (*k)(const mv_parts, int64_t, const xq_in), unsigned grid,
     unsigned threads, size_t smem, cudaStream_t s, int pdl,
-    const mv_parts &p, int64_t n_in, const uint8_t *xq)
+    const mv_parts &p, int64_t n_in, const xq_in &xq)
 {
 	struct rs_launch l;
 
@@ -335,7 +350,7 @@ struct matvec_launch {
 	const uint8_t	*w;
 	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
 	const float	*x;
-	const uint8_t	*xq;	/* NULL: the f32 path */
+	xq_in		 xq;	/* xq.p NULL: the f32 path */
 	float		*y;
 	int		 n_tok, accumulate;
 	cudaStream_t	 stream;
@@ -356,8 +371,8 @@ struct matvec_launch {
 		 * kernel on every 27B matrix (each x load serves four rows;
 		 * the mma kernel's quad of columns would idle half of its
 		 * float tail).  Three and more: tensor cores where the device
-		 * runs them (SM80 on) and the columns' offsets fit the
-		 * kernel's 32 bits (rows of up to 2^26 values).  Both give
+		 * runs them (SM80 on) and the offsets in the batch of columns
+		 * fit the kernel's 32 bits (MMA_MAX_IN).  Both give
 		 * the same bits (matvec_xq.cuh), so the choice may depend on
 		 * NT.
 		 */
@@ -367,7 +382,8 @@ struct matvec_launch {
 			/* a host runtime call: NVRTC's check of the kernels
 			   (scripts/cuda129-nvrtc.sh) compiles without it */
 #ifndef __CUDACC_RTC__
-			mma = n_in <= MMA_MAX_IN && has_mma_matvec();
+			mma = xq.nb * n_in <= MMA_MAX_IN &&
+			    has_mma_matvec();
 #endif
 			if (mma) {
 				go_mma<TYPE, NT>();
@@ -428,17 +444,28 @@ struct matvec_launch {
 			go_dp4a<TYPE, NT, 2, 1>();
 	}
 
+	/* one column whose blocks are consecutive: BS1 (the decode step) */
 	template <int TYPE, int NT, int R, int U>
 	void
 	go_dp4a(void)
 	{
+		if (NT == 1 && (!xq.bm || xq.nb == 1))
+			go_dp4a_k<TYPE, NT, R, U, NT == 1>();
+		else
+			go_dp4a_k<TYPE, NT, R, U, false>();
+	}
+
+	template <int TYPE, int NT, int R, int U, bool BS1>
+	void
+	go_dp4a_k(void)
+	{
 		const unsigned grid = mv_parts_grid(&parts, MV_WARPS * R);
 #ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_kernel<TYPE, NT, R, U>, grid, MV_WARPS *
-		    RS_WARP, 0, stream, pdl<NT>(), parts, n_in, xq);
+		mv_launch(matvec_xq_kernel<TYPE, NT, R, U, BS1>, grid,
+		    MV_WARPS * RS_WARP, 0, stream, pdl<NT>(), parts, n_in, xq);
 #else
-		matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP, 0,
-		    stream>>>(parts, n_in, xq);
+		matvec_xq_kernel<TYPE, NT, R, U, BS1><<<grid, MV_WARPS * RS_WARP,
+		    0, stream>>>(parts, n_in, xq);
 #endif
 	}
 
@@ -521,25 +548,22 @@ struct matvec_launch {
 	go_mma(void)
 	{
 		/*
-		 * One super-block per warp and step; registers capped for two
-		 * CTAs an SM up to 8 columns (more bytes in flight), free for
-		 * 16 (spills otherwise).  A launch of few rows (5,120: ffn_down,
-		 * ssm_out, attn_o) has too few warp tasks for two rounds of
-		 * the GPU's warp slots: there one quad of columns runs in 80
-		 * registers, three CTAs an SM, which also serves Q6_K (3-10 %
-		 * faster than two super-blocks a warp, 5 % on the head), and
-		 * 5-8 columns take two super-blocks a warp and step
-		 * in CTAs of 4 warps (more independent work a warp; 12-19 %
-		 * faster on those matrices, slower on the tall ones and on
-		 * Q6_K, whose decode needs the registers).  Measured with
-		 * kernels/dev/matvec_xq.cu (docs/perf-log.md).
+		 * One super-block per warp and step, in CTAs of 8 warps.
+		 * Registers for three CTAs an SM (80) where a quad of columns
+		 * fits them: Q4_K/Q5_K up to 4 columns, and up to 8 on launches
+		 * of few rows (5,120: ffn_down, ssm_out, attn_o, too few warp
+		 * tasks for two rounds of the warp slots); two CTAs (128) for
+		 * Q6_K, whose decode needs them, and the tall launches of 5-8
+		 * columns; 16 columns unbounded (spills otherwise) but on the
+		 * head's ~250k rows, where two CTAs an SM win (1,014 against
+		 * 1,207 µs).  Measured on x's block-major batches with
+		 * kernels/dev/matvec_xq.cu (docs/perf-log.md; two super-blocks
+		 * a warp no longer win anywhere).
 		 */
-		const bool short_launch = rows() <= 8192;
-		if (NT <= 4 && (short_launch || TYPE == RS_TYPE_Q6_K))
+		const int64_t n = rows();
+		if (NT <= 8 && TYPE != RS_TYPE_Q6_K && (NT <= 4 || n <= 8192))
 			go_mma_spw<TYPE, NT, 1, 3>();
-		else if (NT <= 8 && TYPE != RS_TYPE_Q6_K && short_launch)
-			go_mma_spw<TYPE, NT, 2, 3>();
-		else if (NT <= 8)
+		else if (NT <= 8 || n > 65536)
 			go_mma_spw<TYPE, NT, 1, 2>();
 		else
 			go_mma_spw<TYPE, NT, 1, 1>();
@@ -602,7 +626,7 @@ struct matvec_launch {
 		}
 		if constexpr (TYPE == RS_TYPE_Q4_K || TYPE == RS_TYPE_Q5_K ||
 		    TYPE == RS_TYPE_Q6_K) {
-			if (xq != NULL) {
+			if (xq.p != NULL) {
 				switch (n_tok) {
 #define NT_CASE(n) case n: go_xq<TYPE, n>(); break;
 				NT_CASE(1) NT_CASE(2) NT_CASE(3) NT_CASE(4)
@@ -631,29 +655,44 @@ struct matvec_launch {
 	}
 };
 
+extern "C" int
+rs_k_xq_block_major(int nb)
+{
+#ifndef __CUDACC_RTC__
+	return (nb >= RS_K_XQ_BM_MIN && has_mma_matvec());
+#else
+	return (0);
+#endif
+}
+
 /* Whether the integer path takes W: rs_k_matvec's contract. */
 static int
-xq_path(int type, int64_t n_in, const void *d_xq)
+xq_path(int type, int64_t n_in, const rs_k_xq_cols &xq)
 {
-	return (d_xq != NULL && n_in % 256 == 0 && (type == RS_TYPE_Q4_K ||
+	return (xq.d != NULL && n_in % 256 == 0 && (type == RS_TYPE_Q4_K ||
 	    type == RS_TYPE_Q5_K || type == RS_TYPE_Q6_K));
 }
 
 static enum rs_status
 check_args(const struct rs_k_mv_part *pt, int64_t n_in, const float *d_x,
-    int64_t ldx, const void *d_xq, int n_tok, struct rs_err *err)
+    int64_t ldx, const rs_k_xq_cols &xq, int n_tok, struct rs_err *err)
 {
 	if (n_tok < 1 || n_tok > RS_K_MATVEC_MAX_COLS || n_in <= 0 ||
 	    n_in % 8 != 0 || pt->n_out <= 0 || ldx % 4 != 0 ||
-	    ((uintptr_t)d_x & 15) != 0 || ((uintptr_t)d_xq & 15) != 0 ||
-	    (d_xq != NULL && n_in % RS_XQ_BLOCK != 0))
+	    ((uintptr_t)d_x & 15) != 0 || ((uintptr_t)xq.d & 15) != 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "matvec: n_tok %d, n_in %lld, n_out %lld, ldx %lld "
 		    "(need 1..16 columns, n_in a multiple of 8, aligned x)",
 		    n_tok, (long long)n_in, (long long)pt->n_out,
 		    (long long)ldx));
+	if (xq.d != NULL && (n_in % RS_XQ_BLOCK != 0 || xq.t0 < 0 ||
+	    xq.nb < xq.t0 + n_tok))
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "matvec: columns %d..%d of a batch of %d, n_in %lld (need "
+		    "the columns inside the batch, n_in a multiple of 32)",
+		    xq.t0, xq.t0 + n_tok - 1, xq.nb, (long long)n_in));
 	/* the integer path reads Q4_K / Q5_K blocks with 16-byte loads */
-	if (d_xq != NULL && (pt->type == RS_TYPE_Q4_K ||
+	if (xq.d != NULL && (pt->type == RS_TYPE_Q4_K ||
 	    pt->type == RS_TYPE_Q5_K) &&
 	    (((uintptr_t)pt->d_w | (uintptr_t)pt->row_bytes) & 15) != 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
@@ -670,7 +709,7 @@ check_args(const struct rs_k_mv_part *pt, int64_t n_in, const float *d_x,
  */
 static enum rs_status
 matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
-    const float *d_x, int64_t ldx, const void *d_xq, int n_tok,
+    const float *d_x, int64_t ldx, const rs_k_xq_cols &xq, int n_tok,
     cudaStream_t stream, struct rs_err *err)
 {
 	const struct rs_k_mv_part *p0 = &parts[0];
@@ -678,10 +717,10 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 	for (int done = 0; done < n_tok; ) {
 		const int k = n_in % 256 != 0 ? 1 :
 		    pick_cols(p0->type, n_tok - done);
-		const uint8_t *xq = d_xq == NULL ? NULL :
-		    (const uint8_t *)d_xq + done * RS_XQ_COL_BYTES(n_in);
+		const xq_in xk = { (const uint8_t *)xq.d, xq.nb, xq.t0 + done,
+		    rs_k_xq_block_major(xq.nb) };
 		matvec_launch l = { (const uint8_t *)p0->d_w, n_in, p0->n_out,
-		    p0->row_bytes, ldx, p0->ldy, d_x + done * ldx, xq,
+		    p0->row_bytes, ldx, p0->ldy, d_x + done * ldx, xk,
 		    p0->d_y + done * p0->ldy, k, p0->accumulate, stream, {} };
 		for (int j = 0; j < np; j++) {
 			l.parts.w[j] = (const uint8_t *)parts[j].d_w;
@@ -704,7 +743,7 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 
 extern "C" enum rs_status
 rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
-    int64_t n_in, const float *d_x, int64_t ldx, const void *d_xq,
+    int64_t n_in, const float *d_x, int64_t ldx, struct rs_k_xq_cols xq,
     int n_tok, cudaStream_t stream, struct rs_err *err)
 {
 	struct rs_k_mv_part group[RS_K_MATVEC_MAX_PARTS];
@@ -716,7 +755,7 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
 		    "matvec: %d products in one call (1..%d)", n_parts,
 		    RS_K_MATVEC_MAX_PARTS));
 	for (int i = 0; i < n_parts; i++)
-		if ((st = check_args(&parts[i], n_in, d_x, ldx, d_xq, n_tok,
+		if ((st = check_args(&parts[i], n_in, d_x, ldx, xq, n_tok,
 		    err)) != RS_OK)
 			return (st);
 	/*
@@ -726,18 +765,18 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
 	 * order of the launches changes no bit.
 	 */
 	for (int i = 0; i < n_parts; i++) {
-		const int xq = xq_path(parts[i].type, n_in, d_xq);
+		const int ip = xq_path(parts[i].type, n_in, xq);
 		int n = 0;
 
 		if (done[i])
 			continue;
 		for (int j = i; j < n_parts; j++)
-			if (!done[j] && (j == i || (xq && parts[j].type ==
+			if (!done[j] && (j == i || (ip && parts[j].type ==
 			    parts[i].type))) {
 				group[n++] = parts[j];
 				done[j] = 1;
 			}
-		if ((st = matvec_cols(group, n, n_in, d_x, ldx, d_xq, n_tok,
+		if ((st = matvec_cols(group, n, n_in, d_x, ldx, xq, n_tok,
 		    stream, err)) != RS_OK)
 			return (st);
 	}
@@ -746,14 +785,14 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
 
 extern "C" enum rs_status
 rs_k_matvec(const void *d_w, int type, int64_t n_in, int64_t n_out,
-    int64_t row_bytes, const float *d_x, int64_t ldx, const void *d_xq,
+    int64_t row_bytes, const float *d_x, int64_t ldx, struct rs_k_xq_cols xq,
     float *d_y, int64_t ldy, int n_tok, int accumulate, cudaStream_t stream,
     struct rs_err *err)
 {
 	const struct rs_k_mv_part pt = { d_w, type, n_out, row_bytes, d_y,
 	    ldy, accumulate };
 
-	return (rs_k_matvec_parts(&pt, 1, n_in, d_x, ldx, d_xq, n_tok, stream,
+	return (rs_k_matvec_parts(&pt, 1, n_in, d_x, ldx, xq, n_tok, stream,
 	    err));
 }
 

@@ -31,7 +31,11 @@
  * bytes 8t .. 8t + 7 of a 32-value block as its two 4-byte k slots, one
  * 8-byte load for weights and for x.  Q6_K's scales change every 16
  * values, so it runs one m16n8k16 per half: lane t takes values 4t..4t+3
- * of each half.
+ * of each half.  x is a block-major batch (rs_xq.h), so the 8 B columns
+ * of a quad and block are 2 lines (one a plane) and its 4 metas one: with
+ * columns laid out one after the other they were 8 and 4, the L1 was the
+ * kernel's busiest unit (76 %), and block-major made 3-16 columns 5-35 %
+ * faster.
  *
  * Per 16 rows x 64 values x 4 columns, a warp spends ~4 (Q4_K) weight
  * loads, 4 x loads, 2 mma, 8 nibble operations and ~20 tail instructions:
@@ -47,8 +51,8 @@
 #include "matvec_xq.cuh"
 
 #define MMA_ROWS	16
-/* the longest rows the kernel takes: NT <= 16 columns' x offsets in 32 bits */
-#define MMA_MAX_IN	((int64_t)1 << 26)
+/* the largest batch (columns x n_in) the kernel takes: x offsets in 32 bits */
+#define MMA_MAX_IN	((int64_t)1 << 30)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
@@ -249,20 +253,22 @@ template <> struct mmac<RS_TYPE_Q6_K> {
  * side by side: B column j is plane j % 2 (high, low) of column j / 2, so
  * that lane (g, t) gets both planes of column t for rows g and g + 8 in
  * its own accumulators (C: rows g, g + 8 by B columns 2t, 2t + 1) and
- * P = 256·high + low needs no exchange.  XB: the bytes of lane's B
- * column (plane g % 2 of column g / 2); XM: column t's bytes, for its
- * meta.  The two outputs' partial sums P[0] (row g), P[1] (row g + 8).
+ * P = 256·high + low needs no exchange.  XB: block 0 of lane's B column
+ * (plane g % 2 of column g / 2), XM: column t's meta of block 0, in a
+ * batch whose block b lies BS slots further (block-major, rs_xq.h: the
+ * quad's 4 columns of one block and plane are then one 128-byte line).
+ * The two outputs' partial sums P[0] (row g), P[1] (row g + 8).
  */
 template <int TYPE>
 static __device__ __forceinline__ void
 mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
-    const uint8_t *__restrict__ xm, int64_t n, int64_t bi, int t,
+    const uint8_t *__restrict__ xm, int64_t bs, int64_t bi, int t,
     float p[2])
 {
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
-		const int64_t b = bi * 8 + k.xb[blk];
-		const float2 m = __ldg((const float2 *)(xm + 2 * n) + b);
+		const int64_t b = (bi * 8 + k.xb[blk]) * bs;
+		const float2 m = __ldg((const float2 *)xm + b);
 		int c[4] = { 0, 0, 0, 0 };
 
 		if (TYPE == RS_TYPE_Q6_K) {
@@ -294,8 +300,8 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 #endif /* __CUDA_ARCH__ >= 800 */
 
 /*
- * Y (+)= W·X for NT = 2..16 columns of XQ (RS_XQ_COL_BYTES(n_in) apart),
- * for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K rows of n_in values
+ * Y (+)= W·X for NT = 2..16 columns of XC (columns t0 .. t0 + NT − 1 of a
+ * batch, rs_xq.h), for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K rows of n_in values
  * (a multiple of 256).  Grid: one CTA of 8 / SPW warps per 16 rows of a
  * part (mv_parts_grid).  MINB: CTAs an SM must fit
  * (launch bounds: caps the registers), a tuning knob like SPW.
@@ -303,7 +309,7 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 template <int TYPE, int NT, int SPW, int MINB = 1>
 static __global__ void __launch_bounds__(8 / SPW * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
-    const uint8_t *__restrict__ xq)
+    const xq_in xc)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	constexpr int	 NQ = (NT + 3) / 4;	/* quads of columns */
@@ -318,21 +324,27 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
 	static_assert(SPW == 1 || SPW == 2 || SPW == 4, "8 / SPW warps");
 	const int64_t	 o0 = pt.blk * MMA_ROWS;
-	const int64_t	 nb = n_in / 256, ldq = RS_XQ_COL_BYTES(n_in);
+	const int64_t	 nb = n_in / 256;
+	const uint8_t	*__restrict__ xq = xc.p;
+	/* x slots between blocks and between columns (xq_at_of) */
+	const int64_t	 xbs = xc.bm ? xc.nb : 1;
+	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
 	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
 	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
 	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
 	float		 p[NQ][4 * SPW][2];
-	/* x offsets as 32 bits (MMA_MAX_IN), which spares registers at 16
-	   columns */
+	/* x offsets in the batch as 32 bits (MMA_MAX_IN), which spares
+	   registers at 16 columns: xb[u] block 0 of the lane's B column,
+	   xm[u] of column t's meta */
 	uint32_t	 xb[NQ], xm[NQ];
 
 #pragma unroll
 	for (int u = 0; u < NQ; u++) {
 		/* columns past the last read it again and write nothing */
-		xb[u] = (uint32_t)(min(4 * u + (g >> 1), NT - 1) * ldq +
-		    (g & 1) * n_in);
-		xm[u] = (uint32_t)(min(4 * u + t, NT - 1) * ldq);
+		const int cb = xc.t0 + min(4 * u + (g >> 1), NT - 1);
+		const int cm = xc.t0 + min(4 * u + t, NT - 1);
+		xb[u] = (uint32_t)((g & 1) * xc.nb * n_in + 32 * cb * xcs);
+		xm[u] = (uint32_t)(2 * xc.nb * n_in + 8 * cm * xcs);
 #pragma unroll
 		for (int c = 0; c < 4 * SPW; c++)
 			p[u][c][0] = p[u][c][1] = 0.0f;
@@ -356,8 +368,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 				for (int u = 0; u < NQ; u++)
 					mma_chunk_dot<TYPE>(k, xq + xb[u],
-					    xq + xm[u], n_in,
-					    bi, t, p[u][4 * sb + c]);
+					    xq + xm[u], xbs, bi, t,
+					    p[u][4 * sb + c]);
 			}
 		}
 	}
@@ -394,7 +406,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #else
 	/* the host pass and archs before SM80: the launcher never picks
 	   this kernel there */
-	(void)parts; (void)n_in; (void)xq;
+	(void)parts; (void)n_in; (void)xc;
 #ifdef __CUDA_ARCH__
 	__trap();
 #endif

@@ -331,7 +331,7 @@ pipe_arrived(uint64_t *bars, int j, int s, int nsl)
 template <int TYPE, int NT, int R, int S, bool BULK>
 static __global__ void __launch_bounds__(PIPE_WARPS * RS_WARP)
 matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
-    const uint8_t *__restrict__ xq)
+    const xq_in xq)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #if __CUDA_ARCH__ < 900
@@ -347,7 +347,7 @@ matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
 	const int	 wr = threadIdx.x / RS_WARP * R;
 	const int	 nsb = (int)(n_in / 256);
 	const int	 nsl = (nsb + PIPE_SB - 1) / PIPE_SB;
-	const int64_t	 ldq = RS_XQ_COL_BYTES(n_in);
+	const xq_at	 x = xq_at_of(xq, n_in);
 	const unsigned	 nvb = parts.first[parts.n];
 	const int	 nj = (int)((nvb - blockIdx.x + gridDim.x - 1) /
 	    gridDim.x);
@@ -398,7 +398,7 @@ matvec_xq_pipe_kernel(const mv_parts parts, int64_t n_in,
 					    ((uintptr_t)src & 15), lane / 4,
 					    lane % 4, &c[r]);
 				}
-				xq_chunk_dot<TYPE, NT, R>(c, xq, ldq, n_in,
+				xq_chunk_dot<TYPE, NT, R>(c, x,
 				    (int64_t)s * PIPE_SB + lane / 4, acc);
 			}
 			__syncthreads();

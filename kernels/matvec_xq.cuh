@@ -116,6 +116,35 @@ mv_parts_grid(mv_parts *p, int64_t rows)
 	return (n);
 }
 
+/*
+ * A launch's x: columns T0 .. of the batch of NB at P, block-major if BM
+ * (rs_xq.h; rs_k_xq_block_major chose it for the batch's producer).
+ */
+struct xq_in {
+	const uint8_t	*p;
+	int		 nb, t0, bm;
+};
+
+/*
+ * The same as the kernels address it: block b of the launch's column t is
+ * slot s = b·bs + t·cs past the first column's block 0, its high bytes at
+ * h + 32·s, its low bytes lo further, its meta at m + 8·s.
+ */
+struct xq_at {
+	const uint8_t	*h, *m;
+	int64_t		 lo, bs, cs;
+};
+
+static __device__ __forceinline__ xq_at
+xq_at_of(const xq_in &x, int64_t n)
+{
+	xq_at a = { x.p + RS_XQ_HI_AT(n, x.nb, x.bm, x.t0, 0),
+	    x.p + RS_XQ_META_AT(n, x.nb, x.bm, x.t0, 0), (int64_t)x.nb * n,
+	    x.bm ? x.nb : 1, x.bm ? 1 : n / RS_XQ_BLOCK };
+
+	return (a);
+}
+
 /* ---- the canonical float steps (both kernels call these) ---- */
 
 static __device__ __forceinline__ float
@@ -398,17 +427,19 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
 
 /*
  * ACC[r][t] plus the terms of chunk K[r] (chunk c of super-block BI of R
- * rows: the same x-blocks) against the NT quantized columns at XQ (N
- * values each, LDQ bytes apart): low block, then high block, in the
+ * rows: the same x-blocks) against the NT quantized columns at X (N
+ * values each): low block, then high block, in the
  * canonical form.  Each x-block is loaded once for the R rows (x is 2
  * bytes a value against the weights' 0.56-0.82), and once for all NT
  * columns before the rows' values are unpacked one row at a time, which
- * keeps fewer registers live (docs/perf-log.md).
+ * keeps fewer registers live (docs/perf-log.md).  BS1: X's blocks are
+ * consecutive slots (x.bs is 1), which spares the decode kernel a
+ * multiplication a block (5-11 % of its time, perf-log).
  */
-template <int TYPE, int NT, int R>
+template <int TYPE, int NT, int R, bool BS1 = false>
 static __device__ __forceinline__ void
-xq_chunk_dot(const xq_chunk (&k)[R], const uint8_t *__restrict__ xq,
-    int64_t ldq, int64_t n, int64_t bi, float (&acc)[R][NT])
+xq_chunk_dot(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
+    float (&acc)[R][NT])
 {
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
@@ -420,13 +451,13 @@ xq_chunk_dot(const xq_chunk (&k)[R], const uint8_t *__restrict__ xq,
 		/* the block's x for every column first, then row by row */
 #pragma unroll
 		for (int t = 0; t < NT; t++) {
-			const uint8_t *col = xq + t * ldq;
-			const uint4 *hp = (const uint4 *)(col + 32 * xb);
-			const uint4 *lp = (const uint4 *)(col + n + 32 * xb);
+			const int64_t at = (BS1 ? xb : xb * x.bs) + t * x.cs;
+			const uint4 *hp = (const uint4 *)(x.h + 32 * at);
+			const uint4 *lp = (const uint4 *)(x.h + x.lo + 32 * at);
 			const uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
 			const uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1);
 
-			meta[t] = __ldg((const float2 *)(col + 2 * n) + xb);
+			meta[t] = __ldg((const float2 *)x.m + at);
 			hi[t][0] = h0.x; hi[t][1] = h0.y; hi[t][2] = h0.z;
 			hi[t][3] = h0.w; hi[t][4] = h1.x; hi[t][5] = h1.y;
 			hi[t][6] = h1.z; hi[t][7] = h1.w;

@@ -36,20 +36,18 @@
  * programmatic dependent (common.cuh) of the product before it, so it
  * waits for x at rs_pdl_wait.
  *
- * With XQ, row r is also converted to the 16-bit format (rs_xq.h) into
- * XQ + r·RS_XQ_COL_BYTES(n): n, PER and the block are multiples of 32,
+ * With XQ, row r is also converted to the 16-bit format (rs_xq.h) as
+ * column r of a batch of all rows: n, PER and the block are multiples of 32,
  * so each warp's 32 consecutive values of a pass are one 32-value block.
  */
 static __global__ void
 rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
     float *y, int64_t ldy, int64_t n, int64_t per, float eps,
-    uint8_t *__restrict__ xq)
+    uint8_t *__restrict__ xq, int bm)
 {
 	__shared__ float scratch[32];
 	const float *xr = x + (int64_t)blockIdx.x * ldx;
 	float	*yr = y + (int64_t)blockIdx.x * ldy;
-	uint8_t	*col = xq == NULL ? NULL :
-	    xq + (int64_t)blockIdx.x * RS_XQ_COL_BYTES(n);
 	const int64_t lo = (int64_t)blockIdx.y * per;
 	const int64_t hi = lo + per < n ? lo + per : n;
 	int64_t	 i = lo + threadIdx.x;
@@ -79,8 +77,8 @@ rmsnorm_kernel(const float *x, int64_t ldx, const float *__restrict__ w,
 		}
 		yr[i] = val;
 		if (xq != NULL)
-			xq_store(val, (int)(i % RS_WARP), col, n,
-			    i / RS_XQ_BLOCK);
+			xq_store(val, (int)(i % RS_WARP), xq, n, gridDim.x,
+			    bm, blockIdx.x, i / RS_XQ_BLOCK);
 	}
 }
 
@@ -127,10 +125,10 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
 	rs_launch_init(&l, grid, dim3((unsigned)threads), 0, stream,
 	    norm_pdl());
 	(void)cudaLaunchKernelEx(&l.cfg, rmsnorm_kernel, d_x, ldx, d_w, d_y, ldy,
-	    n, per, eps, (uint8_t *)d_xq);
+	    n, per, eps, (uint8_t *)d_xq, rs_k_xq_block_major((int)n_rows));
 #else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
 	rmsnorm_kernel<<<grid, threads, 0, stream>>>(d_x, ldx, d_w, d_y, ldy,
-	    n, per, eps, (uint8_t *)d_xq);
+	    n, per, eps, (uint8_t *)d_xq, 0);
 #endif
 	RS_LAUNCH_CHECK(err, "rmsnorm");
 	return (RS_OK);
@@ -138,14 +136,15 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
 
 /*
  * One block per head.  With XQ, head b is blocks (b % PER_COL)·n/32 ..
- * of column b / PER_COL of the 16-bit format: n and the block are
+ * of column b / PER_COL of a batch of all columns in the 16-bit format
+ * (rs_xq.h): n and the block are
  * multiples of 32, so each warp's 32 consecutive values of a pass are
  * one 32-value block (the matvec after it then needs no conversion).
  */
 static __global__ void
 gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
     const float *__restrict__ w, float *__restrict__ y, int64_t n, float eps,
-    uint8_t *__restrict__ xq, int64_t per_col)
+    uint8_t *__restrict__ xq, int64_t per_col, int bm)
 {
 	__shared__ float scratch[32];
 	int64_t	 off = (int64_t)blockIdx.x * n;
@@ -155,15 +154,14 @@ gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
 		ss += x[off + i] * x[off + i];
 	float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);
-	uint8_t *col = xq == NULL ? NULL : xq + (int64_t)(blockIdx.x /
-	    per_col) * RS_XQ_COL_BYTES(n * per_col);
 	const int64_t b0 = (int64_t)(blockIdx.x % per_col) * (n / RS_XQ_BLOCK);
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
 		const float v = x[off + i] * r * w[i] * silu_f(z[off + i]);
 
 		y[off + i] = v;
 		if (xq != NULL)
-			xq_store(v, (int)(i % RS_WARP), col, n * per_col,
+			xq_store(v, (int)(i % RS_WARP), xq, n * per_col,
+			    gridDim.x / per_col, bm, blockIdx.x / per_col,
 			    b0 + i / RS_XQ_BLOCK);
 	}
 }
@@ -181,7 +179,8 @@ rs_k_gated_rmsnorm(const float *d_x, const float *d_z, const float *d_w,
 		    (long long)n_rows, d_xq != NULL ? " (with xq: n a "
 		    "multiple of 32, rows of whole columns)" : ""));
 	gated_rmsnorm_kernel<<<(unsigned)n_rows, 128, 0, stream>>>(d_x, d_z,
-	    d_w, d_y, n, eps, (uint8_t *)d_xq, per_col);
+	    d_w, d_y, n, eps, (uint8_t *)d_xq, per_col, d_xq == NULL ? 0 :
+	    rs_k_xq_block_major((int)(n_rows / per_col)));
 	RS_LAUNCH_CHECK(err, "gated rmsnorm");
 	return (RS_OK);
 }

@@ -35,29 +35,44 @@ extern "C" {
 #define RS_K_N_PARAMS		2
 
 /*
+ * X's columns in the 16-bit format of rs_xq.h for the integer matvec:
+ * columns T0 .. T0 + n_tok − 1 of a batch of NB columns at D (as rs_k_xq
+ * and the kernels that convert their output write a batch).  D NULL: none.
+ * A batch's layout is rs_k_xq_block_major(NB)'s on the current device:
+ * block-major from RS_K_XQ_BM_MIN columns where the tensor-core matvec
+ * runs (SM80 on), else column after column (rs_xq.h says why).  matvec.cu.
+ */
+#define RS_K_XQ_BM_MIN	3
+int		rs_k_xq_block_major(int nb);
+
+struct rs_k_xq_cols {
+	const void	*d;
+	int		 nb, t0;
+};
+
+/*
  * y[t][o] (+)= Σ_i W[o][i]·x[t][i] for t < N_TOK <= 16, o < N_OUT.  W is a
  * GGUF weight of TYPE in device memory, rows of N_IN values (ROW_BYTES
  * apart); X is (n_tok, ldx), Y (n_tok, ldy).  ACCUMULATE adds to Y (the
  * residual connection) instead of overwriting it.  f32 accumulation; one
  * warp per output row reads the weight row once for all columns.
- * D_XQ, if not NULL, holds the same N_TOK columns of X in the 16-bit format
- * of rs_xq.h (rs_k_xq, RS_XQ_COL_BYTES(n_in) bytes apart): Q4_K, Q5_K and
- * Q6_K rows whose width is a multiple of 256 then use integer dot products
- * on it (y within ~1e-5 relative of the f32 path; Q4_K and Q5_K weights
- * 16-byte aligned, as the rows of an arena are); other types read X.
- * Either way y[t] does not depend on N_TOK.  matvec.cu.
- * RS_ERR_UNSUPPORTED for a type without a device decoder.
+ * XQ, if XQ.d is not NULL, holds the same N_TOK columns of X in the 16-bit
+ * format: Q4_K, Q5_K and Q6_K rows whose width is a multiple of 256 then
+ * use integer dot products on it (y within ~1e-5 relative of the f32
+ * path; Q4_K and Q5_K weights 16-byte aligned, as the rows of an arena
+ * are); other types read X.  Either way y[t] does not depend on N_TOK.
+ * matvec.cu.  RS_ERR_UNSUPPORTED for a type without a device decoder.
  */
 enum rs_status	rs_k_matvec(const void *d_w, int type, int64_t n_in,
 		    int64_t n_out, int64_t row_bytes, const float *d_x,
-		    int64_t ldx, const void *d_xq, float *d_y, int64_t ldy,
-		    int n_tok, int accumulate, cudaStream_t stream,
-		    struct rs_err *err);
+		    int64_t ldx, struct rs_k_xq_cols xq, float *d_y,
+		    int64_t ldy, int n_tok, int accumulate,
+		    cudaStream_t stream, struct rs_err *err);
 
 /*
  * Several products of the same X in one call: for each part,
  * y (+)= W·X exactly as rs_k_matvec(part's W, type, N_IN, its N_OUT,
- * ROW_BYTES, D_X, LDX, D_XQ, its D_Y, LDY, N_TOK, ACCUMULATE) gives it,
+ * ROW_BYTES, D_X, LDX, XQ, its D_Y, LDY, N_TOK, ACCUMULATE) gives it,
  * bit for bit.  Parts of one type on the integer path share each launch
  * (q, k and v; gate and up: one launch instead of several, and small
  * products run beside large ones); others run one after the other.
@@ -73,7 +88,7 @@ struct rs_k_mv_part {
 };
 enum rs_status	rs_k_matvec_parts(const struct rs_k_mv_part *parts,
 		    int n_parts, int64_t n_in, const float *d_x, int64_t ldx,
-		    const void *d_xq, int n_tok, cudaStream_t stream,
+		    struct rs_k_xq_cols xq, int n_tok, cudaStream_t stream,
 		    struct rs_err *err);
 
 /*
@@ -123,7 +138,8 @@ enum rs_status	rs_k_mm_w16(const void *d_w, int type, int64_t n_in,
 
 /*
  * The N_TOK rows of X (n_tok, ldx), N values each (a multiple of 32), into
- * D_XQ in the 16-bit format of rs_xq.h, bit-identical to rs_xq_quantize.
+ * D_XQ in the 16-bit format of rs_xq.h as one batch, bit-identical to
+ * rs_xq_quantize_batch.
  * xq.cu.
  */
 enum rs_status	rs_k_xq(const float *d_x, int64_t ldx, int64_t n, int n_tok,
@@ -140,8 +156,8 @@ enum rs_status	rs_k_embed(const void *d_w, int type, int64_t n_embd,
  * Row r of X starts at r·LDX, of Y at r·LDY; W has N values, repeated for
  * every row (per-head q/k norms use rows = tokens × heads).  In place is
  * fine (X == Y).  D_XQ, if not NULL, also receives each row of Y in the
- * 16-bit format of rs_xq.h (N a multiple of 32; row r at
- * r·RS_XQ_COL_BYTES(n)), as rs_k_xq would write it.  norm.cu.
+ * 16-bit format of rs_xq.h (N a multiple of 32; the rows as one batch),
+ * as rs_k_xq would write it.  norm.cu.
  */
 enum rs_status	rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w,
 		    float *d_y, int64_t ldy, int64_t n, int64_t n_rows,
@@ -152,8 +168,8 @@ enum rs_status	rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w,
  * Gated RMSNorm of the GDN output (§4.6 step 7), per head of N values:
  * y = rmsnorm(x, w) ⊙ silu(z); X, Z, Y are (n_rows, n).  With D_XQ, every
  * PER_COL rows (a token's heads) are also one column of the 16-bit format
- * of rs_xq.h (N a multiple of 32; column c at c·RS_XQ_COL_BYTES(n ·
- * per_col)), as rs_k_xq would write it.  norm.cu.
+ * of rs_xq.h (N a multiple of 32; n_rows / per_col columns of n·per_col
+ * values as one batch), as rs_k_xq would write it.  norm.cu.
  */
 enum rs_status	rs_k_gated_rmsnorm(const float *d_x, const float *d_z,
 		    const float *d_w, float *d_y, int64_t n, int64_t n_rows,
@@ -269,7 +285,8 @@ enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
 /*
  * h[t][i] = silu(g[t][i])·u[t][i]; G, U, H are (n_tok, n).  D_XQ, if not
  * NULL, also receives H in the 16-bit format of rs_xq.h (N a multiple of
- * 32), as rs_k_xq would write it.  elementwise.cu
+ * 32; the N_TOK rows as one batch), as rs_k_xq would write it.
+ * elementwise.cu
  */
 enum rs_status	rs_k_swiglu(const float *d_g, const float *d_u, float *d_h,
 		    int64_t n, int n_tok, void *d_xq, cudaStream_t stream,

@@ -13,7 +13,7 @@
 
 static __global__ void __launch_bounds__(XQ_WARPS * RS_WARP)
 xq_kernel(const float *__restrict__ x, int64_t ldx, int64_t n, int n_tok,
-    uint8_t *__restrict__ xq)
+    int bm, uint8_t *__restrict__ xq)
 {
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int64_t	 nb = n / RS_XQ_BLOCK;
@@ -23,8 +23,8 @@ xq_kernel(const float *__restrict__ x, int64_t ldx, int64_t n, int n_tok,
 	rs_pdl_trigger();	/* the product after it may start */
 	if (t >= n_tok)
 		return;
-	xq_store(x[t * ldx + RS_XQ_BLOCK * b + lane], lane,
-	    xq + t * RS_XQ_COL_BYTES(n), n, b);
+	xq_store(x[t * ldx + RS_XQ_BLOCK * b + lane], lane, xq, n, n_tok, bm,
+	    t, b);
 }
 
 extern "C" enum rs_status
@@ -38,7 +38,7 @@ rs_k_xq(const float *d_x, int64_t ldx, int64_t n, int n_tok, void *d_xq,
 	int64_t warps = (int64_t)n_tok * (n / RS_XQ_BLOCK);
 	dim3 grid((unsigned)((warps + XQ_WARPS - 1) / XQ_WARPS));
 	xq_kernel<<<grid, XQ_WARPS * RS_WARP, 0, stream>>>(d_x, ldx, n, n_tok,
-	    (uint8_t *)d_xq);
+	    rs_k_xq_block_major(n_tok), (uint8_t *)d_xq);
 	RS_LAUNCH_CHECK(err, "xq");
 	return (RS_OK);
 }

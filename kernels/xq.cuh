@@ -17,11 +17,13 @@ extern "C" {
 }
 
 /*
- * Lane LANE's value XI of block B of column COL (N values); every lane of
- * the warp calls it with its own value.
+ * Lane LANE's value XI of block B of column T of the batch XQ (NB columns
+ * of N values, block-major if BM: rs_xq.h); every lane of the warp calls
+ * it with its own value.
  */
 static __device__ __forceinline__ void
-xq_store(float xi, int lane, uint8_t *col, int64_t n, int64_t b)
+xq_store(float xi, int lane, uint8_t *xq, int64_t n, int64_t nb, int bm,
+    int64_t t, int64_t b)
 {
 	const int	 finite = __all_sync(0xffffffffu, isfinite(xi));
 	const float	 amax = warp_max(fabsf(xi));
@@ -33,14 +35,15 @@ xq_store(float xi, int lane, uint8_t *col, int64_t n, int64_t b)
 
 	const int	 hi = (v + 128) >> 8;
 
-	col[RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)hi;
-	col[n + RS_XQ_BLOCK * b + lane] = (uint8_t)(int8_t)(v - 256 * hi);
+	xq[RS_XQ_HI_AT(n, nb, bm, t, b) + lane] = (uint8_t)(int8_t)hi;
+	xq[RS_XQ_LO_AT(n, nb, bm, t, b) + lane] = (uint8_t)(int8_t)(v - 256 *
+	    hi);
 	/* the exact integer sum of the block, scaled once */
 	int sum = v;
 	for (int o = RS_WARP / 2; o > 0; o >>= 1)
 		sum += __shfl_xor_sync(0xffffffffu, sum, o);
 	if (lane == 0) {
-		float2 *meta = (float2 *)(col + 2 * n) + b;
+		float2 *meta = (float2 *)(xq + RS_XQ_META_AT(n, nb, bm, t, b));
 		*meta = make_float2(s, s * (float)sum);
 	}
 }

@@ -166,7 +166,10 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	const int64_t n_in = w->ne[0], n_out = w->ne[1];
 	const int64_t rb = (int64_t)(w->nbytes / (uint64_t)n_out);
 	const int64_t ldq = RS_XQ_COL_BYTES(n_in);
-	uint8_t	*xq = malloc((size_t)(n_tok * ldq));
+	const size_t qbytes = (size_t)RS_XQ_BATCH_BYTES(n_in, n_tok);
+	const int bm = rs_k_xq_block_major(n_tok);
+	uint8_t	*xq = malloc(qbytes);
+	uint8_t	*cols = malloc((size_t)(n_tok * ldq));	/* one by one */
 	float	*y = malloc((size_t)(n_tok * n_out) * 4);
 	float	*y1 = malloc((size_t)n_out * 4);
 	float	*exact = malloc((size_t)(n_tok * n_out) * 4);
@@ -174,21 +177,23 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	struct rs_err err;
 	char	 what[128];
 
+	rs_xq_quantize_batch(x, n_in, n_in, n_tok, bm, xq);
 	for (int t = 0; t < n_tok; t++)
-		rs_xq_quantize(x + t * n_in, n_in, xq + t * ldq);
+		rs_xq_column(xq, n_in, n_tok, bm, t, cols + t * ldq);
 	for (int64_t o = 0; o < n_out; o++) {
 		ck_assert_int_eq(rs_dequant_row(w->type,
 		    (const uint8_t *)w->data + o * rb, row, n_in, NULL), RS_OK);
 		for (int t = 0; t < n_tok; t++)
 			exact[t * n_out + o] = (float)rs_xq_dot_ref(row,
-			    xq + t * ldq, n_in);
+			    cols + t * ldq, n_in);
 	}
 	void *dw = dup_dev(w->data, w->nbytes);
 	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
-	void *dq = dup_dev(xq, (size_t)(n_tok * ldq));
+	void *dq = dup_dev(xq, qbytes);
 	float *dy = dup_dev(NULL, (size_t)(n_tok * n_out) * 4);
 	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb, dx, n_in,
-	    dq, dy, n_out, n_tok, 0, 0, &err), RS_OK);
+	    (struct rs_k_xq_cols){ dq, n_tok, 0 }, dy, n_out, n_tok, 0, 0,
+	    &err), RS_OK);
 	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
 	snprintf(what, sizeof(what), "matvec xq %s %s %lldx%lld, %d cols",
 	    w->name, rs_type_name(w->type), (long long)n_in, (long long)n_out,
@@ -197,8 +202,8 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	expect_close(what, y, ref, n_tok * n_out, 1e-4);
 	for (int t = 0; t < n_tok; t++) {
 		ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb,
-		    dx + t * n_in, n_in, (uint8_t *)dq + t * ldq, dy, n_out, 1,
-		    0, 0, &err), RS_OK);
+		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, t },
+		    dy, n_out, 1, 0, 0, &err), RS_OK);
 		to_host(y1, dy, (size_t)n_out * 4);
 		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
 		    "%s: column %d alone differs from the batch", what, t);
@@ -208,6 +213,7 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	cudaFree(dq);
 	cudaFree(dy);
 	free(xq);
+	free(cols);
 	free(y);
 	free(y1);
 	free(exact);
@@ -247,8 +253,9 @@ check_matvec(const struct rs_gguf_tensor *w, int n_tok, int accumulate)
 	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
 	float *dy = dup_dev(y, (size_t)(n_tok * n_out) * 4);
 	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out,
-	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, n_in, NULL, dy, n_out,
-	    n_tok, accumulate, 0, &err), RS_OK);
+	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, n_in,
+	    (struct rs_k_xq_cols){ NULL, 0, 0 }, dy, n_out, n_tok, accumulate,
+	    0, &err), RS_OK);
 	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
 	snprintf(what, sizeof(what), "matvec %s %s %lldx%lld, %d cols%s",
 	    w->name, rs_type_name(w->type), (long long)n_in, (long long)n_out,
@@ -389,7 +396,7 @@ START_TEST(matvec_parts)
 	};
 	static const int64_t rows[3] = { 300, 48, 67 };
 	static const int cols[] = { 1, 2, 3, 8, 16 };
-	const int64_t n_in = 1024, ldq = RS_XQ_COL_BYTES(n_in);
+	const int64_t n_in = 1024;
 	struct rs_err err;
 
 	for (size_t m = 0; m < sizeof(mixes) / sizeof(mixes[0]); m++) {
@@ -399,14 +406,17 @@ START_TEST(matvec_parts)
 		float *dy[3], *dyo[3];
 		const int nt = 16;
 		float *x = malloc((size_t)(nt * n_in) * 4);
-		uint8_t *xq = malloc((size_t)(nt * ldq));
+		const size_t qbytes = (size_t)RS_XQ_BATCH_BYTES(n_in, nt);
+		uint8_t *xq = malloc(qbytes);
 
 		for (int64_t i = 0; i < nt * n_in; i++)
 			x[i] = frand();
-		for (int c = 0; c < nt; c++)
-			rs_xq_quantize(x + c * n_in, n_in, xq + c * ldq);
+		/* the first n of a batch of 16 columns */
+		rs_xq_quantize_batch(x, n_in, n_in, nt,
+		    rs_k_xq_block_major(nt), xq);
 		float *dx = dup_dev(x, (size_t)(nt * n_in) * 4);
-		void *dq = dup_dev(xq, (size_t)(nt * ldq));
+		void *dq = dup_dev(xq, qbytes);
+		const struct rs_k_xq_cols xc = { dq, nt, 0 };
 		for (int i = 0; i < 3; i++) {
 			buf[i] = random_tensor(&t[i], mixes[m][i], n_in, rows[i]);
 			dw[i] = dup_dev(t[i].data, t[i].nbytes);
@@ -429,11 +439,11 @@ START_TEST(matvec_parts)
 				    cudaMemcpyHostToDevice) == cudaSuccess);
 				free(ones);
 			}
-			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, dq,
+			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, xc,
 			    n, 0, &err) == RS_OK, "%s", err.msg);
 			for (int i = 0; i < 3; i++) {
 				ck_assert_msg(rs_k_matvec(dw[i], t[i].type, n_in,
-				    rows[i], p[i].row_bytes, dx, n_in, dq,
+				    rows[i], p[i].row_bytes, dx, n_in, xc,
 				    dyo[i], rows[i], n, i == 2, 0, &err) ==
 				    RS_OK, "%s", err.msg);
 				const size_t b = (size_t)(n * rows[i]) * 4;
@@ -465,7 +475,8 @@ START_TEST(matvec_parts)
 	/* more parts than a launch takes: refused */
 	struct rs_k_mv_part many[RS_K_MATVEC_MAX_PARTS + 1] = { 0 };
 	ck_assert_int_eq(rs_k_matvec_parts(many, RS_K_MATVEC_MAX_PARTS + 1,
-	    256, NULL, 256, NULL, 1, 0, &err), RS_ERR_INVALID_ARG);
+	    256, NULL, 256, (struct rs_k_xq_cols){ NULL, 0, 0 }, 1, 0, &err),
+	    RS_ERR_INVALID_ARG);
 }
 END_TEST
 
@@ -570,15 +581,18 @@ END_TEST
 /*
  * rs_k_xq against rs_xq_quantize, byte for byte: random columns read with
  * a stride, and blocks of zeros, of one large value, of denormals, with a
- * NaN and with an infinity.
+ * NaN and with an infinity; each column of the batch (rs_xq_column: the
+ * layout itself is check_xq.c's) as the CPU makes it alone.
  */
 START_TEST(xq)
 {
 	const int64_t n = 320, ldx = 352;
 	const int n_tok = 3;
 	const int64_t ldq = RS_XQ_COL_BYTES(n);
+	const size_t qbytes = (size_t)RS_XQ_BATCH_BYTES(n, n_tok);
 	float	*x = malloc((size_t)(n_tok * ldx) * 4);
 	uint8_t	*ref = malloc((size_t)(n_tok * ldq));
+	uint8_t	*batch = malloc(qbytes);
 	uint8_t	*got = malloc((size_t)(n_tok * ldq));
 	struct rs_err err;
 
@@ -594,9 +608,12 @@ START_TEST(xq)
 	for (int t = 0; t < n_tok; t++)
 		rs_xq_quantize(x + t * ldx, n, ref + t * ldq);
 	float *dx = dup_dev(x, (size_t)(n_tok * ldx) * 4);
-	void *dq = dup_dev(NULL, (size_t)(n_tok * ldq));
+	void *dq = dup_dev(NULL, qbytes);
 	ck_assert_int_eq(rs_k_xq(dx, ldx, n, n_tok, dq, 0, &err), RS_OK);
-	to_host(got, dq, (size_t)(n_tok * ldq));
+	to_host(batch, dq, qbytes);
+	for (int t = 0; t < n_tok; t++)
+		rs_xq_column(batch, n, n_tok, rs_k_xq_block_major(n_tok), t,
+		    got + t * ldq);
 	for (int t = 0; t < n_tok; t++) {
 		const uint8_t *g = got + t * ldq, *r = ref + t * ldq;
 		for (int64_t i = 0; i < 2 * n; i++)
@@ -619,6 +636,7 @@ START_TEST(xq)
 	cudaFree(dq);
 	free(x);
 	free(ref);
+	free(batch);
 	free(got);
 }
 END_TEST
@@ -654,23 +672,29 @@ END_TEST
 
 /* ---- norms, rope, elementwise ---- */
 
-/* D_XQ (ROWS rows of N) is what rs_xq_quantize makes of Y. */
+/*
+ * D_XQ (ROWS rows of N: one batch) is what rs_xq_quantize makes of each
+ * row of Y.
+ */
 static void
 expect_xq_of(const char *what, const float *y, const void *d_xq, int64_t n,
     int rows)
 {
 	const int64_t ldq = RS_XQ_COL_BYTES(n);
-	uint8_t *got = malloc((size_t)(rows * ldq));
-	uint8_t *ref = malloc((size_t)(rows * ldq));
+	const size_t qbytes = (size_t)RS_XQ_BATCH_BYTES(n, rows);
+	uint8_t *batch = malloc(qbytes), *got = malloc((size_t)ldq);
+	uint8_t *ref = malloc((size_t)ldq);
 
-	for (int r = 0; r < rows; r++)
-		rs_xq_quantize(y + r * n, n, ref + r * ldq);
-	to_host(got, d_xq, (size_t)(rows * ldq));
-	for (int r = 0; r < rows; r++)
-		ck_assert_msg(memcmp(got + r * ldq, ref + r * ldq,
-		    (size_t)RS_XQ_DATA_BYTES(n)) == 0,
-		    "%s: row %d: 16-bit form differs from rs_xq_quantize",
+	to_host(batch, d_xq, qbytes);
+	for (int r = 0; r < rows; r++) {
+		rs_xq_quantize(y + r * n, n, ref);
+		rs_xq_column(batch, n, rows, rs_k_xq_block_major(rows), r,
+		    got);
+		ck_assert_msg(memcmp(got, ref, (size_t)RS_XQ_DATA_BYTES(n)) ==
+		    0, "%s: row %d: 16-bit form differs from rs_xq_quantize",
 		    what, r);
+	}
+	free(batch);
 	free(got);
 	free(ref);
 }
@@ -702,7 +726,8 @@ START_TEST(norms)
 	cudaFree(dq);
 	/*
 	 * A few rows are split over blocks, many are not (prefill): the
-	 * same bits either way, so 17 rows at once equal each row alone.
+	 * same bits either way, so 17 rows at once (one batch of 16-bit
+	 * columns) equal each row alone.
 	 */
 	{
 		enum { W = 5120, R = 17 };
@@ -710,6 +735,8 @@ START_TEST(norms)
 		float *hx = malloc(4 * W * R), *hw = malloc(4 * W);
 		float *all = malloc(4 * W * R), *one = malloc(4 * W * R);
 		uint8_t *qall = malloc(qb * R), *qone = malloc(qb * R);
+		uint8_t *qcol = malloc(qb);
+		int same = 1;
 
 		for (int i = 0; i < W * R; i++)
 			hx[i] = frand() * 2.0f;
@@ -728,8 +755,13 @@ START_TEST(norms)
 			    0, &err), RS_OK);
 		to_host(one, ey, 4 * W * R);
 		to_host(qone, eq, qb * R);
-		ck_assert_msg(memcmp(all, one, 4 * W * R) == 0 &&
-		    memcmp(qall, qone, qb * R) == 0,
+		for (int r = 0; r < R; r++) {
+			rs_xq_column(qall, W, R, rs_k_xq_block_major(R), r,
+			    qcol);
+			same &= memcmp(qcol, qone + r * qb,
+			    (size_t)RS_XQ_DATA_BYTES(W)) == 0;
+		}
+		ck_assert_msg(memcmp(all, one, 4 * W * R) == 0 && same,
 		    "rmsnorm: split rows differ from whole rows");
 		cudaFree(ex);
 		cudaFree(ew);
@@ -741,6 +773,7 @@ START_TEST(norms)
 		free(one);
 		free(qall);
 		free(qone);
+		free(qcol);
 	}
 	/* in place: one block a row, whatever the row count */
 	float *wide = malloc(4 * 4160), *wv = malloc(4 * 4160);

@@ -115,6 +115,45 @@ START_TEST(dot_oracle)
 }
 END_TEST
 
+/*
+ * A batch, column after column or block-major: each byte and meta of
+ * column t sits where rs_xq.h says (offsets written out here, not through
+ * the macros), and rs_xq_column gives back what rs_xq_quantize makes of
+ * the column.
+ */
+START_TEST(batch_layout)
+{
+	enum { N = 96, NB = 3, LDX = 100 };
+	float	 x[NB * LDX];
+	uint8_t	 q[RS_XQ_BATCH_BYTES(N, NB)], one[RS_XQ_COL_BYTES(N)];
+	uint8_t	 col[RS_XQ_COL_BYTES(N)];
+
+	/* (2·96 + 96/4)·3 = 648 bytes of data, padded to 16 */
+	ck_assert_int_eq(sizeof(q), 656);
+	for (int i = 0; i < NB * LDX; i++)
+		x[i] = sinf(0.7f * (float)i) * (float)(1 + i % 5);
+	for (int bm = 0; bm < 2; bm++) {
+		rs_xq_quantize_batch(x, LDX, N, NB, bm, q);
+		for (int t = 0; t < NB; t++) {
+			rs_xq_quantize(x + t * LDX, N, one);
+			for (int i = 0; i < N; i++) {
+				const int s = bm ? i / 32 * NB + t :
+				    t * (N / 32) + i / 32;
+				ck_assert_int_eq(q[32 * s + i % 32], one[i]);
+				ck_assert_int_eq(q[NB * N + 32 * s + i % 32],
+				    one[N + i]);
+				if (i % 32 == 0)
+					ck_assert_mem_eq(q + 2 * NB * N + 8 * s,
+					    one + 2 * N + i / 32 * 8, 8);
+			}
+			memset(col, 0xA5, sizeof(col));
+			rs_xq_column(q, N, NB, bm, t, col);
+			ck_assert_mem_eq(col, one, RS_XQ_DATA_BYTES(N));
+		}
+	}
+}
+END_TEST
+
 Suite *
 xq_suite(void)
 {
@@ -124,6 +163,7 @@ xq_suite(void)
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, special_blocks);
 	tcase_add_test(tc, dot_oracle);
+	tcase_add_test(tc, batch_layout);
 	suite_add_tcase(s, tc);
 	return (s);
 }

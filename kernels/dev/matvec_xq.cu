@@ -8,8 +8,10 @@
  *   make CUDA=1 build/dev/matvec_xq && build/dev/matvec_xq
  *   MX_SHAPE=ffn_up MX_VARIANT=mma4 ncu ... build/dev/matvec_xq
  *
- * Every variant and column count is first compared bit for bit with the
- * same columns one at a time through rs_k_matvec (the kernel's contract:
+ * x is a batch of exactly the launch's columns (rs_xq.h), as in a
+ * verification pass.  Every variant and column count is first compared bit
+ * for bit with the same columns one at a time through rs_k_matvec, each
+ * quantized alone (the kernel's contract:
  * tests/check_cuda.c checks it against the CPU oracle too); then 20
  * launches are timed with CUDA events, each on its own copy of the weights
  * (256 MB of copies in all), so that none finds them in the L2.
@@ -69,7 +71,7 @@ fill(int type, uint8_t *b, size_t bytes)
 }
 
 typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, int64_t,
-    const uint8_t *, float *, int64_t);
+    const xq_in, float *, int64_t);
 
 /* the kernels' parameters for one product */
 static mv_parts
@@ -89,18 +91,20 @@ one_part(const uint8_t *w, int64_t n_out, int64_t rb, float *y, int64_t ldy)
 template <int TYPE, int NT, int R, int U>
 static void
 launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
-    const uint8_t *xq, float *y, int64_t ldy)
+    const xq_in xq, float *y, int64_t ldy)
 {
 	mv_parts p = one_part(w, n_out, rb, y, ldy);
 	dim3 grid(mv_parts_grid(&p, MV_WARPS * R));
-	matvec_xq_kernel<TYPE, NT, R, U><<<grid, MV_WARPS * RS_WARP>>>(p, n_in,
-	    xq);
+	/* one column: the decode kernel's consecutive blocks (batch() makes
+	   batches of one column then) */
+	matvec_xq_kernel<TYPE, NT, R, U, NT == 1><<<grid, MV_WARPS * RS_WARP>>>(
+	    p, n_in, xq);
 }
 
 template <int TYPE, int NT, int SPW, int MINB>
 static void
 launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
-    const uint8_t *xq, float *y, int64_t ldy)
+    const xq_in xq, float *y, int64_t ldy)
 {
 	mv_parts p = one_part(w, n_out, rb, y, ldy);
 	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
@@ -108,14 +112,17 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
 	    8 / SPW * RS_WARP>>>(p, n_in, xq);
 }
 
-template <int TYPE, int NT, int R, int S, bool BULK = false>
+/* CAP: at most that many CTAs an SM (0: as many as fit) */
+template <int TYPE, int NT, int R, int S, bool BULK = false, int CAP = 0>
 static void
 launch_pipe(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
-    const uint8_t *xq, float *y, int64_t ldy)
+    const xq_in xq, float *y, int64_t ldy)
 {
 	mv_parts p = one_part(w, n_out, rb, y, ldy);
 	unsigned grid = mv_parts_grid(&p, PIPE_WARPS * R);
-	const unsigned resident = pipe_resident<TYPE, NT, R, S, BULK>();
+	unsigned resident = pipe_resident<TYPE, NT, R, S, BULK>();
+	if (CAP > 0 && resident > CAP * 132u)
+		resident = CAP * 132u;	/* the H200's SMs */
 
 	matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK><<<grid < resident ? grid :
 	    resident, PIPE_WARPS * RS_WARP, pipe_smem_bytes<TYPE, R, S>()>>>(p,
@@ -126,11 +133,24 @@ struct variant {
 	const char	*name;
 	int		 nt;
 	launch_fn	 fn[3];		/* Q4_K, Q5_K, Q6_K */
+	int		 cm;		/* x: 1 column after column, 2 block-major,
+					   0 as rs_k_xq_block_major */
 };
 
 #define V(nt, r, u) { "dp4a" #nt "_r" #r "_u" #u, nt, { \
 	launch<RS_TYPE_Q4_K, nt, r, u>, launch<RS_TYPE_Q5_K, nt, r, u>, \
 	launch<RS_TYPE_Q6_K, nt, r, u> } }
+#define VC(nt, r, u) { "dp4a_cm" #nt "_r" #r "_u" #u, nt, { \
+	launch<RS_TYPE_Q4_K, nt, r, u>, launch<RS_TYPE_Q5_K, nt, r, u>, \
+	launch<RS_TYPE_Q6_K, nt, r, u> }, 1 }
+#define MB(nt, spw, mb) { "mma_bm" #nt "_spw" #spw "_minb" #mb, nt, { \
+	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
+	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
+	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> }, 2 }
+#define BC(nt, r, st, cap) { "bulk" #nt "_r" #r "_s" #st "_cap" #cap, nt, { \
+	launch_pipe<RS_TYPE_Q4_K, nt, r, st, true, cap>, \
+	launch_pipe<RS_TYPE_Q5_K, nt, r, st, true, cap>, \
+	launch_pipe<RS_TYPE_Q6_K, nt, r, st, true, cap> } }
 #define P(nt, r, st) { "pipe" #nt "_r" #r "_s" #st, nt, { \
 	launch_pipe<RS_TYPE_Q4_K, nt, r, st>, \
 	launch_pipe<RS_TYPE_Q5_K, nt, r, st>, \
@@ -145,7 +165,9 @@ struct variant {
 	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> } }
 
 static const struct variant variants[] = {
-	V(1, 4, 1), V(2, 4, 1), M(2, 1, 2), M(2, 2, 3),
+	V(1, 4, 1), V(2, 4, 1), V(4, 4, 1), VC(4, 4, 1), V(8, 2, 1),
+	VC(8, 2, 1), M(2, 1, 2), M(2, 2, 3), MB(2, 1, 2), MB(2, 1, 3),
+	B(2, 4, 2), BC(2, 4, 2, 3), B(1, 2, 2), BC(1, 2, 2, 6),
 	M(3, 1, 2), M(3, 1, 3), M(3, 2, 3), M(4, 1, 2), M(4, 1, 3), M(4, 2, 3),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(16, 1, 1), M(16, 1, 2),
 };
@@ -172,7 +194,7 @@ struct rot {
 
 static double
 time_variant(launch_fn fn, const struct shape *sh, const struct rot *dw,
-    int64_t rb, const uint8_t *dq, float *dy, int reps)
+    int64_t rb, const xq_in dq, float *dy, int reps)
 {
 	cudaEvent_t a, b;
 	float ms;
@@ -193,7 +215,7 @@ time_variant(launch_fn fn, const struct shape *sh, const struct rot *dw,
 
 static double
 time_us(const struct rot *dw, int type, const struct shape *sh, int64_t rb,
-    const uint8_t *dq, float *dy, int nt, int reps)
+    const xq_in dq, float *dy, int nt, int reps)
 {
 	struct rs_err err;
 	cudaEvent_t a, b;
@@ -204,8 +226,8 @@ time_us(const struct rot *dw, int type, const struct shape *sh, int64_t rb,
 	cudaEventRecord(a);
 	for (int r = 0; r < reps; r++)
 		if (rs_k_matvec(dw->w[r % dw->n], type, sh->n_in, sh->n_out,
-		    rb, NULL,
-		    sh->n_in, dq, dy, sh->n_out, nt, 0, 0, &err) != RS_OK) {
+		    rb, NULL, sh->n_in, (rs_k_xq_cols){ dq.p, dq.nb, dq.t0 },
+		    dy, sh->n_out, nt, 0, 0, &err) != RS_OK) {
 			fprintf(stderr, "matvec: %s\n", err.msg);
 			exit(1);
 		}
@@ -215,6 +237,22 @@ time_us(const struct rot *dw, int type, const struct shape *sh, int64_t rb,
 	cudaEventDestroy(a);
 	cudaEventDestroy(b);
 	return (ms * 1e3 / reps);
+}
+
+/*
+ * The NT columns at X (N values each) as one batch in D (host copy H):
+ * in rs_k_xq_block_major's layout, column after column (CM 1) or
+ * block-major (CM 2).
+ */
+static xq_in
+batch(const float *x, int64_t n, int nt, int cm, uint8_t *h, uint8_t *d)
+{
+	const xq_in c = { d, nt, 0, cm ? cm == 2 : rs_k_xq_block_major(nt) };
+
+	rs_xq_quantize_batch(x, n, n, nt, c.bm, h);
+	die("copy", cudaMemcpy(d, h, (size_t)RS_XQ_BATCH_BYTES(n, nt),
+	    cudaMemcpyHostToDevice));
+	return (c);
 }
 
 int
@@ -243,10 +281,11 @@ main(void)
 		const int64_t rb = sh->n_in / 256 *
 		    rs_type_traits(sh->type)->block_bytes;
 		const size_t wbytes = (size_t)(rb * sh->n_out);
-		const int64_t ldq = RS_XQ_COL_BYTES(sh->n_in);
+		const size_t qbytes = (size_t)RS_XQ_BATCH_BYTES(sh->n_in,
+		    nt_max);
 		uint8_t *hw = (uint8_t *)malloc(wbytes);
-		uint8_t *hq = (uint8_t *)malloc((size_t)(nt_max * ldq));
-		float *hx = (float *)malloc((size_t)sh->n_in * 4);
+		uint8_t *hq = (uint8_t *)malloc(qbytes);
+		float *hx = (float *)malloc((size_t)(nt_max * sh->n_in) * 4);
 		float *ref = (float *)malloc((size_t)(nt_max * sh->n_out) * 4);
 		float *got = (float *)malloc((size_t)(nt_max * sh->n_out) * 4);
 		struct rot dw;
@@ -254,11 +293,8 @@ main(void)
 		float *dy;
 
 		fill(sh->type, hw, wbytes);
-		for (int t = 0; t < nt_max; t++) {
-			for (int64_t i = 0; i < sh->n_in; i++)
-				hx[i] = (float)(next() % 20001) / 10000.0f - 1.0f;
-			rs_xq_quantize(hx, sh->n_in, hq + t * ldq);
-		}
+		for (int64_t i = 0; i < nt_max * sh->n_in; i++)
+			hx[i] = (float)(next() % 20001) / 10000.0f - 1.0f;
 		dw.n = (int)((ROT_BYTES + wbytes - 1) / wbytes);
 		if (dw.n > ROT_MAX)
 			dw.n = ROT_MAX;
@@ -267,14 +303,13 @@ main(void)
 			die("copy", cudaMemcpy(dw.w[i], hw, wbytes,
 			    cudaMemcpyHostToDevice));
 		}
-		die("malloc", cudaMalloc(&dq, (size_t)(nt_max * ldq)));
+		die("malloc", cudaMalloc(&dq, qbytes));
 		die("malloc", cudaMalloc(&dy, (size_t)(nt_max * sh->n_out) * 4));
-		die("copy", cudaMemcpy(dq, hq, (size_t)(nt_max * ldq),
-		    cudaMemcpyHostToDevice));
 		/* the reference: every column alone */
 		for (int t = 0; t < nt_max; t++)
-			(void)time_us(&dw, sh->type, sh, rb, dq + t * ldq,
-			    dy + t * sh->n_out, 1, 1);
+			(void)time_us(&dw, sh->type, sh, rb, batch(hx + t *
+			    sh->n_in, sh->n_in, 1, 0, hq, dq), dy + t *
+			    sh->n_out, 1, 1);
 		die("ref", cudaMemcpy(ref, dy, (size_t)(nt_max * sh->n_out) * 4,
 		    cudaMemcpyDeviceToHost));
 		for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]);
@@ -285,11 +320,13 @@ main(void)
 				continue;
 
 			const size_t outs = (size_t)(variants[v].nt * sh->n_out);
-			fn(dw.w[0], sh->n_in, sh->n_out, rb, dq, dy, sh->n_out);
+			const xq_in xc = batch(hx, sh->n_in, variants[v].nt,
+			    variants[v].cm, hq, dq);
+			fn(dw.w[0], sh->n_in, sh->n_out, rb, xc, dy, sh->n_out);
 			die("run", cudaMemcpy(got, dy, outs * 4,
 			    cudaMemcpyDeviceToHost));
 			const int same = memcmp(got, ref, outs * 4) == 0;
-			const double us = time_variant(fn, sh, &dw, rb, dq, dy,
+			const double us = time_variant(fn, sh, &dw, rb, xc, dy,
 			    reps);
 			printf("{\"shape\":\"%s\",\"variant\":\"%s\","
 			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"
@@ -303,13 +340,14 @@ main(void)
 		for (size_t v = 0; v < (only_variant ? 0 : sizeof(cols) /
 		    sizeof(cols[0])); v++) {
 			const int nt = cols[v];
+			const xq_in xc = batch(hx, sh->n_in, nt, 0, hq, dq);
 
-			(void)time_us(&dw, sh->type, sh, rb, dq, dy, nt, 1);
+			(void)time_us(&dw, sh->type, sh, rb, xc, dy, nt, 1);
 			die("run", cudaMemcpy(got, dy, (size_t)(nt *
 			    sh->n_out) * 4, cudaMemcpyDeviceToHost));
 			const int same = memcmp(got, ref, (size_t)(nt *
 			    sh->n_out) * 4) == 0;
-			const double us = time_us(&dw, sh->type, sh, rb, dq, dy,
+			const double us = time_us(&dw, sh->type, sh, rb, xc, dy,
 			    nt, reps);
 			if (nt == 1)
 				us1 = us;

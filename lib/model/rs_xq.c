@@ -7,11 +7,13 @@
 
 #include "rs_xq.h"
 
+/* block B of X, column T of a batch of NB (BM: block-major) at OUT */
 static void
-quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
+quantize_block(const float *x, int64_t n, int nb, int bm, int t, int64_t b,
+    uint8_t *out)
 {
-	int8_t	*hi = (int8_t *)out + RS_XQ_BLOCK * b;
-	int8_t	*lo = (int8_t *)out + n + RS_XQ_BLOCK * b;
+	int8_t	*hi = (int8_t *)out + RS_XQ_HI_AT(n, nb, bm, t, b);
+	int8_t	*lo = (int8_t *)out + RS_XQ_LO_AT(n, nb, bm, t, b);
 	float	 meta[2];
 	float	 amax = 0.0f;
 	int	 finite = 1;
@@ -34,14 +36,36 @@ quantize_block(const float *x, int64_t n, int64_t b, uint8_t *out)
 	}
 	meta[0] = s;
 	meta[1] = s * (float)sum;
-	memcpy(out + 2 * n + RS_XQ_META_BYTES * b, meta, sizeof(meta));
+	memcpy(out + RS_XQ_META_AT(n, nb, bm, t, b), meta, sizeof(meta));
 }
 
 void
 rs_xq_quantize(const float *x, int64_t n, uint8_t *out)
 {
-	for (int64_t b = 0; b < n / RS_XQ_BLOCK; b++)
-		quantize_block(x, n, b, out);
+	rs_xq_quantize_batch(x, n, n, 1, 0, out);
+}
+
+void
+rs_xq_quantize_batch(const float *x, int64_t ldx, int64_t n, int nb, int bm,
+    uint8_t *out)
+{
+	for (int t = 0; t < nb; t++)
+		for (int64_t b = 0; b < n / RS_XQ_BLOCK; b++)
+			quantize_block(x + t * ldx, n, nb, bm, t, b, out);
+}
+
+void
+rs_xq_column(const uint8_t *xq, int64_t n, int nb, int bm, int t,
+    uint8_t *out)
+{
+	for (int64_t b = 0; b < n / RS_XQ_BLOCK; b++) {
+		memcpy(out + RS_XQ_HI_AT(n, 1, 0, 0, b),
+		    xq + RS_XQ_HI_AT(n, nb, bm, t, b), RS_XQ_BLOCK);
+		memcpy(out + RS_XQ_LO_AT(n, 1, 0, 0, b),
+		    xq + RS_XQ_LO_AT(n, nb, bm, t, b), RS_XQ_BLOCK);
+		memcpy(out + RS_XQ_META_AT(n, 1, 0, 0, b),
+		    xq + RS_XQ_META_AT(n, nb, bm, t, b), RS_XQ_META_BYTES);
+	}
 }
 
 float

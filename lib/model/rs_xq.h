@@ -17,15 +17,26 @@
  * hi = (v + 128) >> 8 and lo = v − 256·hi, both signed bytes (lo in
  * −128..127, hi in −127..127: hence V = 127·256 + 127, not 32767).  Both
  * planes signed let one tensor-core product take a high and a low column
- * side by side (matvec_mma.cuh).  The column's bytes, RS_XQ_COL_BYTES(N)
- * of them (padded to 16 so that every column starts 16-byte aligned):
+ * side by side (matvec_mma.cuh).
  *
- *   [0, N)            hi[i]    int8
- *   [N, 2N)           lo[i]    int8
- *   [2N, 2N + N/4)    meta[b]  2 floats per block: s and Σ x̃ over the
- *                              block (s times the exact integer Σ v,
- *                              rounded once)
+ * A batch of NB columns (the tokens of a verification pass) takes
+ * RS_XQ_BATCH_BYTES(N, NB) bytes (padded to 16) in three planes of NB·N/32
+ * slots, block b of column t in slot s:
+ *
+ *   [0, NB·N)         hi: slot s at 32·s, 32 int8
+ *   [NB·N, 2·NB·N)    lo: the same, NB·N further
+ *   [2·NB·N, ...)     meta: slot s at 8·s, 2 floats: s and Σ x̃ over the
+ *                     block (s times the exact integer Σ v, rounded once)
  *   then up to 15 bytes of padding, which nothing reads
+ *
+ * column after column (s = t·N/32 + b), or block-major (BM: s = b·NB + t),
+ * where the same block of every column lies side by side: a tensor-core
+ * fragment of 4 columns then reads one 128-byte line per plane, not 4 (3-16
+ * column products 5-35 % faster), while the one-row-per-warp dp4a kernel,
+ * whose lanes read a column's blocks 64 bytes apart, would touch twice the
+ * lines (two columns 36 % slower, four 50 %): docs/perf-log.md.  Which one a batch
+ * uses is the GPU backend's choice (rs_k_xq_block_major).  One column is
+ * hi[N], lo[N], meta[N/32] either way.
  *
  * The sum serves the formats whose values carry a minimum (Q4_K, Q5_K):
  * Σ (a·q − m)·x̃ = a·s·Σ q·v − m·Σ x̃.  A block whose amax is below
@@ -42,13 +53,33 @@
 #define RS_XQ_VMAX		32639	/* the largest |v|: 127·256 + 127 */
 #define RS_XQ_MIN_AMAX		0x1p-100f
 #define RS_XQ_META_BYTES	8	/* per block: s, Σ x̃ */
-/* the bytes that carry data, and the column's stride */
+/* a column's bytes of data; a batch's bytes; one column's */
 #define RS_XQ_DATA_BYTES(n)	\
 	(2 * (int64_t)(n) + RS_XQ_META_BYTES * ((int64_t)(n) / 32))
-#define RS_XQ_COL_BYTES(n)	((RS_XQ_DATA_BYTES(n) + 15) & ~(int64_t)15)
+#define RS_XQ_BATCH_BYTES(n, nb)	\
+	((RS_XQ_DATA_BYTES(n) * (int64_t)(nb) + 15) & ~(int64_t)15)
+#define RS_XQ_COL_BYTES(n)	RS_XQ_BATCH_BYTES(n, 1)
+/* block B of column T of a batch of NB columns of N values (BM: block-major) */
+#define RS_XQ_SLOT(n, nb, bm, t, b)	((bm) ? \
+	(int64_t)(b) * (nb) + (t) : (int64_t)(t) * ((n) / RS_XQ_BLOCK) + (b))
+#define RS_XQ_HI_AT(n, nb, bm, t, b)	\
+	(RS_XQ_SLOT(n, nb, bm, t, b) * RS_XQ_BLOCK)
+#define RS_XQ_LO_AT(n, nb, bm, t, b)	\
+	((int64_t)(nb) * (n) + RS_XQ_HI_AT(n, nb, bm, t, b))
+#define RS_XQ_META_AT(n, nb, bm, t, b)	\
+	(2 * (int64_t)(nb) * (n) + RS_XQ_SLOT(n, nb, bm, t, b) * \
+	    RS_XQ_META_BYTES)
 
 /* Quantize the N values of X (N a multiple of 32) into OUT. */
 void	rs_xq_quantize(const float *x, int64_t n, uint8_t *out);
+
+/* The NB columns of X (LDX apart) as one batch into OUT (BM: block-major). */
+void	rs_xq_quantize_batch(const float *x, int64_t ldx, int64_t n, int nb,
+	    int bm, uint8_t *out);
+
+/* Column T of the batch XQ (NB columns of N values, BM) as one column. */
+void	rs_xq_column(const uint8_t *xq, int64_t n, int nb, int bm, int t,
+	    uint8_t *out);
 
 /* x̃[i] of a quantized column XQ of N values. */
 float	rs_xq_value(const uint8_t *xq, int64_t n, int64_t i);
