@@ -208,6 +208,19 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
 		    "%s: column %d alone differs from the batch", what, t);
 	}
+	/* columns 1 .. of the batch in one launch: one that starts inside
+	   its batch (the engine's launches past 16 columns) */
+	if (n_tok >= 3) {
+		const size_t b = (size_t)((n_tok - 1) * n_out) * 4;
+		float *tail = malloc(b);
+		ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb,
+		    dx + n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, 1 }, dy,
+		    n_out, n_tok - 1, 0, 0, &err), RS_OK);
+		to_host(tail, dy, b);
+		ck_assert_msg(memcmp(tail, y + n_out, b) == 0,
+		    "%s: columns 1.. in one launch differ from the batch", what);
+		free(tail);
+	}
 	cudaFree(dw);
 	cudaFree(dx);
 	cudaFree(dq);
