@@ -434,7 +434,8 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
  * columns before the rows' values are unpacked one row at a time, which
  * keeps fewer registers live (docs/perf-log.md).  BS1: X's blocks are
  * consecutive slots (x.bs is 1), which spares the decode kernel a
- * multiplication a block (5-11 % of its time, perf-log).
+ * multiplication a block and keeps its addressing as it was before the
+ * batch strides (session 8 in perf-log).
  */
 template <int TYPE, int NT, int R, bool BS1 = false>
 static __device__ __forceinline__ void
