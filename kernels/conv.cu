@@ -15,8 +15,10 @@
  * drafts, §6.5): the thread of token t also writes the state after it,
  * seq_c[t+1 .. t+K−1], to ring slot p mod n_snap when its position p ≥
  * snap_from.  A second launch then moves the last K−1 entries into the
- * state (after every thread has read the old one); a single token's
- * thread does it itself.  K ≤ 8.  Oracle:
+ * state (after every thread has read the old one).  Up to CONV_WALK tokens
+ * (decode, the usual verification) one thread walks a channel's tokens
+ * with the window in registers and writes the state itself: one launch,
+ * the same sums.  K ≤ 8.  Oracle:
  * rs_cpu_conv_ref; test: tests/check_cuda.c "conv".  27B: 10240 channels ×
  * (K + 2·T) floats per layer, a few hundred KB.
  */
@@ -25,6 +27,7 @@
 
 #define CONV_MAX_K	8
 #define CONV_THREADS	128
+#define CONV_WALK	4	/* tokens one thread walks (see above) */
 
 /* Entry I of seq_c: the state's K−1 entries, then the T inputs. */
 static __device__ __forceinline__ float
@@ -37,9 +40,9 @@ seq_at(const float *__restrict__ state, const float *__restrict__ x,
 
 /* u_t[c] and, when asked, the snapshot after token t (see the header). */
 static __device__ __forceinline__ void
-conv_token(float *state, const float *__restrict__ w,
+conv_token(const float *state, const float *__restrict__ w,
     const float *__restrict__ x, int64_t ldx, int64_t c, int k, int t,
-    int n_tok, float *__restrict__ u, int64_t n_ch, float *__restrict__ snap,
+    float *__restrict__ u, int64_t n_ch, float *__restrict__ snap,
     int64_t snap_stride, int n_snap, const int32_t *__restrict__ params)
 {
 	float	win[CONV_MAX_K];
@@ -55,10 +58,52 @@ conv_token(float *state, const float *__restrict__ w,
 		for (int i = 0; i < k - 1; i++)
 			snap[(int64_t)(p % n_snap) * snap_stride + c * (k - 1) +
 			    i] = win[i + 1];
-	/* one token (a decode step): this thread alone read state_c */
-	if (n_tok == 1)
-		for (int i = 0; i < k - 1; i++)
-			state[c * (k - 1) + i] = win[i + 1];
+}
+
+/*
+ * Channel C's N_TOK ≤ CONV_WALK tokens by one thread: seq_c in registers
+ * (every index below is a constant once unrolled), u_t[c] summed as in
+ * conv_token, the snapshots, then the state, which no other thread reads.
+ */
+static __device__ __forceinline__ void
+conv_walk(float *state, const float *__restrict__ w,
+    const float *__restrict__ x, int64_t ldx, int64_t c, int k, int n_tok,
+    float *__restrict__ u, int64_t n_ch, float *__restrict__ snap,
+    int64_t snap_stride, int n_snap, const int32_t *__restrict__ params)
+{
+	float	seq[CONV_MAX_K - 1 + CONV_WALK], wc[CONV_MAX_K];
+
+#pragma unroll
+	for (int i = 0; i < CONV_MAX_K - 1 + CONV_WALK; i++)
+		seq[i] = i < k - 1 + n_tok ? seq_at(state, x, ldx, c, k, i) :
+		    0.0f;
+#pragma unroll
+	for (int i = 0; i < CONV_MAX_K; i++)
+		wc[i] = i < k ? w[c * k + i] : 0.0f;
+#pragma unroll
+	for (int t = 0; t < CONV_WALK; t++) {
+		if (t >= n_tok)
+			break;
+		float acc = 0.0f;
+#pragma unroll
+		for (int i = 0; i < CONV_MAX_K; i++)
+			if (i < k)
+				acc += seq[t + i] * wc[i];
+		u[(int64_t)t * n_ch + c] = silu_f(acc);
+		/* the state after token t: to the ring, and into the
+		   state itself after the last token */
+		const int p = params[0] + t;
+		float *ring = snap != NULL && p >= params[1] ? snap +
+		    (int64_t)(p % n_snap) * snap_stride + c * (k - 1) : NULL;
+#pragma unroll
+		for (int i = 0; i < CONV_MAX_K - 1; i++)
+			if (i < k - 1) {
+				if (ring != NULL)
+					ring[i] = seq[t + 1 + i];
+				if (t == n_tok - 1)
+					state[c * (k - 1) + i] = seq[t + 1 + i];
+			}
+	}
 }
 
 static __global__ void __launch_bounds__(CONV_THREADS)
@@ -71,8 +116,13 @@ conv_kernel(float *state, const float *__restrict__ w,
 
 	if (c >= n_ch)
 		return;
+	if (n_tok <= CONV_WALK) {
+		conv_walk(state, w, x, ldx, c, k, n_tok, u, n_ch, snap,
+		    snap_stride, n_snap, params);
+		return;
+	}
 	for (int t = blockIdx.y; t < n_tok; t += gridDim.y)
-		conv_token(state, w, x, ldx, c, k, t, n_tok, u, n_ch, snap,
+		conv_token(state, w, x, ldx, c, k, t, u, n_ch, snap,
 		    snap_stride, n_snap, params);
 }
 
@@ -103,12 +153,15 @@ rs_k_conv(float *d_state, const float *d_w, const float *d_x, int64_t ldx,
 		    "conv: kernel %d (2..%d), %lld channels, %d tokens", k,
 		    CONV_MAX_K, (long long)n_ch, n_tok));
 	unsigned blocks = (unsigned)((n_ch + CONV_THREADS - 1) / CONV_THREADS);
-	conv_kernel<<<dim3(blocks, (unsigned)(n_tok < 65535 ? n_tok : 65535)),
-	    CONV_THREADS, 0, stream>>>(d_state, d_w, d_x, ldx, n_ch, k, n_tok,
-	    d_u, d_snap, snap_stride, n_snap, d_params);
+	/* grid rows over the tokens: one when a thread walks them */
+	unsigned rows = n_tok <= CONV_WALK ? 1 : n_tok < 65535 ?
+	    (unsigned)n_tok : 65535;
+	conv_kernel<<<dim3(blocks, rows), CONV_THREADS, 0, stream>>>(
+	    d_state, d_w, d_x, ldx, n_ch, k, n_tok, d_u, d_snap, snap_stride,
+	    n_snap, d_params);
 	RS_LAUNCH_CHECK(err, "conv");
-	if (n_tok == 1)
-		return (RS_OK);		/* conv_kernel updated the state */
+	if (n_tok <= CONV_WALK)
+		return (RS_OK);		/* conv_walk updated the state */
 	conv_state_kernel<<<blocks, CONV_THREADS, 0, stream>>>(d_state, d_x,
 	    ldx, n_ch, k, n_tok);
 	RS_LAUNCH_CHECK(err, "conv state");

@@ -1358,40 +1358,61 @@ END_TEST
 
 /* ---- GDN conv and delta rule ---- */
 
-START_TEST(conv)
+/*
+ * T tokens at positions 8 .. 8 + T − 1 through rs_k_conv, snapshots of
+ * the last two: up to 4 tokens one thread walks a channel (conv.cu), more
+ * take the parallel kernel and the state kernel.
+ */
+static void
+check_conv(int T)
 {
-	enum { CH = 300, K = 4, T = 5, NSNAP = 3 };
-	float	x[T * CH], w[CH * K], st0[CH * (K - 1)], st[CH * (K - 1)];
-	float	ref[T * CH], got[T * CH], snaps[NSNAP][CH * (K - 1)];
+	enum { CH = 300, K = 4, NSNAP = 3, TMAX = 9, P0 = 8 };
+	float	x[TMAX * CH], w[CH * K], st0[CH * (K - 1)], st[CH * (K - 1)];
+	float	ref[TMAX * CH], got[TMAX * CH], snaps[NSNAP][CH * (K - 1)];
 	float	gsnap[NSNAP * CH * (K - 1)];
+	const int from = T >= 2 ? T - 2 : 0;	/* first snapshotted token */
 	struct rs_err err;
+	char	what[64];
 
+	ck_assert_int_le(T, TMAX);
 	for (int i = 0; i < T * CH; i++)
 		x[i] = frand();
 	for (int i = 0; i < CH * K; i++)
 		w[i] = frand();
 	for (int i = 0; i < CH * (K - 1); i++)
 		st0[i] = st[i] = frand();
-	/* snapshots of positions 11..12 (tokens 3, 4 at p0 = 8) */
-	for (int t = 3; t < T; t++)
-		rs_cpu_conv_state_at(st0, x, CH, K, t, snaps[(8 + t) % NSNAP]);
+	for (int t = from; t < T; t++)
+		rs_cpu_conv_state_at(st0, x, CH, K, t, snaps[(P0 + t) % NSNAP]);
 	rs_cpu_conv_ref(st, w, x, T, CH, K, ref);
 	float *dst = dup_dev(st0, sizeof(st0)), *dw = dup_dev(w, sizeof(w));
-	float *dx = dup_dev(x, sizeof(x)), *du = dup_dev(got, sizeof(got));
+	float *dx = dup_dev(x, sizeof(x)), *du = dup_dev(NULL, sizeof(got));
 	float *ds = dup_dev(NULL, sizeof(gsnap));
-	int32_t *dp = params_dev(8, 11);
+	int32_t *dp = params_dev(P0, P0 + from);
 	ck_assert_int_eq(rs_k_conv(dst, dw, dx, CH, CH, K, T, du, ds,
 	    CH * (K - 1), NSNAP, dp, 0, &err), RS_OK);
 	to_host(got, du, sizeof(got));
-	expect_close("conv", got, ref, T * CH, 1e-6);
+	snprintf(what, sizeof(what), "conv of %d tokens", T);
+	expect_close(what, got, ref, T * CH, 1e-6);
 	to_host(got, dst, sizeof(st));
-	expect_close("conv state", got, st, CH * (K - 1), 0);
+	snprintf(what, sizeof(what), "conv state after %d tokens", T);
+	expect_close(what, got, st, CH * (K - 1), 0);
 	to_host(gsnap, ds, sizeof(gsnap));
-	for (int p = 11; p <= 12; p++)
-		expect_close("conv snapshot", gsnap + (p % NSNAP) * CH * (K - 1),
+	for (int t = from; t < T; t++) {
+		const int p = P0 + t;
+		snprintf(what, sizeof(what), "conv snapshot %d of %d", t, T);
+		expect_close(what, gsnap + (p % NSNAP) * CH * (K - 1),
 		    snaps[p % NSNAP], CH * (K - 1), 0);
+	}
 	cudaFree(dst); cudaFree(dw); cudaFree(dx); cudaFree(du); cudaFree(ds);
 	cudaFree(dp);
+}
+
+START_TEST(conv)
+{
+	static const int ts[] = { 1, 2, 3, 4, 5, 9 };
+
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+		check_conv(ts[i]);
 }
 END_TEST
 
