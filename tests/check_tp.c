@@ -5,17 +5,21 @@
  * the q/k head it reads (the tiled order, §3.6) and leave each rank a
  * tiled block again; the counts that do not divide are refused with their
  * name; on the tiny fixture, sliced bytes decode to exactly the values of
- * the rows and columns the plan names.
+ * the rows and columns the plan names, and a GDN block run per rank on
+ * its slices with its head counts adds up to the whole block.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
+#include "rs_cpu.h"
 #include "rs_model.h"
 #include "rs_tp.h"
 #include "rs_types.h"
+#include "rs_verify.h"
 #include "t_util.h"
 
 /* ---- a 27B-shaped model: tables only ---- */
@@ -369,6 +373,143 @@ START_TEST(slices_tiny)
 }
 END_TEST
 
+/* ---- a GDN block per rank (§4.6 with the CPU oracles) ---- */
+
+/* The views of one GDN block's tensors and its head counts. */
+struct gdn_view {
+	struct rs_gguf_tensor	 qkv, gate, beta, alpha, conv1d, dt, ssm_a;
+	struct rs_gguf_tensor	 ssm_out;
+	const float		*norm;		/* ssm_norm, whole */
+	int			 n_kh, n_vh, ds, k;
+};
+
+static void
+mv(const struct rs_gguf_tensor *w, const float *x, float *y)
+{
+	const struct rs_cpu_mm mm = { w, x, y, w->ne[1] };
+	float *row = malloc((size_t)w->ne[0] * 4);
+
+	rs_cpu_matmul_ref(&mm, 1, row);
+	free(row);
+}
+
+/*
+ * T tokens of H (T, n_embd) through steps 1-8 from a zero state: OUT (T,
+ * n_embd) gets ssm_out's product, the block's contribution to x.
+ */
+static void
+gdn_run(const struct gdn_view *v, const float *h, int T, int64_t n_embd,
+    float *out)
+{
+	const int ds = v->ds, n_kh = v->n_kh, n_vh = v->n_vh;
+	const int64_t ch = (int64_t)(2 * n_kh + n_vh) * ds;
+	float *mixed = malloc((size_t)ch * 4), *u = malloc((size_t)ch * 4);
+	float *cs = calloc((size_t)(ch * (v->k - 1)), 4);
+	float *S = calloc((size_t)n_vh * ds * ds, 4);
+	float *z = malloc((size_t)n_vh * ds * 4), *y = malloc((size_t)n_vh *
+	    ds * 4);
+	float *q = malloc((size_t)n_kh * ds * 4), *kk = malloc((size_t)n_kh *
+	    ds * 4), *o = malloc((size_t)ds * 4);
+	float *b = malloc((size_t)n_vh * 4), *a = malloc((size_t)n_vh * 4);
+	const float *dt = v->dt.data, *A = v->ssm_a.data;
+
+	for (int t = 0; t < T; t++) {
+		mv(&v->qkv, h + t * n_embd, mixed);
+		mv(&v->gate, h + t * n_embd, z);
+		mv(&v->beta, h + t * n_embd, b);
+		mv(&v->alpha, h + t * n_embd, a);
+		rs_cpu_conv_ref(cs, v->conv1d.data, mixed, 1, ch, v->k, u);
+		for (int m = 0; m < n_kh; m++) {
+			rs_cpu_l2norm_ref(u + m * ds, ds, 1e-6f, q + m * ds);
+			rs_cpu_l2norm_ref(u + (n_kh + m) * ds, ds, 1e-6f,
+			    kk + m * ds);
+		}
+		for (int n = 0; n < n_vh; n++) {
+			const int m = n % n_kh;		/* tiled (§3.6) */
+			rs_cpu_deltanet_ref(S + (int64_t)n * ds * ds, q + m * ds,
+			    kk + m * ds, u + (2 * n_kh + n) * ds,
+			    rs_cpu_softplus(a[n] + dt[n]) * A[n],
+			    rs_cpu_sigmoid(b[n]), ds, ds,
+			    1.0f / sqrtf((float)ds), o);
+			rs_cpu_gated_rmsnorm_ref(o, z + n * ds, v->norm, ds,
+			    1e-6f, y + n * ds);
+		}
+		mv(&v->ssm_out, y, out + t * n_embd);
+	}
+	free(mixed); free(u); free(cs); free(S); free(z); free(y); free(q);
+	free(kk); free(o); free(b); free(a);
+}
+
+/* Rank R of N's view of block IL: its slices (malloc'd into *KEEP). */
+static void
+gdn_rank(const struct rs_model *m, int il, int r, int n,
+    struct gdn_view *v, void *keep[8])
+{
+	const struct rs_layer *l = &m->layers[il];
+	const struct rs_gguf_tensor *src[8] = { l->qkv, l->gate, l->beta,
+	    l->alpha, l->conv1d, l->dt_bias, l->ssm_a, l->ssm_out };
+	struct rs_gguf_tensor *dst[8] = { &v->qkv, &v->gate, &v->beta,
+	    &v->alpha, &v->conv1d, &v->dt, &v->ssm_a, &v->ssm_out };
+	struct rs_tp_heads h;
+	struct rs_err err;
+
+	rs_tp_heads(m, r, n, &h);
+	v->n_kh = h.kh;
+	v->n_vh = h.vh;
+	for (int i = 0; i < 8; i++) {
+		struct rs_tp_share s;
+		ck_assert_int_eq(rs_tp_share_of(m, il, src[i], r, n, &s, &err),
+		    RS_OK);
+		keep[i] = malloc(rs_tp_share_bytes(src[i], &s));
+		rs_tp_share_copy(src[i], src[i]->data, &s, keep[i]);
+		*dst[i] = *src[i];
+		dst[i]->data = keep[i];
+		dst[i]->nbytes = rs_tp_share_bytes(src[i], &s);
+		dst[i]->ne[s.cut == RS_TP_ROWS ? 1 : 0] = s.n;
+	}
+}
+
+START_TEST(gdn_ranks_add_up)
+{
+	enum { T = 3, N = 2 };
+	struct rs_model *m;
+	struct rs_err err;
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q8_0.gguf"),
+	    &err), RS_OK);
+	const struct rs_layer *l = &m->layers[0];
+	const int64_t d = m->hp.n_embd;
+	ck_assert_int_eq(l->kind, RS_LAYER_GDN);
+	struct gdn_view whole = {
+		*l->qkv, *l->gate, *l->beta, *l->alpha, *l->conv1d,
+		*l->dt_bias, *l->ssm_a, *l->ssm_out, l->ssm_norm->data,
+		(int)m->hp.ssm_n_kh, (int)m->hp.ssm_n_vh,
+		(int)m->hp.ssm_d_state, (int)m->hp.ssm_conv_kernel };
+	float *h = malloc((size_t)(T * d) * 4), *ref = malloc((size_t)(T * d) *
+	    4), *sum = calloc((size_t)(T * d), 4), *part = malloc((size_t)(T *
+	    d) * 4);
+
+	srand(7);
+	for (int64_t i = 0; i < T * d; i++)
+		h[i] = (float)rand() / RAND_MAX * 2.0f - 1.0f;
+	gdn_run(&whole, h, T, d, ref);
+	for (int r = 0; r < N; r++) {
+		struct gdn_view v = whole;
+		void *keep[8];
+		gdn_rank(m, 0, r, N, &v, keep);
+		gdn_run(&v, h, T, d, part);
+		for (int64_t i = 0; i < T * d; i++)
+			sum[i] += part[i];
+		for (int i = 0; i < 8; i++)
+			free(keep[i]);
+	}
+	const double e = rs_verify_rel_err(sum, ref, T * d);
+	ck_assert_msg(e < 1e-5, "GDN block over %d ranks: rel err %.3g", N, e);
+	free(h); free(ref); free(sum); free(part);
+	rs_model_close(m);
+}
+END_TEST
+
 Suite *
 tp_suite(void)
 {
@@ -378,6 +519,7 @@ tp_suite(void)
 	tcase_add_test(c, plan_27b);
 	tcase_add_test(c, refused);
 	tcase_add_test(c, slices_tiny);
+	tcase_add_test(c, gdn_ranks_add_up);
 	suite_add_tcase(s, c);
 	return (s);
 }
