@@ -22,8 +22,9 @@
  *   FFN        n_ff / N columns: rows of ffn_gate and ffn_up, input columns
  *              of ffn_down.
  * Norms (their weights are per head or per model dimension), the
- * embedding, the output head and the MTP block's own projections are
- * whole on every rank.  Each rank's attn_output, ssm_out and ffn_down give
+ * embedding and the output head are whole on every rank; the MTP block is
+ * not cut (it is not a trunk block: rs_tp_share_of refuses it, and the
+ * design runs it whole).  Each rank's attn_output, ssm_out and ffn_down give
  * a partial of the block's output; their sum over the ranks (the
  * all-reduce) is the block's.  Input columns are cut in whole quant blocks
  * (rs_tp_check tests it).
