@@ -266,8 +266,9 @@ START_TEST(refused)
 	ck_assert_ptr_nonnull(strstr(err.msg, "kv heads"));
 	ck_assert_int_eq(rs_tp_check(&f->m, 0, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_tp_check(&f->m, 9, &err), RS_ERR_INVALID_ARG);
-	/* FFN columns of 17408 / 4 = 4352 = 17 blocks; 5 GPUs would not
-	   divide the heads first, so narrow the FFN to test the blocks */
+	/* the FFN width sets ffn_down's input shares (the tensors keep
+	   their shapes; the check reads only the plan): whole Q4_K/Q6_K
+	   blocks pass, a part of one is refused, naming the tensor */
 	f->m.hp.n_ff = 17408 - 1024;	/* 16384 / 4 = 4096: whole */
 	ck_assert_int_eq(rs_tp_check(&f->m, 4, &err), RS_OK);
 	f->m.hp.n_ff = 17408 + 512;	/* 17920 / 2 = 8960 = 35 blocks */
