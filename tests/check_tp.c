@@ -5,8 +5,9 @@
  * the q/k head it reads (the tiled order, §3.6) and leave each rank a
  * tiled block again; the counts that do not divide are refused with their
  * name; on the tiny fixture, sliced bytes decode to exactly the values of
- * the rows and columns the plan names, and a GDN block run per rank on
- * its slices with its head counts adds up to the whole block.
+ * the rows and columns the plan names, and a GDN block, an attention
+ * block and an FFN run per rank on its slices with its head counts add up
+ * to the whole ones.
  */
 #include <math.h>
 #include <stdint.h>
@@ -376,6 +377,25 @@ END_TEST
 
 /* ---- a GDN block per rank (§4.6 with the CPU oracles) ---- */
 
+/* Rank R of N's slice of T in block IL: a view on bytes kept in *KEEP. */
+static struct rs_gguf_tensor
+slice(const struct rs_model *m, int il, const struct rs_gguf_tensor *t,
+    int r, int n, void **keep)
+{
+	struct rs_gguf_tensor v = *t;
+	struct rs_tp_share s;
+	struct rs_err err;
+
+	ck_assert_int_eq(rs_tp_share_of(m, il, t, r, n, &s, &err), RS_OK);
+	*keep = malloc(rs_tp_share_bytes(t, &s));
+	rs_tp_share_copy(t, t->data, &s, *keep);
+	v.data = *keep;
+	v.nbytes = rs_tp_share_bytes(t, &s);
+	v.ne[s.cut == RS_TP_ROWS ? 1 : 0] = s.n;
+	return (v);
+}
+
+
 /* The views of one GDN block's tensors and its head counts. */
 struct gdn_view {
 	struct rs_gguf_tensor	 qkv, gate, beta, alpha, conv1d, dt, ssm_a;
@@ -452,22 +472,12 @@ gdn_rank(const struct rs_model *m, int il, int r, int n,
 	struct rs_gguf_tensor *dst[8] = { &v->qkv, &v->gate, &v->beta,
 	    &v->alpha, &v->conv1d, &v->dt, &v->ssm_a, &v->ssm_out };
 	struct rs_tp_heads h;
-	struct rs_err err;
 
 	rs_tp_heads(m, r, n, &h);
 	v->n_kh = h.kh;
 	v->n_vh = h.vh;
-	for (int i = 0; i < 8; i++) {
-		struct rs_tp_share s;
-		ck_assert_int_eq(rs_tp_share_of(m, il, src[i], r, n, &s, &err),
-		    RS_OK);
-		keep[i] = malloc(rs_tp_share_bytes(src[i], &s));
-		rs_tp_share_copy(src[i], src[i]->data, &s, keep[i]);
-		*dst[i] = *src[i];
-		dst[i]->data = keep[i];
-		dst[i]->nbytes = rs_tp_share_bytes(src[i], &s);
-		dst[i]->ne[s.cut == RS_TP_ROWS ? 1 : 0] = s.n;
-	}
+	for (int i = 0; i < 8; i++)
+		*dst[i] = slice(m, il, src[i], r, n, &keep[i]);
 }
 
 START_TEST(gdn_ranks_add_up)
@@ -511,6 +521,140 @@ START_TEST(gdn_ranks_add_up)
 }
 END_TEST
 
+/* ---- an attention block and an FFN per rank ---- */
+
+struct attn_view {
+	struct rs_gguf_tensor	 wq, wk, wv, wo;
+	const float		*q_norm, *k_norm;
+	int			 nh, nkv;
+};
+
+/*
+ * T tokens of H at positions 0 .. T − 1 through §4.4 from an empty cache:
+ * OUT (T, n_embd) gets attn_output's product.
+ */
+static void
+attn_run(const struct rs_model *m, const struct attn_view *v, const float *h,
+    int T, float *out)
+{
+	const struct rs_hparams *hp = &m->hp;
+	const int hd = (int)hp->head_dim, hdv = (int)hp->head_dim_v;
+	const int64_t d = hp->n_embd, g = v->nh / v->nkv;
+	float *qg = malloc((size_t)v->nh * 2 * hd * 4);
+	float *K = malloc((size_t)T * v->nkv * hd * 4);
+	float *V = malloc((size_t)T * v->nkv * hdv * 4);
+	float *o = malloc((size_t)v->nh * hdv * 4), *q = malloc((size_t)hd * 4);
+	float *sc = malloc((size_t)T * 4), *cs = malloc((size_t)hd * 4);
+	float *sn = malloc((size_t)hd * 4);
+
+	for (int t = 0; t < T; t++) {
+		const int32_t pos4[4] = { t, t, t, 0 };
+		float *kt = K + (int64_t)t * v->nkv * hd;
+
+		rs_cpu_rope_angles(pos4, hp->rope_sections, (int)hp->n_rot,
+		    hp->rope_base, cs, sn);
+		mv(&v->wq, h + t * d, qg);
+		mv(&v->wk, h + t * d, kt);
+		mv(&v->wv, h + t * d, V + (int64_t)t * v->nkv * hdv);
+		for (int j = 0; j < v->nkv; j++) {
+			rs_cpu_rmsnorm_ref(kt + j * hd, v->k_norm, hd,
+			    hp->rms_eps, kt + j * hd);
+			rs_cpu_rope_ref(kt + j * hd, (int)hp->n_rot, cs, sn);
+		}
+		for (int i = 0; i < v->nh; i++) {
+			const float *gate = qg + (int64_t)i * 2 * hd + hd;
+			const int64_t j = i / g;	/* GQA */
+			rs_cpu_rmsnorm_ref(qg + (int64_t)i * 2 * hd, v->q_norm,
+			    hd, hp->rms_eps, q);
+			rs_cpu_rope_ref(q, (int)hp->n_rot, cs, sn);
+			rs_cpu_attn_ref(q, K + j * hd, (int64_t)v->nkv * hd,
+			    V + j * hdv, (int64_t)v->nkv * hdv, t + 1, hd, hdv,
+			    1.0f / sqrtf((float)hd), o + i * hdv, sc);
+			for (int e = 0; e < hdv; e++)
+				o[i * hdv + e] *= rs_cpu_sigmoid(gate[e]);
+		}
+		mv(&v->wo, o, out + t * d);
+	}
+	free(qg); free(K); free(V); free(o); free(q); free(sc); free(cs);
+	free(sn);
+}
+
+/* SwiGLU (§4.3): OUT = down · (silu(gate · h) ⊙ (up · h)), T tokens. */
+static void
+ffn_run(const struct rs_gguf_tensor *gate, const struct rs_gguf_tensor *up,
+    const struct rs_gguf_tensor *down, const float *h, int T, int64_t d,
+    float *out)
+{
+	const int64_t ff = gate->ne[1];
+	float *a = malloc((size_t)ff * 4), *b = malloc((size_t)ff * 4);
+
+	for (int t = 0; t < T; t++) {
+		mv(gate, h + t * d, a);
+		mv(up, h + t * d, b);
+		for (int64_t i = 0; i < ff; i++)
+			a[i] = rs_cpu_silu(a[i]) * b[i];
+		mv(down, a, out + t * d);
+	}
+	free(a);
+	free(b);
+}
+
+START_TEST(attn_ffn_ranks_add_up)
+{
+	enum { T = 4, N = 2 };
+	struct rs_model *m;
+	struct rs_err err;
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q8_0.gguf"),
+	    &err), RS_OK);
+	int il = 0;
+	while (m->layers[il].kind != RS_LAYER_ATTN)
+		il++;
+	const struct rs_layer *l = &m->layers[il];
+	const int64_t d = m->hp.n_embd;
+	const struct attn_view whole = { *l->wq, *l->wk, *l->wv, *l->wo,
+	    l->q_norm->data, l->k_norm->data, (int)m->hp.n_head,
+	    (int)m->hp.n_head_kv };
+	const size_t bytes = (size_t)(T * d) * 4;
+	float *h = malloc(bytes), *ref = malloc(bytes), *fref = malloc(bytes);
+	float *sum = calloc(1, bytes), *fsum = calloc(1, bytes);
+	float *part = malloc(bytes);
+
+	srand(11);
+	for (int64_t i = 0; i < T * d; i++)
+		h[i] = (float)rand() / RAND_MAX * 2.0f - 1.0f;
+	attn_run(m, &whole, h, T, ref);
+	ffn_run(l->ffn_gate, l->ffn_up, l->ffn_down, h, T, d, fref);
+	for (int r = 0; r < N; r++) {
+		struct rs_tp_heads hs;
+		void *keep[7];
+		rs_tp_heads(m, r, N, &hs);
+		const struct attn_view v = { slice(m, il, l->wq, r, N, &keep[0]),
+		    slice(m, il, l->wk, r, N, &keep[1]),
+		    slice(m, il, l->wv, r, N, &keep[2]),
+		    slice(m, il, l->wo, r, N, &keep[3]), whole.q_norm,
+		    whole.k_norm, hs.qh, hs.kvh };
+		attn_run(m, &v, h, T, part);
+		for (int64_t i = 0; i < T * d; i++)
+			sum[i] += part[i];
+		const struct rs_gguf_tensor g = slice(m, il, l->ffn_gate, r, N,
+		    &keep[4]), u = slice(m, il, l->ffn_up, r, N, &keep[5]),
+		    dn = slice(m, il, l->ffn_down, r, N, &keep[6]);
+		ffn_run(&g, &u, &dn, h, T, d, part);
+		for (int64_t i = 0; i < T * d; i++)
+			fsum[i] += part[i];
+		for (int i = 0; i < 7; i++)
+			free(keep[i]);
+	}
+	const double ea = rs_verify_rel_err(sum, ref, T * d);
+	const double ef = rs_verify_rel_err(fsum, fref, T * d);
+	ck_assert_msg(ea < 1e-5 && ef < 1e-5, "over %d ranks: attention rel "
+	    "err %.3g, FFN %.3g", N, ea, ef);
+	free(h); free(ref); free(fref); free(sum); free(fsum); free(part);
+	rs_model_close(m);
+}
+END_TEST
+
 Suite *
 tp_suite(void)
 {
@@ -521,6 +665,7 @@ tp_suite(void)
 	tcase_add_test(c, refused);
 	tcase_add_test(c, slices_tiny);
 	tcase_add_test(c, gdn_ranks_add_up);
+	tcase_add_test(c, attn_ffn_ranks_add_up);
 	suite_add_tcase(s, c);
 	return (s);
 }
