@@ -1807,6 +1807,127 @@ START_TEST(engine_drafters)
 END_TEST
 
 /*
+ * The demo model's Q4_K_M file teacher forced over two 1,024-token
+ * windows of its evaluation text (t_ref.h), the GPU against the CPU
+ * backend on the same file: on the exact path (calls of 16 tokens, as
+ * verification makes them; the MTP likewise) every argmax must equal the
+ * CPU's except at a near-tie of the GPU's row (0.02: the two are ~1e-4
+ * apart); on the prefill path (the window in one call: products on f16
+ * tensor cores, within ~1e-3) except at a wider one (0.25), and at 99 %
+ * of the rows at least.  Against the float32 reference's argmax the
+ * exact path is held to check_eval.c's bounds for this file (llama.cpp's
+ * agreement less a margin; check_eval.c holds the f16 file to the
+ * reference on the CPU).
+ */
+struct eval_rows {
+	struct t_tally	 exact, mtp, prefill;	/* GPU vs CPU */
+	struct t_tally	 ref_exact, ref_mtp;	/* GPU vs the reference */
+};
+
+/* Window IDS (N tokens) on E: trunk rows (calls of K, or one call when
+   K is N) into LG, the MTP's into MLG when not NULL. */
+static void
+eval_window(struct rs_engine *e, const int32_t *ids, int64_t n, int64_t k,
+    float *lg, float *mlg, float *hid)
+{
+	const int64_t v = rs_engine_model(e)->hp.n_vocab;
+	const int64_t d = rs_engine_model(e)->hp.n_embd;
+	struct rs_state *st;
+	struct rs_err err;
+
+	ck_assert_int_eq(rs_engine_state_new(e, NULL, &st, &err), RS_OK);
+	memset(hid, 0, (size_t)d * sizeof(float));
+	for (int64_t p = 0; p < n; p += k) {
+		const int32_t c = (int32_t)(n - p < k ? n - p : k);
+		ck_assert_msg(rs_engine_forward(e, st, ids + p, c, lg + p * v,
+		    RS_LOGITS_ALL, hid + (p + 1) * d, &err) == RS_OK, "%s",
+		    err.msg);
+	}
+	for (int64_t p = 0; mlg != NULL && p < n; p += k) {
+		const int32_t c = (int32_t)(n - p < k ? n - p : k);
+		ck_assert_msg(rs_engine_mtp_batch(e, st, ids + p, c, (int32_t)p,
+		    hid + p * d, mlg + p * v, NULL, &err) == RS_OK, "%s",
+		    err.msg);
+	}
+	rs_state_free(st);
+}
+
+/* Each row's argmax as floats (t_tally_rows' reference form). */
+static void
+argmax_f(const float *lg, int64_t n, int64_t v, float *out)
+{
+	int32_t *a = malloc((size_t)n * sizeof(int32_t));
+
+	ck_assert(a != NULL);
+	t_argmax_rows(lg, n, v, a);
+	for (int64_t i = 0; i < n; i++)
+		out[i] = (float)a[i];
+	free(a);
+}
+
+START_TEST(engine_eval)
+{
+	const int	 windows = 2, k = RS_ENGINE_EXACT_MAX;
+	struct t_eval	 ev;
+	struct rs_model	*m;
+	struct rs_err	 err;
+	struct eval_rows r;
+
+	memset(&r, 0, sizeof(r));
+	t_eval_load(&ev);
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("demo/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 2048);
+	struct rs_engine *cpu = engine(m, RS_BACKEND_CPU, 0);
+	const int64_t n = ev.n, v = m->hp.n_vocab, d = m->hp.n_embd;
+	int32_t *ids = malloc((size_t)n * sizeof(int32_t));
+	float *lg = malloc((size_t)(n * v) * sizeof(float));
+	float *mlg = malloc((size_t)(n * v) * sizeof(float));
+	float *hid = malloc((size_t)((n + 1) * d) * sizeof(float));
+	float *am = malloc((size_t)n * sizeof(float));
+	float *mam = malloc((size_t)n * sizeof(float));
+	ck_assert(ids && lg && mlg && hid && am && mam);
+	for (int w = 0; w < windows; w++) {
+		t_eval_ids(&ev, w, ids);
+		eval_window(cpu, ids, n, n, lg, mlg, hid);
+		argmax_f(lg, n, v, am);
+		argmax_f(mlg, n, v, mam);
+		eval_window(gpu, ids, n, k, lg, mlg, hid);
+		t_tally_rows(&r.exact, lg, n, v, am, ids, 0.02);
+		t_tally_rows(&r.mtp, mlg, n, v, mam, ids, 0.02);
+		t_tally_rows(&r.ref_exact, lg, n, v, t_eval_ref(&ev, 0, w), ids,
+		    0.02);
+		t_tally_rows(&r.ref_mtp, mlg, n, v, t_eval_ref(&ev, 1, w), ids,
+		    0.02);
+		eval_window(gpu, ids, n, n, lg, NULL, hid);
+		t_tally_rows(&r.prefill, lg, n, v, am, ids, 0.25);
+	}
+	t_tally_print("cuda eval q4_k_m, exact path vs the cpu", &r.exact);
+	t_tally_print("cuda eval q4_k_m, MTP vs the cpu", &r.mtp);
+	t_tally_print("cuda eval q4_k_m, prefill path vs the cpu", &r.prefill);
+	t_tally_print("cuda eval q4_k_m, exact path vs the reference",
+	    &r.ref_exact);
+	t_tally_print("cuda eval q4_k_m, MTP vs the reference", &r.ref_mtp);
+	ck_assert_int_eq(r.exact.agree + r.exact.ties, r.exact.rows);
+	ck_assert_int_eq(r.mtp.agree + r.mtp.ties, r.mtp.rows);
+	ck_assert_int_eq(r.prefill.agree + r.prefill.ties, r.prefill.rows);
+	ck_assert_int_ge(r.prefill.agree * 100, r.prefill.rows * 99);
+	ck_assert_int_ge(r.ref_exact.agree * 1000, r.ref_exact.rows * 902);
+	ck_assert_int_ge(r.ref_mtp.agree * 1000, r.ref_mtp.rows * 864);
+	free(ids);
+	free(lg);
+	free(mlg);
+	free(hid);
+	free(am);
+	free(mam);
+	rs_engine_free(cpu);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+	t_eval_free(&ev);
+}
+END_TEST
+
+/*
  * Verification and rollback on the GPU: run k drafts, truncate back to
  * j accepted through the snapshots, continue; logits must equal a plain
  * sequential run's.
@@ -2284,6 +2405,7 @@ cuda_suite(void)
 	Suite	*s = suite_create("cuda");
 	TCase	*k = tcase_create("kernels");
 	TCase	*e = tcase_create("engine");
+	TCase	*v = tcase_create("eval");	/* long windows (demo/) */
 
 	tcase_set_timeout(k, 120);
 	tcase_add_test(k, matvec_fixtures);
@@ -2314,6 +2436,9 @@ cuda_suite(void)
 	tcase_add_test(e, engine_split);
 	tcase_add_test(e, engine_split_rollback);
 	suite_add_tcase(s, e);
+	tcase_set_timeout(v, 300);
+	tcase_add_test(v, engine_eval);
+	suite_add_tcase(s, v);
 	return (s);
 }
 

@@ -1,6 +1,7 @@
 /*
  * t_ref.c - reference fixtures and engine set-up for the tests (t_ref.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,75 @@ t_argmax_rows(const float *logits, int64_t n, int64_t v, int32_t *out)
 				best = i;
 		out[t] = (int32_t)best;
 	}
+}
+
+void
+t_eval_load(struct t_eval *ev)
+{
+	t_npy_load(t_fixture("demo/eval-tokens.npy"), &ev->tok);
+	t_npy_load(t_fixture("demo/eval-argmax.npy"), &ev->am);
+	ck_assert(ev->tok.ndim == 2 && ev->am.ndim == 3 &&
+	    ev->am.shape[0] == 2 && ev->am.shape[1] == ev->tok.shape[0] &&
+	    ev->am.shape[2] == ev->tok.shape[1] && ev->tok.shape[1] >= 2);
+	ev->windows = ev->tok.shape[0];
+	ev->n = ev->tok.shape[1];
+}
+
+void
+t_eval_free(struct t_eval *ev)
+{
+	free(ev->tok.data);
+	free(ev->am.data);
+}
+
+void
+t_eval_ids(const struct t_eval *ev, int w, int32_t *ids)
+{
+	ck_assert(w >= 0 && w < ev->windows);
+	for (int64_t p = 0; p < ev->n; p++)
+		ids[p] = (int32_t)ev->tok.data[w * ev->n + p];
+}
+
+const float *
+t_eval_ref(const struct t_eval *ev, int mtp, int w)
+{
+	return (ev->am.data + ((int64_t)mtp * ev->windows + w) * ev->n);
+}
+
+void
+t_tally_rows(struct t_tally *t, const float *logits, int64_t n, int64_t v,
+    const float *ref, const int32_t *ids, double tie)
+{
+	for (int64_t p = 0; p < n; p++) {
+		const float *row = logits + p * v;
+		const int64_t want = (int64_t)ref[p];
+		int64_t got = 0;
+
+		for (int64_t i = 1; i < v; i++)
+			if (row[i] > row[got])
+				got = i;
+		t->rows++;
+		if (got == want)
+			t->agree++;
+		else if (want >= 0 && want < v && row[got] - row[want] <= tie)
+			t->ties++;
+		if (p + 1 < n) {
+			t->scored++;
+			t->top1 += got == ids[p + 1];
+			t->ref_top1 += want == ids[p + 1];
+		}
+	}
+}
+
+void
+t_tally_print(const char *what, const struct t_tally *t)
+{
+	printf("%s: argmax equal at %lld of %lld rows (%.2f %%), %lld more "
+	    "at a near-tie; top-1 vs the text %.2f %% (the other %.2f %%)\n",
+	    what, (long long)t->agree,
+	    (long long)t->rows, 100.0 * (double)t->agree / (double)t->rows,
+	    (long long)t->ties, 100.0 * (double)t->top1 / (double)t->scored,
+	    100.0 * (double)t->ref_top1 / (double)t->scored);
 }
 
 void

@@ -11,6 +11,7 @@
 #include "rs_engine.h"
 #include "rs_model.h"
 #include "rs_state.h"
+#include "t_util.h"
 
 #define T_REF_MAX_PROMPTS	16
 #define T_MAX_REL		1e-4	/* f16 file vs the float64 reference */
@@ -71,5 +72,37 @@ struct rs_state *t_state(const struct t_lm *lm, int n_snap, int ckpt);
 
 /* Row-wise argmax of N rows of V logits into OUT. */
 void	t_argmax_rows(const float *logits, int64_t n, int64_t v, int32_t *out);
+
+/*
+ * demo/eval-tokens.npy and demo/eval-argmax.npy: windows of the demo
+ * model's evaluation text and the float32 reference's argmax of every
+ * trunk row and MTP row (row p of the MTP: token p, trunk hidden at
+ * p − 1).  t_eval_load checks their shapes against each other.
+ */
+struct t_eval {
+	struct t_npy	 tok;	/* (windows, n) token ids */
+	struct t_npy	 am;	/* (2, windows, n): trunk, MTP */
+	int64_t		 windows, n;
+};
+void	t_eval_load(struct t_eval *ev);
+void	t_eval_free(struct t_eval *ev);
+/* Window W's ids (N of them) into IDS; its reference argmax rows. */
+void	t_eval_ids(const struct t_eval *ev, int w, int32_t *ids);
+const float *t_eval_ref(const struct t_eval *ev, int mtp, int w);
+
+/*
+ * Rows of ours against another's argmax (the reference's, or another
+ * backend's): equal, or not equal but at a near-tie of our row (the
+ * other's token within TIE of our best logit); top-1 against the text
+ * (row p predicts token p + 1), ours and the other's, over SCORED rows.
+ */
+struct t_tally {
+	int64_t	rows, agree, ties, scored, top1, ref_top1;
+};
+/* N rows of V logits, REF the reference's argmax, IDS the window */
+void	t_tally_rows(struct t_tally *t, const float *logits, int64_t n,
+	    int64_t v, const float *ref, const int32_t *ids, double tie);
+/* One line: WHAT ("x vs y"), then the tally's counts and rates. */
+void	t_tally_print(const char *what, const struct t_tally *t);
 
 #endif /* T_REF_H */

@@ -39,8 +39,9 @@ void		 t_write_file(const char *path, const void *data, size_t n);
 const char	*t_nan_copy(const char *rel, const char *tensor);
 
 /*
- * A NumPy .npy array as float32 (f4 or f2 on disk), C order.  Fails the test
- * on a malformed file.  Caller frees data.
+ * A NumPy .npy array as float32 (f4, f2 or u2 on disk: u2 holds token ids,
+ * exact as floats), C order.  Fails the test on a malformed file.  Caller
+ * frees data.
  */
 struct t_npy {
 	float	*data;
