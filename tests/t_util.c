@@ -110,7 +110,7 @@ t_npy_load(const char *path, struct t_npy *out)
 	unsigned char	*buf = t_read_file(path, &n);
 	const char	*hdr, *p;
 	size_t		 hlen, off;
-	int		 elem;	/* 4 <f4, 2 <f2, -2 <u2 */
+	enum { NPY_F4, NPY_F2, NPY_U2 } dt;
 
 	ck_assert_msg(n >= 10 && memcmp(buf, "\x93NUMPY", 6) == 0,
 	    "%s: not an .npy file", path);
@@ -127,11 +127,11 @@ t_npy_load(const char *path, struct t_npy *out)
 	ck_assert_msg(strstr(hdr, "'fortran_order': False") != NULL,
 	    "%s: fortran order", path);
 	if (strstr(hdr, "'<f4'") != NULL)
-		elem = 4;
+		dt = NPY_F4;
 	else if (strstr(hdr, "'<f2'") != NULL)
-		elem = 2;
+		dt = NPY_F2;
 	else if (strstr(hdr, "'<u2'") != NULL)
-		elem = -2;
+		dt = NPY_U2;
 	else
 		ck_abort_msg("%s: dtype is not <f4, <f2 or <u2", path);
 	p = strstr(hdr, "'shape': (");
@@ -150,18 +150,18 @@ t_npy_load(const char *path, struct t_npy *out)
 			p++;
 	}
 	off += hlen;
-	ck_assert_msg(n - off == (size_t)out->count * (size_t)abs(elem),
+	ck_assert_msg(n - off == (size_t)out->count * (dt == NPY_F4 ? 4 : 2),
 	    "%s: data size mismatch", path);
 	out->data = malloc((size_t)out->count * sizeof(float));
 	ck_assert(out->data != NULL);
 	for (int64_t i = 0; i < out->count; i++) {
 		uint16_t h;
-		if (elem == 4) {
+		if (dt == NPY_F4) {
 			memcpy(&out->data[i], buf + off + 4 * i, 4);
 			continue;
 		}
 		memcpy(&h, buf + off + 2 * i, 2);
-		out->data[i] = elem == 2 ? rs_f16_to_f32(h) : (float)h;
+		out->data[i] = dt == NPY_F2 ? rs_f16_to_f32(h) : (float)h;
 	}
 	free(buf);
 }
