@@ -191,11 +191,9 @@ t_tally_rows(struct t_tally *t, const float *logits, int64_t n, int64_t v,
 	for (int64_t p = 0; p < n; p++) {
 		const float *row = logits + p * v;
 		const int64_t want = (int64_t)ref[p];
-		int64_t got = 0;
+		int32_t got;
 
-		for (int64_t i = 1; i < v; i++)
-			if (row[i] > row[got])
-				got = i;
+		t_argmax_rows(row, 1, v, &got);
 		t->rows++;
 		if (got == want)
 			t->agree++;
