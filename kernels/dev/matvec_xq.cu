@@ -202,6 +202,332 @@ launch_splitk(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
 	splitk_kernel<TYPE, R, S><<<grid, MV_WARPS * RS_WARP>>>(p, n_in, xq);
 }
 
+/*
+ * Super-block tail (TIMING ONLY, wrong values): the tensor-core kernel
+ * with the float tail once per (row, column, super-block) instead of per
+ * 32-value block.  Per block only integer work: the 6-bit (Q4_K/Q5_K) or
+ * 8-bit (Q6_K) scales times the mma's two plane sums into int
+ * accumulators, and for Q4_K/Q5_K the min times an integer block sum of x
+ * (read here from the meta's second word, one 4-byte load); per super-
+ * block one x scale (the meta's first word of block 0) and four float
+ * operations.  What it measures: the most a super-block x scale could
+ * give at 2-16 columns, before any format changes.
+ */
+static __device__ __forceinline__ void
+k_scales_i(const uint32_t hd[4], int c, int sc[2], int mn[2])
+{
+	const uint32_t s0 = hd[1], s1 = hd[2], s2 = hd[3];
+	uint32_t a, m;
+
+	if (c < 2) {
+		a = s0 & 0x3F3F3F3Fu;
+		m = s1 & 0x3F3F3F3Fu;
+	} else {
+		a = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
+		m = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
+	}
+	const int sh = 16 * (c & 1);
+	sc[0] = (a >> sh) & 0xFF;
+	sc[1] = (a >> (sh + 8)) & 0xFF;
+	mn[0] = (m >> sh) & 0xFF;
+	mn[1] = (m >> (sh + 8)) & 0xFF;
+}
+
+template <int TYPE, int NT, int MINB>
+static __global__ void __launch_bounds__(8 * RS_WARP, MINB)
+sb_kernel(const mv_parts parts, int64_t n_in, const xq_in xc)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	constexpr int	 NQ = (NT + 3) / 4;
+	__shared__ float red[8][MMA_ROWS][4];
+	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
+	const int64_t	 o0 = pt.blk * MMA_ROWS, n_out = pt.n_out;
+	const int64_t	 nb = n_in / 256;
+	const uint8_t	*__restrict__ xq = xc.p;
+	const int64_t	 xbs = xc.bm ? xc.nb : 1;
+	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
+	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
+	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
+	const uint8_t	*r0 = pt.w + ra * pt.row_bytes;
+	const uint8_t	*r1 = pt.w + rb * pt.row_bytes;
+	float		 p[NQ][2];
+	uint32_t	 xb[NQ], xm[NQ];
+
+#pragma unroll
+	for (int u = 0; u < NQ; u++) {
+		const int cb = xc.t0 + min(4 * u + (g >> 1), NT - 1);
+		const int cm = xc.t0 + min(4 * u + t, NT - 1);
+		xb[u] = (uint32_t)((g & 1) * xc.nb * n_in + 32 * cb * xcs);
+		xm[u] = (uint32_t)(2 * xc.nb * n_in + 8 * cm * xcs);
+		p[u][0] = p[u][1] = 0.0f;
+	}
+	for (int64_t bi = wi; bi < nb; bi += 8) {
+		mma_raw raw;
+		mmac<TYPE>::load(r0, r1, bi, t, &raw);
+		int ih[NQ][2], il[NQ][2], im[NQ][2];
+#pragma unroll
+		for (int u = 0; u < NQ; u++)
+#pragma unroll
+			for (int r = 0; r < 2; r++)
+				ih[u][r] = il[u][r] = im[u][r] = 0;
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			mma_chunk k;
+			mmac<TYPE>::chunk(raw, c, &k);
+			int sc[2][2][2];	/* [blk][r][0: scale, 1: min / 2nd] */
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				if (TYPE == RS_TYPE_Q6_K) {
+					const int h = c >> 1, kk = c & 1;
+					const int s = 8 * h + 2 * kk;
+					sc[0][r][0] = (int)(int8_t)(raw.hd[r][s >> 2] >> (8 * (s & 3)));
+					sc[0][r][1] = (int)(int8_t)(raw.hd[r][(s + 1) >> 2] >> (8 * ((s + 1) & 3)));
+					sc[1][r][0] = (int)(int8_t)(raw.hd[r][(s + 4) >> 2] >> (8 * ((s + 4) & 3)));
+					sc[1][r][1] = (int)(int8_t)(raw.hd[r][(s + 5) >> 2] >> (8 * ((s + 5) & 3)));
+				} else {
+					int a[2], m[2];
+					k_scales_i(raw.hd[r], c, a, m);
+					sc[0][r][0] = a[0]; sc[0][r][1] = m[0];
+					sc[1][r][0] = a[1]; sc[1][r][1] = m[1];
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < NQ; u++)
+#pragma unroll
+			for (int blk = 0; blk < 2; blk++) {
+				const int64_t b = (bi * 8 + k.xb[blk]) * xbs;
+				int cc[4] = { 0, 0, 0, 0 };
+				if (TYPE == RS_TYPE_Q6_K) {
+					int c1[4] = { 0, 0, 0, 0 };
+					const uint8_t *bp = xq + xb[u] + 32 * b +
+					    4 * t;
+					mma_k16(cc, k.a[blk][0], k.a[blk][1],
+					    __ldg((const uint32_t *)bp));
+					mma_k16(c1, k.a[blk][2], k.a[blk][3],
+					    __ldg((const uint32_t *)(bp + 16)));
+#pragma unroll
+					for (int r = 0; r < 2; r++) {
+						ih[u][r] += sc[blk][r][0] * cc[2 * r] +
+						    sc[blk][r][1] * c1[2 * r];
+						il[u][r] += sc[blk][r][0] * cc[2 * r + 1] +
+						    sc[blk][r][1] * c1[2 * r + 1];
+					}
+				} else {
+					const int sb = __ldg((const int *)(xq +
+					    xm[u]) + 2 * b + 1);
+					const uint2 h = __ldg((const uint2 *)(xq +
+					    xb[u] + 32 * b + 8 * t));
+					mma_k32(cc, k.a[blk], h.x, h.y);
+#pragma unroll
+					for (int r = 0; r < 2; r++) {
+						ih[u][r] += sc[blk][r][0] * cc[2 * r];
+						il[u][r] += sc[blk][r][0] * cc[2 * r + 1];
+						im[u][r] += sc[blk][r][1] * sb;
+					}
+				}
+			}
+		}
+		/* the super-block's tail: d, dmin as k_scales reads them */
+#pragma unroll
+		for (int u = 0; u < NQ; u++) {
+			const float s = __ldg((const float *)(xq + xm[u]) +
+			    2 * (bi * 8) * xbs);
+#pragma unroll
+			for (int r = 0; r < 2; r++) {
+				float d, dm;
+				if (TYPE == RS_TYPE_Q6_K) {
+					d = raw.d[r];
+					dm = 0.0f;
+				} else {
+					const float2 f = __half22float2(
+					    *(const __half2 *)&raw.hd[r][0]);
+					d = f.x;
+					dm = f.y;
+				}
+				const float v = fmaf(256.0f, (float)ih[u][r],
+				    (float)il[u][r]);
+				p[u][r] = fmaf(d * s, v, p[u][r]);
+				p[u][r] = fmaf(-dm * s, (float)im[u][r], p[u][r]);
+			}
+		}
+	}
+#pragma unroll
+	for (int u = 0; u < NQ; u++) {
+		red[wi][g][t] = p[u][0];
+		red[wi][g + 8][t] = p[u][1];
+		__syncthreads();
+		if (threadIdx.x < MMA_ROWS * 4) {
+			const int row = threadIdx.x / 4, col = threadIdx.x % 4;
+			float v = 0.0f;
+#pragma unroll
+			for (int q = 0; q < 8; q++)
+				v += red[q][row][col];
+			const int64_t orow = o0 + row;
+			const int tc = 4 * u + col;
+			if (orow < n_out && tc < NT)
+				pt.y[tc * pt.ldy + orow] = v;
+		}
+		__syncthreads();
+	}
+#else
+	(void)parts; (void)n_in; (void)xc;
+#endif
+}
+
+/*
+ * Tiled weights (TIMING ONLY, wrong values): the tensor-core kernel with
+ * each 16-row x 256-value tile stored contiguously (as an upload-time
+ * repacking would), the 16 rows' heads first (lane (g, t) reads its two
+ * rows' heads, a broadcast to the quad), then the quants in fragment
+ * order, every lane 16 bytes of each 512: one warp instruction a 512-byte
+ * run, where the GGUF layout gives 8-byte loads over 8 rows' lines.
+ * What it measures: what the weights' address pattern costs the kernel.
+ */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+template <int TYPE>
+static __device__ __forceinline__ void
+tile_load(const uint8_t *tile, int g, int lane, mma_raw *w)
+{
+	const uint4 *q = (const uint4 *)(tile + 256);
+	if (TYPE == RS_TYPE_Q6_K) {
+		/* scales 16 B a row, then d: 2 B a row (32 B), then quants */
+		const uint4 h0 = __ldg((const uint4 *)tile + g);
+		const uint4 h1 = __ldg((const uint4 *)tile + g + 8);
+		w->hd[0][0] = h0.x; w->hd[0][1] = h0.y; w->hd[0][2] = h0.z;
+		w->hd[0][3] = h0.w; w->hd[1][0] = h1.x; w->hd[1][1] = h1.y;
+		w->hd[1][2] = h1.z; w->hd[1][3] = h1.w;
+		const unsigned short *dd = (const unsigned short *)(tile + 256);
+		w->d[0] = half_to_float(__ldg(dd + g));
+		w->d[1] = half_to_float(__ldg(dd + g + 8));
+		q = (const uint4 *)(tile + 288);
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const uint4 v = __ldg(q + 32 * j + lane);
+			w->q[j >> 1][2 * (j & 1)][0] = v.x;
+			w->q[j >> 1][2 * (j & 1)][1] = v.y;
+			w->q[j >> 1][2 * (j & 1) + 1][0] = v.z;
+			w->q[j >> 1][2 * (j & 1) + 1][1] = v.w;
+		}
+#pragma unroll
+		for (int j = 0; j < 2; j++) {
+			const uint4 v = __ldg(q + 128 + 32 * j + lane);
+			w->h[j][0][0] = v.x; w->h[j][0][1] = v.y;
+			w->h[j][1][0] = v.z; w->h[j][1][1] = v.w;
+		}
+		return;
+	}
+	const uint4 h0 = __ldg((const uint4 *)tile + g);
+	const uint4 h1 = __ldg((const uint4 *)tile + g + 8);
+	w->hd[0][0] = h0.x; w->hd[0][1] = h0.y; w->hd[0][2] = h0.z;
+	w->hd[0][3] = h0.w; w->hd[1][0] = h1.x; w->hd[1][1] = h1.y;
+	w->hd[1][2] = h1.z; w->hd[1][3] = h1.w;
+#pragma unroll
+	for (int j = 0; j < 4; j++) {
+		const uint4 v = __ldg(q + 32 * j + lane);
+		w->q[j >> 1][2 * (j & 1)][0] = v.x;
+		w->q[j >> 1][2 * (j & 1)][1] = v.y;
+		w->q[j >> 1][2 * (j & 1) + 1][0] = v.z;
+		w->q[j >> 1][2 * (j & 1) + 1][1] = v.w;
+	}
+	if (TYPE == RS_TYPE_Q5_K) {
+		const uint4 v = __ldg(q + 128 + lane);
+		w->h[0][0][0] = v.x; w->h[0][0][1] = v.y;
+		w->h[1][0][0] = v.z; w->h[1][0][1] = v.w;
+	}
+}
+#endif
+
+template <int TYPE, int NT, int MINB>
+static __global__ void __launch_bounds__(8 * RS_WARP, MINB)
+tile_kernel(const mv_parts parts, int64_t n_in, const xq_in xc)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	constexpr int	 NQ = (NT + 3) / 4;
+	constexpr int	 TB = 16 * qtraits<TYPE>::qb;	/* a tile's bytes */
+	__shared__ float red[RS_WARP][MMA_ROWS][4];
+	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
+	const int64_t	 o0 = pt.blk * MMA_ROWS, n_out = pt.n_out;
+	const int64_t	 nb = n_in / 256;
+	const uint8_t	*__restrict__ xq = xc.p;
+	const int64_t	 xbs = xc.bm ? xc.nb : 1;
+	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
+	const uint8_t	*tiles = pt.w + pt.blk * nb * TB;
+	float		 p[NQ][4][2];
+	uint32_t	 xb[NQ], xm[NQ];
+
+#pragma unroll
+	for (int u = 0; u < NQ; u++) {
+		const int cb = xc.t0 + min(4 * u + (g >> 1), NT - 1);
+		const int cm = xc.t0 + min(4 * u + t, NT - 1);
+		xb[u] = (uint32_t)((g & 1) * xc.nb * n_in + 32 * cb * xcs);
+		xm[u] = (uint32_t)(2 * xc.nb * n_in + 8 * cm * xcs);
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			p[u][c][0] = p[u][c][1] = 0.0f;
+	}
+	for (int64_t bi = wi; bi < nb; bi += 8) {
+		mma_raw raw;
+		tile_load<TYPE>(tiles + bi * TB, g, lane, &raw);
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			mma_chunk k;
+			mmac<TYPE>::chunk(raw, c, &k);
+#pragma unroll
+			for (int u = 0; u < NQ; u++)
+				mma_chunk_dot<TYPE>(k, xq + xb[u], xq + xm[u],
+				    xbs, bi, t, p[u][c]);
+		}
+	}
+#pragma unroll
+	for (int u = 0; u < NQ; u++) {
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			red[4 * wi + c][g][t] = p[u][c][0];
+			red[4 * wi + c][g + 8][t] = p[u][c][1];
+		}
+		__syncthreads();
+		for (int el = threadIdx.x; el < MMA_ROWS * 4; el += blockDim.x) {
+			const int row = el / 4, col = el % 4;
+			float v = 0.0f;
+#pragma unroll
+			for (int q = 0; q < RS_WARP; q++)
+				v += red[q][row][col];
+			const int64_t orow = o0 + row;
+			const int tc = 4 * u + col;
+			if (orow < n_out && tc < NT)
+				pt.y[tc * pt.ldy + orow] = v;
+		}
+		__syncthreads();
+	}
+#else
+	(void)parts; (void)n_in; (void)xc;
+#endif
+}
+
+template <int TYPE, int NT, int MINB>
+static void
+launch_tile(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
+    const xq_in xq, float *y, int64_t ldy)
+{
+	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
+	tile_kernel<TYPE, NT, MINB><<<grid, 8 * RS_WARP>>>(p, n_in, xq);
+}
+
+template <int TYPE, int NT, int MINB>
+static void
+launch_sb(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
+    const xq_in xq, float *y, int64_t ldy)
+{
+	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
+	sb_kernel<TYPE, NT, MINB><<<grid, 8 * RS_WARP>>>(p, n_in, xq);
+}
+
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -237,6 +563,12 @@ struct variant {
 #define SK(r, s) { "splitk1_r" #r "_s" #s, 1, { \
 	launch_splitk<RS_TYPE_Q4_K, r, s>, launch_splitk<RS_TYPE_Q5_K, r, s>, \
 	launch_splitk<RS_TYPE_Q6_K, r, s> }, 1, 1 }
+#define SB(nt, mb) { "sbtail" #nt "_minb" #mb, nt, { \
+	launch_sb<RS_TYPE_Q4_K, nt, mb>, launch_sb<RS_TYPE_Q5_K, nt, mb>, \
+	launch_sb<RS_TYPE_Q6_K, nt, mb> }, 2, 1 }
+#define TL(nt, mb) { "tile" #nt "_minb" #mb, nt, { \
+	launch_tile<RS_TYPE_Q4_K, nt, mb>, launch_tile<RS_TYPE_Q5_K, nt, mb>, \
+	launch_tile<RS_TYPE_Q6_K, nt, mb> }, 2, 1 }
 #define M(nt, spw, mb) { "mma" #nt "_spw" #spw "_minb" #mb, nt, { \
 	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
 	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
@@ -249,6 +581,10 @@ static const struct variant variants[] = {
 	M(3, 1, 2), M(3, 1, 3), M(3, 2, 3), M(4, 1, 2), M(4, 1, 3), M(4, 2, 3),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(16, 1, 1), M(16, 1, 2),
 	SK(4, 2), SK(4, 4), SK(2, 2), SK(2, 4),
+	SB(2, 3), SB(2, 2), SB(3, 3), SB(3, 2), SB(4, 3), SB(4, 2), SB(8, 3),
+	SB(8, 2), SB(16, 2), SB(16, 1),
+	TL(2, 3), TL(2, 2), TL(4, 3), TL(4, 2), TL(8, 3), TL(8, 2), TL(16, 2),
+	TL(16, 1),
 };
 
 static int
