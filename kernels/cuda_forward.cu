@@ -48,6 +48,7 @@ extern "C" {
 #include "rs_gguf.h"
 #include "rs_model.h"
 #include "rs_state_impl.h"
+#include "rs_tile.h"
 #include "rs_types.h"
 #include "rs_xq.h"
 }
@@ -449,9 +450,16 @@ mv(struct rs_engine *e, const struct rs_gguf_tensor *t, const float *x,
 {
 	struct cuda *c = cc(e);
 	const struct dev_w *w = dw(e, t);
-	const struct rs_k_xq_cols xq = xq_of(c, x, ldx, w->n_in, n);
+	struct rs_k_xq_cols xq = xq_of(c, x, ldx, w->n_in, n);
 	enum rs_status st;
 
+	/* tiled weights take only x's 16-bit form: make it if no kernel
+	   before did (every product's input has one today) */
+	if (!prefill_path(n) && (w->type & RS_TILED) && xq.d == NULL) {
+		if ((st = quant(e, x, ldx, w->n_in, n, err)) != RS_OK)
+			return (st);
+		xq = xq_of(c, x, ldx, w->n_in, n);
+	}
 	if (prefill_path(n)) {
 		if (x != c->mm_src || ldx != c->mm_ld || n != c->mm_rows ||
 		    w->n_in != c->mm_width) {
@@ -1141,9 +1149,47 @@ cuda_free(struct rs_engine *e)
 	e->be = NULL;
 }
 
+/* Whether tensor T goes to the device in 16-row tiles (rs_tile.h). */
+static int
+tiled(const struct rs_gguf_tensor *t)
+{
+	return (rs_tile_type(t->type) && t->ne[0] % 256 == 0 && t->nbytes > 0);
+}
+
+/* T's bytes on the device, as upload_weights lays it out */
+static size_t
+dev_bytes(const struct rs_gguf_tensor *t)
+{
+	const struct rs_type_traits *tt = rs_type_traits(t->type);
+
+	if (!tiled(t))
+		return ((size_t)t->nbytes);
+	return (rs_tile_bytes(t->type, t->ne[0], (int64_t)(t->nbytes /
+	    ((uint64_t)t->ne[0] / tt->block_elems * tt->block_bytes))));
+}
+
+/*
+ * The device staging a tiled upload of T needs (rs_k_tile_upload): up to
+ * 64 MB of its rows, and at least one tile row's 16.
+ */
+#define STAGE_BYTES	((size_t)64 << 20)
+
+static size_t
+stage_need(const struct rs_gguf_tensor *t)
+{
+	const struct rs_type_traits *tt = rs_type_traits(t->type);
+	const size_t group = (size_t)RS_TILE_ROWS * (size_t)(t->ne[0] /
+	    tt->block_elems * tt->block_bytes);
+	const size_t want = t->nbytes < STAGE_BYTES ? t->nbytes : STAGE_BYTES;
+
+	return (want > group ? want : group);
+}
+
 /*
  * Every tensor slot J needs (rs_split_tensor_slots: all of them without a
- * split) into one arena on its device, 256-byte aligned.
+ * split) into one arena on its device, 256-byte aligned; Q4_K, Q5_K and
+ * Q6_K matrices in 16-row tiles (rs_tile.h: what the integer products
+ * read), through a staging buffer freed on return.
  */
 static enum rs_status
 upload_weights(struct rs_engine *e, int j, struct rs_err *err)
@@ -1151,33 +1197,51 @@ upload_weights(struct rs_engine *e, int j, struct rs_err *err)
 	struct cuda *c = cc(e);
 	const struct rs_gguf *g = e->model->gguf;
 	int64_t	 nt = rs_gguf_n_tensors(g);
-	size_t	 off = 0;
+	size_t	 off = 0, stage_bytes = 0;
+	void	*stage = NULL;
+	enum rs_status st = RS_OK;
 
 	if ((c->w = (struct dev_w *)calloc((size_t)nt + 1, sizeof(*c->w))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
-	for (int64_t i = 0; i < nt; i++)
-		if (rs_split_tensor_slots(&e->split, e->model, i) >> j & 1)
-			off += (rs_gguf_tensor(g, i)->nbytes + 255) / 256 * 256;
+	for (int64_t i = 0; i < nt; i++) {
+		const struct rs_gguf_tensor *t = rs_gguf_tensor(g, i);
+		if (!(rs_split_tensor_slots(&e->split, e->model, i) >> j & 1))
+			continue;
+		off += (dev_bytes(t) + 255) / 256 * 256;
+		if (tiled(t) && stage_need(t) > stage_bytes)
+			stage_bytes = stage_need(t);
+	}
 	c->arena_bytes = off;
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->arena, off ? off : 256));
+	if (stage_bytes > 0)
+		RS_CUDA_TRY(err, cudaMalloc(&stage, stage_bytes));
 	off = 0;
-	for (int64_t i = 0; i < nt; i++) {
+	for (int64_t i = 0; i < nt && st == RS_OK; i++) {
 		const struct rs_gguf_tensor *t = rs_gguf_tensor(g, i);
 		const struct rs_type_traits *tt = rs_type_traits(t->type);
 		struct dev_w *w = &c->w[i];
 		if (!(rs_split_tensor_slots(&e->split, e->model, i) >> j & 1))
 			continue;
-		RS_CUDA_TRY(err, cudaMemcpy(c->arena + off, t->data, t->nbytes,
-		    cudaMemcpyHostToDevice));
-		w->d = c->arena + off;
+		uint8_t *d = c->arena + off;
+		w->d = d;
 		w->type = t->type;
 		w->n_in = t->ne[0];
 		w->n_out = t->nbytes == 0 ? 0 : (int64_t)(t->nbytes /
 		    ((uint64_t)t->ne[0] / tt->block_elems * tt->block_bytes));
 		w->row_bytes = t->ne[0] / tt->block_elems * tt->block_bytes;
-		off += (t->nbytes + 255) / 256 * 256;
+		if (tiled(t)) {
+			w->type |= RS_TILED;
+			st = rs_k_tile_upload(t->data, t->type, w->n_in,
+			    w->n_out, d, stage, stage_bytes, c->s, err);
+		} else if (cudaMemcpy(d, t->data, t->nbytes,
+		    cudaMemcpyHostToDevice) != cudaSuccess)
+			st = rs_errf(err, RS_ERR_CUDA, "upload of %s: %s",
+			    t->name, cudaGetErrorString(cudaGetLastError()));
+		off += (dev_bytes(t) + 255) / 256 * 256;
 	}
-	return (RS_OK);
+	if (stage != NULL)
+		(void)cudaFree(stage);
+	return (st);
 }
 
 /* An f32 scratch buffer: where its pointer goes, its floats. */

@@ -11,14 +11,12 @@
  *            a 256-value super-block at a time, each lane decodes 8 values
  *            to floats and multiplies them with x in f32; every format;
  *   integer  x arrives quantized to 16 bits (lib/model/rs_xq.h); Q4_K, Q5_K and
- *            Q6_K, what the 27B files are made of, when the caller passes
- *            x in that form (the engine always does).  One order of sums
- *            (matvec_xq.cuh) in three kernels: one warp per row with dp4a
- *            (matvec_xq_kernel: decode, and every column count before
- *            SM80), the same with the weights copied through shared
- *            memory (matvec_pipe.cuh: Q6_K, 1..2 columns from SM80 on)
- *            and 16 rows per CTA on int8 tensor cores (matvec_mma.cuh:
- *            3..16 columns from SM80 on).
+ *            Q6_K, what the 27B files are made of, held in the 16-row
+ *            tiles of rs_tile.h (as the engine uploads them).  One order
+ *            of sums (matvec_xq.cuh) in two kernels: dp4a with a lane per
+ *            chunk of a pair of rows (matvec_xq_kernel: decode, and every
+ *            column count before SM80) and int8 tensor cores
+ *            (matvec_mma.cuh: 2..16 columns from SM80 on).
  * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
  * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
@@ -38,7 +36,6 @@
 #include "common.cuh"
 #include "matvec_sb.cuh"
 #include "matvec_mma.cuh"
-#include "matvec_pipe.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"
@@ -48,19 +45,25 @@ extern "C" {
 }
 
 #define MV_WARPS	4	/* warps per block */
+/*
+ * The dp4a kernel's CTA for one and two columns: 8 warps over 2 tile rows
+ * (each lane 4 rows, one super-block phase a warp; no spills), against
+ * 4 warps over 1 or 2 (session 11 in docs/perf-log.md).
+ */
+#define DP4A_W		8
+#define DP4A_TR		2
+
 
 /*
- * CTAs an SM that matvec_xq_kernel's launch bounds ask for (registers:
- * 65,536 / (128·minb)).  One column of Q4_K at 4 (128 registers: x's
- * batch strides would take it to 134 and 12 warps, 5 % slower) and of
- * Q6_K (136 -> 128, 4 % faster), Q5_K free (164: capped, it spills, 12 %
- * slower); two columns at 3 (Q5_K 199 -> 165 and 26 % faster, Q6_K 238
- * -> 168 and 9 %); more free.  kernels/dev/matvec_xq.cu, perf-log.
+ * Warps an SM that matvec_xq_kernel's launch bounds ask for (registers:
+ * 65,536 / (32·warps)): 16 for one column (128 registers: Q4_K needs
+ * 126, Q6_K 128, and Q5_K, 201 unbounded, fits without spilling), 12 for
+ * two, more columns free.  kernels/dev/matvec_xq.cu, perf-log.
  */
 static constexpr int
-mv_minb(int type, int nt)
+mv_warps_sm(int nt)
 {
-	return (nt == 1 ? (type == RS_TYPE_Q5_K ? 1 : 4) : nt == 2 ? 3 : 1);
+	return (nt == 1 ? 16 : nt == 2 ? 12 : 1);
 }
 /*
  * Rows of whole 256-value super-blocks (every weight of the qwen35 models):
@@ -141,90 +144,127 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
 
 /*
  * The integer path: x in the 16-bit format of rs_xq.h (XQ: the launch's
- * columns in their batch), Q4_K / Q5_K / Q6_K weights, summed in the
- * canonical order of matvec_xq.cuh: lane v of a warp is virtual lane v of
- * each of its R rows, taking the row's 64-value chunks v, v + 32, ...
- * (four lanes share a super-block, a warp reads eight consecutive ones),
- * U chunks a step in flight; each lane's chunk is decoded once for all NT
- * columns, and each x load serves the R rows.  R and U change no sum:
- * matvec_launch::go_xq picks them from kernels/dev/matvec_xq.cu's
- * timings.  This is the decode kernel (NT = 1), the two-column one, and
- * before SM80 every column count's; matvec_mma.cuh gives the same bits on
- * tensor cores.
+ * columns in their batch), Q4_K / Q5_K / Q6_K weights in 16-row tiles
+ * (rs_tile.h), summed in the canonical order of matvec_xq.cuh with dp4a.
+ * One CTA of W warps per tile row: warp w takes the tile row's
+ * super-blocks b = w, w + W, ..., and its lane 4p + c chunk c of rows p
+ * and p + 8 of each, so that the 8 lanes of a chunk read one 128-byte
+ * line a load (the tile's slot order).  Chunk k = 4b + c is virtual lane
+ * v = k % 32 = 4·(b % 8) + c: a lane keeps the sums of the 8 / W virtual
+ * lanes b % 8 = w + W·s of its two rows, each adding its chunks in
+ * increasing b as the canonical order does; at the end the 32 sums of
+ * every output meet in shared memory and are added in warp_sum's tree.
+ * A lane's chunk is decoded once for all NT columns and each x load
+ * serves its two rows.  This is the decode kernel (NT = 1) and, before
+ * SM80, every column count's; matvec_mma.cuh gives the same bits on
+ * tensor cores.  BS1 as for xq_chunk_dot.
  *
- * Instructions per 64 weights of a lane, one column: 3 (Q4_K) to 20
- * (Q6_K) loads of weights, 10 / R of x, ~16 nibble operations, 32 dp4a
- * and ~10 for scales and the float tail: ~1 per weight.  Each further
- * column adds 10 / R loads, 32 dp4a and ~10 more.  What limits it is not
- * the issue rate but the L1's sectors (ncu: L1/TEX 83 % busy, DRAM 38 %,
- * at R = 2): a lane's 16-byte loads of x and of weights each touch their
- * own 32-byte sector, and x is 2 bytes a value against the weights'
- * 0.56-0.82; hence R = 4.  BS1 as for xq_chunk_dot.
+ * Instructions per 64 weights of a lane and row, one column: 2-4 (Q4_K)
+ * to 4-6 (Q6_K) loads of weights, 5 of x, ~16 nibble operations, 32 dp4a
+ * and ~10 for scales and the float tail.  Each further column adds 5
+ * loads, 32 dp4a and ~10 more.
  */
-template <int TYPE, int NT, int R, int U, bool BS1 = false>
-static __global__ void __launch_bounds__(MV_WARPS * RS_WARP,
-    mv_minb(TYPE, NT))
+template <int TYPE, int NT, int W, int TR, bool BS1 = false>
+static __global__ void __launch_bounds__(W * RS_WARP,
+    (mv_warps_sm(NT) + W - 1) / W)
 matvec_xq_kernel(const mv_parts parts, int64_t n_in, const xq_in xq)
 {
+	static_assert(8 % W == 0, "W warps share the 8 super-block phases");
+	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
+	constexpr int	 S = 8 / W;	/* a lane's virtual lanes a row */
+	constexpr int	 R = 2 * TR;	/* a lane's rows */
+	__shared__ float red[RS_WARP][TR * RS_TILE_ROWS][NT];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
-	const uint8_t	*__restrict__ w = pt.w;
-	float		*__restrict__ y = pt.y;
-	const int64_t	 n_out = pt.n_out, row_bytes = pt.row_bytes;
-	const int64_t	 ldy = pt.ldy;
-	const int	 accumulate = pt.acc;
-	const int	 lane = threadIdx.x % RS_WARP;
-	const int64_t	 o0 = (pt.blk * MV_WARPS + threadIdx.x / RS_WARP) * R;
-	const int64_t	 nc = n_in / 64;
+	const int	 lane = threadIdx.x % RS_WARP, wi = threadIdx.x / RS_WARP;
+	const int	 p = lane / 4, c = lane % 4;
+	const int64_t	 nb = n_in / 256, o0 = pt.blk * TR * RS_TILE_ROWS;
+	const int64_t	 n_tr = (pt.n_out + RS_TILE_ROWS - 1) / RS_TILE_ROWS;
 	const xq_at	 x = xq_at_of(xq, n_in);
-	const uint8_t	*row[R];
-	float		 acc[R][NT];
+	const uint8_t	*tiles[TR];
+	float		 acc[S][R][NT];
 
 	rs_pdl_trigger();
-	if (o0 >= n_out)
-		return;
 #pragma unroll
-	for (int r = 0; r < R; r++) {
-		/* rows past the last read it again and write nothing */
-		row[r] = w + (o0 + r < n_out ? o0 + r : n_out - 1) * row_bytes;
-#pragma unroll
-		for (int t = 0; t < NT; t++)
-			acc[r][t] = 0.0f;
+	for (int j = 0; j < TR; j++) {
+		/* a tile row past the last reads the last again, writes
+		   nothing */
+		const int64_t tr = pt.blk * TR + j < n_tr ? pt.blk * TR + j :
+		    n_tr - 1;
+		tiles[j] = pt.w + tr * nb * TB;
 	}
+#pragma unroll
+	for (int s = 0; s < S; s++)
+#pragma unroll
+		for (int r = 0; r < R; r++)
+#pragma unroll
+			for (int t = 0; t < NT; t++)
+				acc[s][r][t] = 0.0f;
 	/* decode launches this kernel early (mv_launch): x is the output of
 	   the kernel before, so nothing is read before the wait */
 	rs_pdl_wait();
-	int64_t k = lane;
-	for (; k + (U - 1) * RS_WARP < nc; k += U * RS_WARP) {
-		xq_chunk c[U][R];
+	for (int64_t b0 = 0; b0 < nb; b0 += 8) {
+		xq_chunk k[S][R];
 #pragma unroll
-		for (int u = 0; u < U; u++)
+		for (int s = 0; s < S; s++) {
+			const int64_t b = b0 + wi + W * s;
 #pragma unroll
-			for (int r = 0; r < R; r++)
-				xqc<TYPE>::load(row[r], (k + u * RS_WARP) / 4,
-				    (int)(k % 4), &c[u][r]);
+			for (int j = 0; j < TR; j++)
+				if (b < nb)
+					xqc<TYPE>::load_pair(tiles[j] + b * TB,
+					    p, c, &k[s][2 * j],
+					    &k[s][2 * j + 1]);
+		}
 #pragma unroll
-		for (int u = 0; u < U; u++)
-			xq_chunk_dot<TYPE, NT, R, BS1>(c[u], x,
-			    (k + u * RS_WARP) / 4, acc);
+		for (int s = 0; s < S; s++) {
+			const int64_t b = b0 + wi + W * s;
+			if (b < nb)
+				xq_chunk_dot<TYPE, NT, R, BS1>(k[s], x, b,
+				    acc[s]);
+		}
 	}
-	for (; k < nc; k += RS_WARP) {
-		xq_chunk c[R];
+	/* the 32 virtual lanes of every output, added in warp_sum's tree */
+#pragma unroll
+	for (int s = 0; s < S; s++)
 #pragma unroll
 		for (int r = 0; r < R; r++)
-			xqc<TYPE>::load(row[r], k / 4, (int)(k % 4), &c[r]);
-		xq_chunk_dot<TYPE, NT, R, BS1>(c, x, k / 4, acc);
-	}
 #pragma unroll
-	for (int r = 0; r < R; r++)
+			for (int t = 0; t < NT; t++)
+				red[4 * (wi + W * s) + c][RS_TILE_ROWS * (r / 2) +
+				    p + 8 * (r % 2)][t] = acc[s][r][t];
+	__syncthreads();
+	for (int el = threadIdx.x; el < TR * RS_TILE_ROWS * NT;
+	    el += blockDim.x) {
+		const int row = el / NT, t = el % NT;
+		float v[RS_WARP];
 #pragma unroll
-		for (int t = 0; t < NT; t++) {
-			float v = warp_sum(acc[r][t]);
-			if (lane == 0 && o0 + r < n_out) {
-				float *dst = y + t * ldy + o0 + r;
-				*dst = accumulate ? *dst + v : v;
-			}
+		for (int i = 0; i < RS_WARP; i++)
+			v[i] = red[i][row][t];
+#pragma unroll
+		for (int h = RS_WARP / 2; h > 0; h /= 2)
+#pragma unroll
+			for (int i = 0; i < h; i++)
+				v[i] += v[i + h];
+		if (o0 + row < pt.n_out) {
+			float *dst = pt.y + t * pt.ldy + o0 + row;
+			*dst = pt.acc ? *dst + v[0] : v[0];
 		}
+	}
 }
+
+#ifndef __CUDACC_RTC__
+/*
+ * Does this device run code built for SM90 or later, where the dp4a
+ * kernel's launches are programmatic (mv_launch)?  Like has_mma_matvec().
+ */
+static int
+has_pdl_matvec(void)
+{
+	static signed char known[RS_MAX_DEVICES];
+
+	return (rs_runs_ptx(matvec_xq_kernel<RS_TYPE_Q4_K, 1, DP4A_W, DP4A_TR,
+	    true>, 90, known));
+}
+#endif
 
 /*
  * Rows that are not whole super-blocks (no qwen35 weight; other GGUFs):
@@ -290,44 +330,6 @@ pick_cols(int type, int n)
 
 #ifndef __CUDACC_RTC__
 /*
- * The persistent grid of matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK> on the
- * current device: as many CTAs as fit at once.  The first call per device
- * raises the kernel's shared-memory limit (above 48 KB needs it) and asks
- * the occupancy calculator; later calls read the cache.  Never 0: at
- * least one CTA an SM.
- */
-template <int TYPE, int NT, int R, int S, bool BULK>
-static unsigned
-pipe_resident(void)
-{
-	static int	 per_sm[64], sms[64];
-	const auto	 kernel = matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK>;
-	const int	 smem = pipe_smem_bytes<TYPE, R, S>();
-	int		 dev = 0;
-
-	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
-		dev = 0;
-	if (per_sm[dev] == 0) {
-		int n = 0;
-
-		(void)cudaFuncSetAttribute(kernel,
-		    cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-		if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel,
-		    PIPE_WARPS * RS_WARP, smem) != cudaSuccess || n < 1)
-			n = 1;
-		if (cudaDeviceGetAttribute(&sms[dev],
-		    cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-		    sms[dev] < 1)
-			sms[dev] = 1;
-		(void)cudaGetLastError();	/* not sticky: clear it */
-		per_sm[dev] = n;
-	}
-	return ((unsigned)(per_sm[dev] * sms[dev]));
-}
-#endif
-
-#ifndef __CUDACC_RTC__
-/*
  * Launch K (an integer matvec kernel) on S, with PDL as a programmatic
  * dependent of the stream's previous kernel: it may start while that one
  * finishes, and touches nothing but weights before its rs_pdl_wait
@@ -350,9 +352,10 @@ struct matvec_launch {
 	const uint8_t	*w;
 	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
 	const float	*x;
-	xq_in		 xq;	/* xq.p NULL: the f32 path */
+	xq_in		 xq;	/* the integer path's x (tiled weights) */
 	float		*y;
 	int		 n_tok, accumulate;
+	int		 tiled;	/* W in 16-row tiles: the integer path */
 	cudaStream_t	 stream;
 	mv_parts	 parts;	/* the integer path: every product (w, y: the
 				   first's) */
@@ -367,16 +370,15 @@ struct matvec_launch {
 	go_xq(void)
 	{
 		/*
-		 * Two columns: four rows a warp on dp4a beat the tensor-core
-		 * kernel on every 27B matrix (each x load serves four rows;
-		 * the mma kernel's quad of columns would idle half of its
-		 * float tail).  Three and more: tensor cores where the device
-		 * runs them (SM80 on) and the offsets in the batch of columns
-		 * fit the kernel's 32 bits (MMA_MAX_IN).  Both give
-		 * the same bits (matvec_xq.cuh), so the choice may depend on
-		 * NT.
+		 * Two columns and more: tensor cores where the device runs
+		 * them (SM80 on) and the offsets in the batch of columns fit
+		 * the kernel's 32 bits (MMA_MAX_IN): on tiles two columns
+		 * cost them about what three and four do (ffn_up 20.8 µs
+		 * against 35.1 on dp4a, docs/perf-log.md session 11).  Both
+		 * give the same bits (matvec_xq.cuh), so the choice may
+		 * depend on NT.
 		 */
-		if constexpr (NT > 2) {
+		if constexpr (NT > 1) {
 			int mma = 0;
 
 			/* a host runtime call: NVRTC's check of the kernels
@@ -390,97 +392,53 @@ struct matvec_launch {
 				return;
 			}
 		}
-		/*
-		 * Q6_K, one and two columns, from SM80 on: the weights
-		 * stream through shared memory (matvec_pipe.cuh), faster than
-		 * the register-fed kernel on its 27B matrices, from SM90 on
-		 * by bulk copies (one column: ffn_down 30.5 µs against 33.1
-		 * by cp.async and 35.0 on registers, the head 309 against
-		 * 365 and 378; two: ffn_down 39.6 against 45.7 and 51.4):
-		 * docs/perf-log.md, sessions 4 and 5.  Not for Q4_K or Q5_K,
-		 * where both forms lose to dp4a (ffn_up 24-25 against 20).
-		 * has_mma_matvec() and has_bulk_matvec() test that this
-		 * device runs code built for SM80 or SM90 on, where the
-		 * kernel has its body.  The copies round a row's slice out
-		 * to 16-byte boundaries, which needs the tensor's first row
-		 * there (every GGUF tensor is), and in bulk its end too.
-		 */
-		if constexpr (TYPE == RS_TYPE_Q6_K && NT <= 2) {
-			int pipe = 0, bulk = 0;
-#ifndef __CUDACC_RTC__
-			pipe = has_mma_matvec() && pipe_aligned();
-			bulk = has_bulk_matvec() && bulk_aligned();
-#endif
-			if (bulk) {
-				/* four rows a warp for two columns and a
-				   head's ~250k (309 against 343 µs), two for
-				   ffn_down (30.5 against 35.2) */
-				if (NT == 1 && rows() < 65536)
-					go_pipe<TYPE, NT, 2, 2, true>();
-				else
-					go_pipe<TYPE, NT, 4, 2, true>();
-				return;
-			}
-			if (pipe) {
-				/* two rows a warp (more CTAs on 5,120 rows),
-				   four for two columns and a head's ~250k */
-				if (NT == 1 && rows() < 65536)
-					go_pipe<TYPE, NT, 2, 2, false>();
-				else
-					go_pipe<TYPE, NT, 4, 2, false>();
-				return;
-			}
-		}
-		/*
-		 * Rows per warp R and chunks in flight per lane U change no
-		 * sum: four rows a warp, one chunk each, was the fastest
-		 * one-column shape on every matrix of the 27B in
-		 * kernels/dev/matvec_xq.cu (docs/perf-log.md); wider groups
-		 * on dp4a (before SM80) keep two rows for registers.
-		 */
-		if (NT <= 4)
-			go_dp4a<TYPE, NT, 4, 1>();
-		else
-			go_dp4a<TYPE, NT, 2, 1>();
+		go_dp4a<TYPE, NT>();
 	}
 
-	/* one column whose blocks are consecutive: BS1 (the decode step) */
-	template <int TYPE, int NT, int R, int U>
+	/*
+	 * Four warps a tile row for one and two columns; eight (one virtual
+	 * lane a lane: fewer sums in registers) for the wider groups that
+	 * run here before SM80.  BS1: one column whose blocks are
+	 * consecutive (the decode step).
+	 */
+	template <int TYPE, int NT>
 	void
 	go_dp4a(void)
 	{
+		constexpr int W = NT <= 2 ? DP4A_W : 8;
+
 		if (NT == 1 && (!xq.bm || xq.nb == 1))
-			go_dp4a_k<TYPE, NT, R, U, NT == 1>();
+			go_dp4a_k<TYPE, NT, W, NT == 1>();
 		else
-			go_dp4a_k<TYPE, NT, R, U, false>();
+			go_dp4a_k<TYPE, NT, W, false>();
 	}
 
-	template <int TYPE, int NT, int R, int U, bool BS1>
+	template <int TYPE, int NT, int W, bool BS1>
 	void
 	go_dp4a_k(void)
 	{
-		const unsigned grid = mv_parts_grid(&parts, MV_WARPS * R);
+		constexpr int TR = NT <= 2 ? DP4A_TR : 1;
+		const unsigned grid = mv_parts_grid(&parts, TR * RS_TILE_ROWS);
 #ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_kernel<TYPE, NT, R, U, BS1>, grid,
-		    MV_WARPS * RS_WARP, 0, stream, pdl<NT>(), parts, n_in, xq);
+		mv_launch(matvec_xq_kernel<TYPE, NT, W, TR, BS1>, grid,
+		    W * RS_WARP, 0, stream, pdl<NT>(), parts, n_in, xq);
 #else
-		matvec_xq_kernel<TYPE, NT, R, U, BS1><<<grid, MV_WARPS * RS_WARP,
-		    0, stream>>>(parts, n_in, xq);
+		matvec_xq_kernel<TYPE, NT, W, TR, BS1><<<grid, W * RS_WARP, 0,
+		    stream>>>(parts, n_in, xq);
 #endif
 	}
 
 	/*
-	 * The dp4a and pipe kernels (decode's one column, two-token
-	 * verification) start early where the device runs SM90 code: they
-	 * read x and y only after rs_pdl_wait.  The mma kernel (3..16
-	 * columns) keeps plain launches: it has no wait.
+	 * The dp4a kernel's decode launches (one and two columns) start
+	 * early where the device runs SM90 code: it reads x and y only after
+	 * rs_pdl_wait.  The mma kernel keeps plain launches: it has no wait.
 	 */
 	template <int NT>
 	int
 	pdl(void) const
 	{
 #ifndef __CUDACC_RTC__
-		return (NT <= 2 && has_bulk_matvec());
+		return (NT <= 2 && has_pdl_matvec());
 #else
 		return (0);
 #endif
@@ -495,52 +453,6 @@ struct matvec_launch {
 		for (int i = 0; i < parts.n; i++)
 			n += parts.n_out[i];
 		return (n);
-	}
-
-	/* Does every part's first row start at a multiple of 16 bytes? */
-	bool
-	pipe_aligned(void) const
-	{
-		for (int i = 0; i < parts.n; i++)
-			if ((uintptr_t)parts.w[i] % 16 != 0)
-				return (false);
-		return (true);
-	}
-
-	/*
-	 * And does every part end there too?  Then the bulk copies, which
-	 * round a slice out to 16-byte boundaries, read only the tensor.
-	 */
-	bool
-	bulk_aligned(void) const
-	{
-		for (int i = 0; i < parts.n; i++)
-			if ((parts.n_out[i] * parts.row_bytes[i]) % 16 != 0)
-				return (false);
-		return (pipe_aligned());
-	}
-
-	template <int TYPE, int NT, int R, int S, bool BULK>
-	void
-	go_pipe(void)
-	{
-		constexpr int smem = pipe_smem_bytes<TYPE, R, S>();
-		unsigned grid = mv_parts_grid(&parts, PIPE_WARPS * R);
-
-#ifndef __CUDACC_RTC__
-		const unsigned resident = pipe_resident<TYPE, NT, R, S,
-		    BULK>();
-		if (grid > resident)
-			grid = resident;
-#endif
-#ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK>, grid,
-		    PIPE_WARPS * RS_WARP, smem, stream, pdl<NT>(), parts, n_in,
-		    xq);
-#else
-		matvec_xq_pipe_kernel<TYPE, NT, R, S, BULK><<<grid, PIPE_WARPS *
-		    RS_WARP, smem, stream>>>(parts, n_in, xq);
-#endif
 	}
 
 	template <int TYPE, int NT>
@@ -626,7 +538,7 @@ struct matvec_launch {
 		}
 		if constexpr (TYPE == RS_TYPE_Q4_K || TYPE == RS_TYPE_Q5_K ||
 		    TYPE == RS_TYPE_Q6_K) {
-			if (xq.p != NULL) {
+			if (tiled) {
 				switch (n_tok) {
 #define NT_CASE(n) case n: go_xq<TYPE, n>(); break;
 				NT_CASE(1) NT_CASE(2) NT_CASE(3) NT_CASE(4)
@@ -667,10 +579,9 @@ rs_k_xq_block_major(int nb)
 
 /* Whether the integer path takes W: rs_k_matvec's contract. */
 static int
-xq_path(int type, int64_t n_in, const rs_k_xq_cols &xq)
+xq_path(int type)
 {
-	return (xq.d != NULL && n_in % 256 == 0 && (type == RS_TYPE_Q4_K ||
-	    type == RS_TYPE_Q5_K || type == RS_TYPE_Q6_K));
+	return ((type & RS_TILED) != 0);
 }
 
 static enum rs_status
@@ -691,15 +602,14 @@ check_args(const struct rs_k_mv_part *pt, int64_t n_in, const float *d_x,
 		    "matvec: columns %d..%d of a batch of %d, n_in %lld (need "
 		    "the columns inside the batch, n_in a multiple of 32)",
 		    xq.t0, xq.t0 + n_tok - 1, xq.nb, (long long)n_in));
-	/* the integer path reads Q4_K / Q5_K blocks with 16-byte loads */
-	if (xq.d != NULL && (pt->type == RS_TYPE_Q4_K ||
-	    pt->type == RS_TYPE_Q5_K) &&
-	    (((uintptr_t)pt->d_w | (uintptr_t)pt->row_bytes) & 15) != 0)
+	/* tiled weights: the integer path, 16-byte loads of whole tiles */
+	if ((pt->type & RS_TILED) != 0 && (!rs_tile_type(pt->type &
+	    ~RS_TILED) || xq.d == NULL || n_in % 256 != 0 ||
+	    ((uintptr_t)pt->d_w & 15) != 0))
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "matvec: %s weights at %p, rows %lld bytes apart: the "
-		    "integer path needs 16-byte alignment",
-		    rs_type_name(pt->type), pt->d_w,
-		    (long long)pt->row_bytes));
+		    "matvec: tiled type %d at %p, n_in %lld: tiles of Q4_K, "
+		    "Q5_K or Q6_K take x in 16 bits, whole super-blocks and "
+		    "16-byte alignment", pt->type, pt->d_w, (long long)n_in));
 	return (RS_OK);
 }
 
@@ -713,15 +623,17 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
     cudaStream_t stream, struct rs_err *err)
 {
 	const struct rs_k_mv_part *p0 = &parts[0];
+	const int type = p0->type & ~RS_TILED;
 
 	for (int done = 0; done < n_tok; ) {
 		const int k = n_in % 256 != 0 ? 1 :
-		    pick_cols(p0->type, n_tok - done);
+		    pick_cols(type, n_tok - done);
 		const xq_in xk = { (const uint8_t *)xq.d, xq.nb, xq.t0 + done,
 		    rs_k_xq_block_major(xq.nb) };
 		matvec_launch l = { (const uint8_t *)p0->d_w, n_in, p0->n_out,
 		    p0->row_bytes, ldx, p0->ldy, d_x + done * ldx, xk,
-		    p0->d_y + done * p0->ldy, k, p0->accumulate, stream, {} };
+		    p0->d_y + done * p0->ldy, k, p0->accumulate,
+		    xq_path(p0->type), stream, {} };
 		for (int j = 0; j < np; j++) {
 			l.parts.w[j] = (const uint8_t *)parts[j].d_w;
 			l.parts.y[j] = parts[j].d_y + done * parts[j].ldy;
@@ -731,10 +643,10 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 			l.parts.acc[j] = parts[j].accumulate;
 		}
 		l.parts.n = np;
-		if (!dispatch_type(p0->type, l))
+		if (!dispatch_type(type, l))
 			return (rs_errf(err, RS_ERR_UNSUPPORTED,
-			    "matvec: no device decoder for %s",
-			    rs_type_name(p0->type)));
+			    "matvec: no device decoder for type %d",
+			    p0->type));
 		RS_LAUNCH_CHECK(err, "matvec");
 		done += k;
 	}
@@ -765,7 +677,7 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
 	 * order of the launches changes no bit.
 	 */
 	for (int i = 0; i < n_parts; i++) {
-		const int ip = xq_path(parts[i].type, n_in, xq);
+		const int ip = xq_path(parts[i].type);
 		int n = 0;
 
 		if (done[i])
@@ -803,12 +715,12 @@ static __global__ void
 embed_kernel(const uint8_t *__restrict__ w, int64_t n_embd, int64_t row_bytes,
     const int32_t *__restrict__ tokens, float *__restrict__ y)
 {
-	const uint8_t *row = w + (int64_t)tokens[blockIdx.x] * row_bytes;
+	const int64_t r = tokens[blockIdx.x];
 	float	*dst = y + (int64_t)blockIdx.x * n_embd;
 
 	for (int64_t c = threadIdx.x; c < n_embd / 8; c += blockDim.x) {
 		float v[8];
-		dequant8<TYPE>(row, c, v);
+		dequant8_at<TYPE>(w, row_bytes, r, c, v);
 		for (int i = 0; i < 8; i++)
 			dst[8 * c + i] = v[i];
 	}
@@ -843,9 +755,9 @@ rs_k_embed(const void *d_w, int type, int64_t n_embd, int64_t row_bytes,
 	if (n_tok < 1 || n_embd % 8 != 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "embed: n_tok %d, n_embd %lld", n_tok, (long long)n_embd));
-	if (!dispatch_type(type, l))
+	if (!dispatch_stored(type, l))
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "embed: no device decoder for %s", rs_type_name(type)));
+		    "embed: no device decoder for type %d", type));
 	RS_LAUNCH_CHECK(err, "embed");
 	return (RS_OK);
 }

@@ -29,9 +29,13 @@
  * planes of column 4u + t for its two rows.  The k order inside one mma
  * is free (an integer dot product), so for Q4_K/Q5_K lane t takes the 8
  * bytes 8t .. 8t + 7 of a 32-value block as its two 4-byte k slots, one
- * 8-byte load for weights and for x.  Q6_K's scales change every 16
- * values, so it runs one m16n8k16 per half: lane t takes values 4t..4t+3
- * of each half.  x is a block-major batch (rs_xq.h), so the 8 B columns
+ * 8-byte load for x.  Q6_K's scales change every 16 values, so it runs
+ * one m16n8k16 per half: lane t takes values 4t..4t+3 of each half.  The
+ * weights are 16-row tiles (rs_tile.h): slot 8t + g of a chunk's 512-byte
+ * run holds lane (g, t)'s bytes of both its rows, so each load of a warp
+ * is one 512-byte run (in the GGUF rows a load touched 8 rows' lines for
+ * 256 bytes, Q6_K 2-byte aligned: 2-4 columns 10-30 % slower, the head
+ * 1.5x, docs/perf-log.md session 11).  x is a block-major batch (rs_xq.h), so the 8 B columns
  * of a quad and block are 2 lines (one a plane) and its 4 metas one: with
  * columns laid out one after the other they were 8 and 4, the L1 was the
  * kernel's busiest unit (76 %), and block-major made 3-16 columns 5-35 %
@@ -76,21 +80,11 @@ mma_k16(int c[4], uint32_t a0, uint32_t a1, uint32_t b)
 	    : "r"(a0), "r"(a1), "r"(b));
 }
 
-/* bytes 4·(0, 4) .. of the 2-byte aligned P: words 0 and 4, shifted */
-static __device__ __forceinline__ void
-ld_pair_a2(const uint8_t *p, uint32_t *w0, uint32_t *w4)
-{
-	const uint32_t *w = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
-	const int sh = 8 * (int)((uintptr_t)p & 3);
-
-	*w0 = __funnelshift_r(__ldg(w), __ldg(w + 1), sh);
-	*w4 = __funnelshift_r(__ldg(w + 4), __ldg(w + 5), sh);
-}
-
 /*
  * One super-block of the warp's two rows (g and g + 8) as lane t loads
- * it: the raw bytes its fragments need, so that the next super-block's
- * loads can be in flight while this one is multiplied.
+ * it from the tile (rs_tile.h: its slot of each run, the rows' heads):
+ * the raw bytes its fragments need, so that the next super-block's loads
+ * can be in flight while this one is multiplied.
  *   Q4_K/Q5_K  hd: the 16-byte head; q[c]: qs bytes 32c + 8t .. + 7;
  *              h[0]: Q5_K's qh bytes 8t .. 8t + 7 (bits of every chunk)
  *   Q6_K       hd: the 16 scale bytes; q[c]: ql bytes 64h + 32kk + 4t
@@ -117,32 +111,32 @@ template <int TYPE> struct mmac;
 template <int TYPE>
 struct mmac_k {
 	static constexpr int BB = qtraits<TYPE>::qb;
-	static constexpr int QS = TYPE == RS_TYPE_Q5_K ? 48 : 16;
+	static constexpr int QS = TYPE == RS_TYPE_Q5_K ? 768 : 256;
 
+	/* lane (g, t)'s bytes of TILE (rs_tile.h): one slot a chunk */
 	static __device__ __forceinline__ void
-	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int t,
-	    mma_raw *w)
+	load(const uint8_t *tile, int g, int t, mma_raw *w)
 	{
-		const uint8_t *b[2] = { r0 + bi * BB, r1 + bi * BB };
+		const int slot = 8 * t + g;
 
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
-			const uint4 hd = __ldg((const uint4 *)b[r]);
+			const uint4 hd = __ldg((const uint4 *)tile + g + 8 * r);
 			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
 			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
+		}
 #pragma unroll
-			for (int c = 0; c < 4; c++) {
-				const uint2 q = __ldg((const uint2 *)(b[r] + QS +
-				    32 * c + 8 * t));
-				w->q[r][c][0] = q.x;
-				w->q[r][c][1] = q.y;
-			}
-			if (TYPE == RS_TYPE_Q5_K) {
-				const uint2 h = __ldg((const uint2 *)(b[r] + 16 +
-				    8 * t));
-				w->h[r][0][0] = h.x;
-				w->h[r][0][1] = h.y;
-			}
+		for (int c = 0; c < 4; c++) {
+			const uint4 q = __ldg((const uint4 *)(tile + QS +
+			    512 * c) + slot);
+			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+		}
+		if (TYPE == RS_TYPE_Q5_K) {
+			const uint4 h = __ldg((const uint4 *)(tile + 256) +
+			    slot);
+			w->h[0][0][0] = h.x; w->h[0][0][1] = h.y;
+			w->h[1][0][0] = h.z; w->h[1][0][1] = h.w;
 		}
 	}
 
@@ -182,32 +176,31 @@ template <> struct mmac<RS_TYPE_Q5_K> : mmac_k<RS_TYPE_Q5_K> {};
 
 template <> struct mmac<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ void
-	load(const uint8_t *r0, const uint8_t *r1, int64_t bi, int t,
-	    mma_raw *w)
+	load(const uint8_t *tile, int g, int t, mma_raw *w)
 	{
-		const int64_t off = bi * qtraits<RS_TYPE_Q6_K>::qb;
-		const uint8_t *b[2] = { r0 + off, r1 + off };
+		const int slot = 8 * t + g;
 
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
-#pragma unroll
-			for (int c = 0; c < 4; c++)
-				ld_pair_a2(b[r] + 32 * c + 4 * t,
-				    &w->q[r][c][0], &w->q[r][c][1]);
-#pragma unroll
-			for (int hh = 0; hh < 2; hh++)
-				ld_pair_a2(b[r] + 128 + 32 * hh + 4 * t,
-				    &w->h[r][hh][0], &w->h[r][hh][1]);
-			/* 16-bit loads: a word load could pass the block's
-			   end (2-byte aligned), at the end of the tensor */
-			const unsigned short *sc = (const unsigned short *)
-			    (b[r] + 192);
-#pragma unroll
-			for (int i = 0; i < 4; i++)
-				w->hd[r][i] = (uint32_t)__ldg(sc + 2 * i) |
-				    (uint32_t)__ldg(sc + 2 * i + 1) << 16;
+			const uint4 hd = __ldg((const uint4 *)tile + g + 8 * r);
+			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
+			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
 			w->d[r] = half_to_float(__ldg((const unsigned short *)
-			    (b[r] + 208)));
+			    (tile + 256) + g + 8 * r));
+		}
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			const uint4 q = __ldg((const uint4 *)(tile + 288 +
+			    512 * c) + slot);
+			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+		}
+#pragma unroll
+		for (int hh = 0; hh < 2; hh++) {
+			const uint4 h = __ldg((const uint4 *)(tile + 2336 +
+			    512 * hh) + slot);
+			w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
+			w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;
 		}
 	}
 
@@ -301,10 +294,11 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 
 /*
  * Y (+)= W·X for NT = 2..16 columns of XC (columns t0 .. t0 + NT − 1 of a
- * batch, rs_xq.h), for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K rows of n_in values
- * (a multiple of 256).  Grid: one CTA of 8 / SPW warps per 16 rows of a
- * part (mv_parts_grid).  MINB: CTAs an SM must fit
- * (launch bounds: caps the registers), a tuning knob like SPW.
+ * batch, rs_xq.h), for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K
+ * rows of n_in values (a multiple of 256) in 16-row tiles (rs_tile.h).
+ * Grid: one CTA of 8 / SPW warps per tile row of a part (mv_parts_grid).
+ * MINB: CTAs an SM must fit (launch bounds: caps the registers), a tuning
+ * knob like SPW.
  */
 template <int TYPE, int NT, int SPW, int MINB = 1>
 static __global__ void __launch_bounds__(8 / SPW * RS_WARP, MINB)
@@ -313,11 +307,12 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	constexpr int	 NQ = (NT + 3) / 4;	/* quads of columns */
+	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
 	__shared__ float red[RS_WARP][MMA_ROWS][4];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
 	float		*__restrict__ y = pt.y;
-	const int64_t	 n_out = pt.n_out, row_bytes = pt.row_bytes;
+	const int64_t	 n_out = pt.n_out;
 	const int64_t	 ldy = pt.ldy;
 	const int	 accumulate = pt.acc;
 	const int	 lane = threadIdx.x % RS_WARP;
@@ -329,9 +324,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	/* x slots between blocks and between columns (xq_at_of) */
 	const int64_t	 xbs = xc.bm ? xc.nb : 1;
 	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
-	const int64_t	 ra = o0 + g < n_out ? o0 + g : n_out - 1;
-	const int64_t	 rb = o0 + g + 8 < n_out ? o0 + g + 8 : n_out - 1;
-	const uint8_t	*r0 = w + ra * row_bytes, *r1 = w + rb * row_bytes;
+	/* the CTA's tile row (rs_tile.h; rows past n_out are zeros) */
+	const uint8_t	*tiles = w + pt.blk * nb * TB;
 	float		 p[NQ][4 * SPW][2];
 	/* x offsets in the batch as 32 bits (MMA_MAX_IN), which spares
 	   registers at 16 columns: xb[u] block 0 of the lane's B column,
@@ -354,8 +348,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 		for (int sb = 0; sb < SPW; sb++)
 			if (8 * i + SPW * wi + sb < nb)
-				mmac<TYPE>::load(r0, r1, 8 * i + SPW * wi + sb, t,
-				    &raw[sb]);
+				mmac<TYPE>::load(tiles + (8 * i + SPW * wi +
+				    sb) * TB, g, t, &raw[sb]);
 #pragma unroll
 		for (int sb = 0; sb < SPW; sb++) {
 			const int64_t bi = 8 * i + SPW * wi + sb;

@@ -39,8 +39,10 @@
  *               high nibble with qh bits 2kk + 4.. value 128h + 64 + 32kk
  *               + l (high block, x-block 4h + kk + 2); the scales of the
  *               two 16-value halves are sc[8h + 2kk + {0, 1}] (low) and
- *               sc[8h + 2kk + {4, 5}] (high).  Its 210-byte blocks are only
- *               2-byte aligned, so lanes read aligned words and shift.
+ *               sc[8h + 2kk + {4, 5}] (high).
+ * The kernels read these bytes from the 16-row tiles of rs_tile.h, where
+ * each 4-byte word of a block keeps its place inside a 16-byte slot
+ * (Q6_K's 2-byte aligned blocks included).
  */
 #ifndef RS_MATVEC_XQ_CUH
 #define RS_MATVEC_XQ_CUH
@@ -102,15 +104,21 @@ mv_part_of(const mv_parts &p, unsigned b)
 	return (r);
 }
 
-/* Fills P's first[] for CTAs of ROWS rows; returns the grid's size. */
+/*
+ * Fills P's first[] for CTAs of ROWS rows (a divisor or a multiple of a
+ * tile row's 16: the CTAs cover whole tile rows, rs_tile.h); returns the
+ * grid's size.
+ */
 static unsigned
 mv_parts_grid(mv_parts *p, int64_t rows)
 {
 	unsigned n = 0;
 
 	for (int i = 0; i < p->n; i++) {
+		const int64_t padded = (p->n_out[i] + RS_TILE_ROWS - 1) /
+		    RS_TILE_ROWS * RS_TILE_ROWS;
 		p->first[i] = n;
-		n += (unsigned)((p->n_out[i] + rows - 1) / rows);
+		n += (unsigned)((padded + rows - 1) / rows);
 	}
 	p->first[p->n] = n;
 	return (n);
@@ -200,55 +208,6 @@ k_scales(uint4 hdr, int c, float a[2], float m[2])
 	m[1] = dm.y * (float)((mn >> (sh + 8)) & 0xFF);
 }
 
-/*
- * Where the weight bytes come from: global memory through the read-only
- * path (matvec.cu's kernel), or a copy in shared memory that keeps the
- * bytes' offsets modulo 16 (matvec_pipe.cuh).  The decoders below read
- * through M::ld, so both see the same values in the same order.
- */
-struct xq_from_global {
-	template <typename T>
-	static __device__ __forceinline__ T
-	ld(const T *p)
-	{
-		return (__ldg(p));
-	}
-};
-
-struct xq_from_shared {
-	template <typename T>
-	static __device__ __forceinline__ T
-	ld(const T *p)
-	{
-		return (*p);
-	}
-};
-
-/* 4·N bytes at P, which is 2-byte aligned: N + 1 aligned words, shifted. */
-template <int N, class M = xq_from_global>
-static __device__ __forceinline__ void
-ld_a2(const uint8_t *p, uint32_t *out)
-{
-	const uint32_t *w = (const uint32_t *)((uintptr_t)p & ~(uintptr_t)3);
-	const int sh = 8 * (int)((uintptr_t)p & 3);
-	uint32_t v[N + 1];
-
-#pragma unroll
-	for (int i = 0; i <= N; i++)
-		v[i] = M::ld(w + i);
-#pragma unroll
-	for (int i = 0; i < N; i++)
-		out[i] = __funnelshift_r(v[i], v[i + 1], sh);
-}
-
-/* Q6_K scale byte I of block B, as a signed integer */
-template <class M = xq_from_global>
-static __device__ __forceinline__ int
-q6_scale(const uint8_t *b, int i)
-{
-	return ((int)(int8_t)M::ld(b + 192 + i));
-}
-
 /* ---- one lane, one whole chunk (the dp4a kernel) ---- */
 
 /*
@@ -264,24 +223,51 @@ struct xq_chunk {
 	int		c;		/* chunk index in its super-block */
 };
 
+/*
+ * Rows P and P + 8 of the 512-byte run RUN of a tile (rs_tile.h: a chunk's
+ * quants, or Q5_K's qh): slots 8t + P (t = 0..3), each 8 bytes of row P,
+ * then 8 of row P + 8, their words in order into W0 and W1.  The 8 lanes
+ * that load one run for P = 0..7 read one 128-byte line per load.
+ */
+static __device__ __forceinline__ void
+tile_qs_pair(const uint8_t *run, int p, uint32_t w0[8], uint32_t w1[8])
+{
+	const uint4 *q = (const uint4 *)run + p;
+
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		const uint4 v = __ldg(q + 8 * i);
+		w0[2 * i] = v.x; w0[2 * i + 1] = v.y;
+		w1[2 * i] = v.z; w1[2 * i + 1] = v.w;
+	}
+}
+
+/* Q4_K / Q5_K: the factors of chunk C of rows P and P + 8 from the heads */
+static __device__ __forceinline__ void
+tile_k_heads(const uint8_t *tile, int p, int c, xq_chunk *k0, xq_chunk *k1)
+{
+	xq_chunk *k[2] = { k0, k1 };
+
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float a[2], m[2];
+		k_scales(__ldg((const uint4 *)tile + p + 8 * r), c, a, m);
+		k[r]->f[0][0] = a[0]; k[r]->f[0][1] = m[0];
+		k[r]->f[1][0] = a[1]; k[r]->f[1][1] = m[1];
+		k[r]->c = c;
+	}
+}
+
 template <int TYPE> struct xqc;
 
 template <> struct xqc<RS_TYPE_Q4_K> {
-	template <class M = xq_from_global>
+	/* chunk C of rows P and P + 8 of TILE (rs_tile.h) */
 	static __device__ __forceinline__ void
-	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
+	load_pair(const uint8_t *tile, int p, int c, xq_chunk *k0,
+	    xq_chunk *k1)
 	{
-		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q4_K>::qb;
-		const uint4 *qs = (const uint4 *)(b + 16 + 32 * c);
-		const uint4 u0 = M::ld(qs), u1 = M::ld(qs + 1);
-		float a[2], m[2];
-
-		k->w[0] = u0.x; k->w[1] = u0.y; k->w[2] = u0.z; k->w[3] = u0.w;
-		k->w[4] = u1.x; k->w[5] = u1.y; k->w[6] = u1.z; k->w[7] = u1.w;
-		k_scales(M::ld((const uint4 *)b), c, a, m);
-		k->f[0][0] = a[0]; k->f[0][1] = m[0];
-		k->f[1][0] = a[1]; k->f[1][1] = m[1];
-		k->c = c;
+		tile_qs_pair(tile + 256 + 512 * c, p, k0->w, k1->w);
+		tile_k_heads(tile, p, c, k0, k1);
 	}
 
 	/* the x-block of chunk C's block BLK inside the super-block */
@@ -308,25 +294,13 @@ template <> struct xqc<RS_TYPE_Q4_K> {
 };
 
 template <> struct xqc<RS_TYPE_Q5_K> {
-	template <class M = xq_from_global>
 	static __device__ __forceinline__ void
-	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
+	load_pair(const uint8_t *tile, int p, int c, xq_chunk *k0,
+	    xq_chunk *k1)
 	{
-		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q5_K>::qb;
-		const uint4 *qh = (const uint4 *)(b + 16);
-		const uint4 *qs = (const uint4 *)(b + 48 + 32 * c);
-		const uint4 h0 = M::ld(qh), h1 = M::ld(qh + 1);
-		const uint4 u0 = M::ld(qs), u1 = M::ld(qs + 1);
-		float a[2], m[2];
-
-		k->w[0] = u0.x; k->w[1] = u0.y; k->w[2] = u0.z; k->w[3] = u0.w;
-		k->w[4] = u1.x; k->w[5] = u1.y; k->w[6] = u1.z; k->w[7] = u1.w;
-		k->h[0] = h0.x; k->h[1] = h0.y; k->h[2] = h0.z; k->h[3] = h0.w;
-		k->h[4] = h1.x; k->h[5] = h1.y; k->h[6] = h1.z; k->h[7] = h1.w;
-		k_scales(M::ld((const uint4 *)b), c, a, m);
-		k->f[0][0] = a[0]; k->f[0][1] = m[0];
-		k->f[1][0] = a[1]; k->f[1][1] = m[1];
-		k->c = c;
+		tile_qs_pair(tile + 768 + 512 * c, p, k0->w, k1->w);
+		tile_qs_pair(tile + 256, p, k0->h, k1->h);
+		tile_k_heads(tile, p, c, k0, k1);
 	}
 
 	static __device__ __forceinline__ int
@@ -349,22 +323,39 @@ template <> struct xqc<RS_TYPE_Q5_K> {
 };
 
 template <> struct xqc<RS_TYPE_Q6_K> {
-	template <class M = xq_from_global>
+	/*
+	 * In the tile slot 8i + P holds row P's 4-byte words i and i + 4 (ql
+	 * of chunk C, qh of its half), then row P + 8's: put back in place.
+	 */
 	static __device__ __forceinline__ void
-	load(const uint8_t *row, int64_t bi, int c, xq_chunk *k)
+	load_pair(const uint8_t *tile, int p, int c, xq_chunk *k0,
+	    xq_chunk *k1)
 	{
-		const uint8_t *b = row + bi * qtraits<RS_TYPE_Q6_K>::qb;
 		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
+		const uint4 *ql = (const uint4 *)(tile + 288 + 512 * c) + p;
+		const uint4 *qh = (const uint4 *)(tile + 2336 + 512 * h) + p;
 
-		ld_a2<8, M>(b + 64 * h + 32 * kk, k->w);
-		ld_a2<8, M>(b + 128 + 32 * h, k->h);
-		const float d = half_to_float(M::ld((const unsigned short *)
-		    (b + 208)));
-		k->f[0][0] = d * (float)q6_scale<M>(b, s);
-		k->f[0][1] = d * (float)q6_scale<M>(b, s + 1);
-		k->f[1][0] = d * (float)q6_scale<M>(b, s + 4);
-		k->f[1][1] = d * (float)q6_scale<M>(b, s + 5);
-		k->c = c;
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const uint4 l = __ldg(ql + 8 * i), q = __ldg(qh + 8 * i);
+			k0->w[i] = l.x; k0->w[i + 4] = l.y;
+			k1->w[i] = l.z; k1->w[i + 4] = l.w;
+			k0->h[i] = q.x; k0->h[i + 4] = q.y;
+			k1->h[i] = q.z; k1->h[i + 4] = q.w;
+		}
+		xq_chunk *k[2] = { k0, k1 };
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			const int i = p + 8 * r;
+			const float d = half_to_float(__ldg((const unsigned short *)
+			    (tile + 256) + i));
+			const int8_t *sc = (const int8_t *)tile + 16 * i;
+			k[r]->f[0][0] = d * (float)__ldg(sc + s);
+			k[r]->f[0][1] = d * (float)__ldg(sc + s + 1);
+			k[r]->f[1][0] = d * (float)__ldg(sc + s + 4);
+			k[r]->f[1][1] = d * (float)__ldg(sc + s + 5);
+			k[r]->c = c;
+		}
 	}
 
 	static __device__ __forceinline__ int
@@ -411,15 +402,16 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
 		return (xq_term_q6(acc, k.f[blk][0], k.f[blk][1], meta.x, p[0],
 		    p[1]));
 	}
-	int sh = 0, sl = 0;
+	/* two chains a plane (integer sums: any order gives the same) */
+	int sh[2] = { 0, 0 }, sl[2] = { 0, 0 };
 #pragma unroll
 	for (int i = 0; i < 8; i++) {
-		sh = dp4a_us(q[i], (int)hi[i], sh);
-		sl = dp4a_us(q[i], (int)lo[i], sl);
+		sh[i % 2] = dp4a_us(q[i], (int)hi[i], sh[i % 2]);
+		sl[i % 2] = dp4a_us(q[i], (int)lo[i], sl[i % 2]);
 	}
 	/* Q4_K's high block holds 16·q (xqc::unpack): |16·P| < 2^28, and
 	   the shift divides exactly */
-	int p = 256 * sh + sl;
+	int p = 256 * (sh[0] + sh[1]) + sl[0] + sl[1];
 	if (TYPE == RS_TYPE_Q4_K && blk == 1)
 		p >>= 4;
 	return (xq_term_min(acc, k.f[blk][0], k.f[blk][1], meta, p));

@@ -81,7 +81,7 @@ mm_x16_kernel(const float *__restrict__ x, int64_t ldx, int64_t n,
 }
 
 /* Rows R0 .. R0 + N_ROWS − 1 of W into W16 (n_rows, n_in): one thread per
-   8 values. */
+   8 values.  T: a stored type (dequant8_at: tiled ones too). */
 template <int T>
 static __global__ void __launch_bounds__(MM_THREADS)
 mm_w16_kernel(const uint8_t *__restrict__ w, int64_t row_bytes, int64_t n_in,
@@ -94,7 +94,7 @@ mm_w16_kernel(const uint8_t *__restrict__ w, int64_t row_bytes, int64_t n_in,
 	if (g >= n_rows * chunks)
 		return;
 	int64_t r = g / chunks, c = g % chunks;
-	dequant8<T>(w + (r0 + r) * row_bytes, c, v);
+	dequant8_at<T>(w, row_bytes, r0 + r, c, v);
 	__half2 *dst = (__half2 *)(w16 + r * n_in + 8 * c);
 	for (int i = 0; i < 4; i++)
 		dst[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
@@ -148,7 +148,7 @@ rs_k_mm_w16(const void *d_w, int type, int64_t n_in, int64_t row_bytes,
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "mm w16: n_in %lld, rows %lld", (long long)n_in,
 		    (long long)n_rows));
-	if (!dispatch_type(type, l))
+	if (!dispatch_stored(type, l))
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
 		    "mm: weight type %d has no device decoder", type));
 	RS_LAUNCH_CHECK(err, "mm w16");

@@ -14,6 +14,7 @@
 
 #include "common.cuh"
 #include "rs_blocks.h"
+#include "rs_tile.h"
 #include "rs_types.h"
 
 __constant__ static const int8_t iq4_table[16] = RS_IQ4_VALUES;
@@ -291,6 +292,84 @@ dequant8<RS_TYPE_Q6_K>(const uint8_t *row, int64_t c, float *y)
 	}
 }
 
+/*
+ * The same 8 values from row I of the 16-row tile T (rs_tile.h), chunk w
+ * (0..31) of its super-block: the formulas above, the bytes read as the
+ * 4- and 8-byte pieces the tile keeps together.
+ */
+template <int T>
+static __device__ __forceinline__ void
+dequant8_tile(const uint8_t *t, int i, int w, float *y)
+{
+	const int e0 = 8 * w;
+
+	if (T == RS_TYPE_Q6_K) {
+		const int h = e0 / 128, r = e0 % 128, k4 = r / 32, l0 = r % 32;
+		const int ql = 64 * h + l0 + 32 * (k4 & 1), qh = 128 + 32 * h + l0;
+		const uint32_t l[2] = {
+		    __ldg((const uint32_t *)(t + rs_tile_off(T, i, ql))),
+		    __ldg((const uint32_t *)(t + rs_tile_off(T, i, ql + 4))) };
+		const uint32_t q[2] = {
+		    __ldg((const uint32_t *)(t + rs_tile_off(T, i, qh))),
+		    __ldg((const uint32_t *)(t + rs_tile_off(T, i, qh + 4))) };
+		float dl = half_to_float(__ldg((const unsigned short *)(t + 256) +
+		    i)) * (float)(int8_t)__ldg(t + 16 * i + 8 * h + l0 / 16 +
+		    2 * k4);
+		int sh = k4 >= 2 ? 4 : 0;
+
+		for (int k = 0; k < 8; k++) {
+			const int ls = (l[k / 4] >> (8 * (k % 4))) & 0xFF;
+			const int hs = (q[k / 4] >> (8 * (k % 4))) & 0xFF;
+			int v = ((ls >> sh) & 15) | ((hs >> (2 * k4)) & 3) << 4;
+			y[k] = dl * (float)(v - 32);
+		}
+		return;
+	}
+	const int cc = e0 / 64, r = e0 % 64, hi = r >= 32, l0 = r & 31;
+	const int qs = (T == RS_TYPE_Q5_K ? 48 : 16) + 32 * cc + l0;
+	const uint8_t *hd = t + 16 * i;	/* the row's head, as in its block */
+	const uint2 q = __ldg((const uint2 *)(t + rs_tile_off(T, i, qs)));
+	uint2 qh = make_uint2(0, 0);
+	int sc, mn;
+
+	if (T == RS_TYPE_Q5_K)
+		qh = __ldg((const uint2 *)(t + rs_tile_off(T, i, 16 + l0)));
+	k_scale_min(hd + 4, 2 * cc + hi, &sc, &mn);
+	const float dl = ld_half(hd) * (float)sc, ml = ld_half(hd + 2) *
+	    (float)mn;
+	const int sh = hi ? 4 : 0, hb = 2 * cc + hi;
+
+	for (int k = 0; k < 8; k++) {
+		const uint32_t qw = k < 4 ? q.x : q.y, hw = k < 4 ? qh.x : qh.y;
+		const int b = (qw >> (8 * (k % 4))) & 0xFF;
+		int v = (b >> sh) & 15;
+		if (T == RS_TYPE_Q5_K)
+			v += 16 * (((hw >> (8 * (k % 4))) >> hb) & 1);
+		y[k] = dl * (float)v - ml;
+	}
+}
+
+/*
+ * Elements 8c .. 8c + 7 of row R of W, rows ROW_BYTES apart, T any type
+ * with a decoder or a tiled one (T | RS_TILED, rs_tile.h: tile row R / 16
+ * is 16 rows' bytes long, ROW_BYTES the GGUF row's).
+ */
+template <int T>
+static __device__ __forceinline__ void
+dequant8_at(const uint8_t *w, int64_t row_bytes, int64_t r, int64_t c,
+    float *y)
+{
+	if constexpr ((T & RS_TILED) == 0) {
+		dequant8<T>(w + r * row_bytes, c, y);
+	} else {
+		constexpr int B = T & ~RS_TILED;
+
+		dequant8_tile<B>(w + r / RS_TILE_ROWS * RS_TILE_ROWS *
+		    row_bytes + c / 32 * RS_TILE_ROWS * qtraits<B>::qb,
+		    (int)(r % RS_TILE_ROWS), (int)(c % 32), y);
+	}
+}
+
 template <>
 __device__ __forceinline__ void
 dequant8<RS_TYPE_IQ4_XS>(const uint8_t *row, int64_t c, float *y)
@@ -335,6 +414,22 @@ dispatch_type(int type, F &&f)
 	case RS_TYPE_Q6_K: f.template operator()<RS_TYPE_Q6_K>(); return (true);
 	case RS_TYPE_IQ4_XS: f.template operator()<RS_TYPE_IQ4_XS>(); return (true);
 	default: return (false);
+	}
+}
+
+/* dispatch_type, and the tiled types (rs_tile.h) as T | RS_TILED */
+template <typename F>
+static bool
+dispatch_stored(int type, F &&f)
+{
+	switch (type) {
+	case RS_TYPE_Q4_K | RS_TILED:
+		f.template operator()<RS_TYPE_Q4_K | RS_TILED>(); return (true);
+	case RS_TYPE_Q5_K | RS_TILED:
+		f.template operator()<RS_TYPE_Q5_K | RS_TILED>(); return (true);
+	case RS_TYPE_Q6_K | RS_TILED:
+		f.template operator()<RS_TYPE_Q6_K | RS_TILED>(); return (true);
+	default: return (dispatch_type(type, f));
 	}
 }
 

@@ -57,10 +57,11 @@ struct rs_k_xq_cols {
  * residual connection) instead of overwriting it.  f32 accumulation; one
  * warp per output row reads the weight row once for all columns.
  * XQ, if XQ.d is not NULL, holds the same N_TOK columns of X in the 16-bit
- * format: Q4_K, Q5_K and Q6_K rows whose width is a multiple of 256 then
- * use integer dot products on it (y within ~1e-5 relative of the f32
- * path; Q4_K and Q5_K weights 16-byte aligned, as the rows of an arena
- * are); other types read X.  Either way y[t] does not depend on N_TOK.
+ * format.  Q4_K, Q5_K and Q6_K weights in the tiled layout of rs_tile.h
+ * (TYPE | RS_TILED, 16-byte aligned, ROW_BYTES still the GGUF row's) take
+ * the integer path and need XQ (y within ~1e-5 relative of the f32
+ * path); every other weight reads X.  Either way y[t] does not depend on
+ * N_TOK.
  * matvec.cu.  RS_ERR_UNSUPPORTED for a type without a device decoder.
  */
 enum rs_status	rs_k_matvec(const void *d_w, int type, int64_t n_in,
@@ -127,7 +128,7 @@ enum rs_status	rs_k_mm(struct rs_k_mm *m, const void *d_w, int type,
  * (n_tok, n) dense, times one power of two s that brings their largest
  * magnitude to [2^12, 2^13) (*D_AMAX, device scratch, ends as its bits),
  * and *D_ALPHA = 1/s.  W16: rows R0 .. R0 + N_ROWS − 1 of W (any type with
- * a device decoder) as f16 (n_rows, n_in).
+ * a device decoder, or a tiled one: rs_tile.h) as f16 (n_rows, n_in).
  */
 enum rs_status	rs_k_mm_x16(const float *d_x, int64_t ldx, int64_t n,
 		    int n_tok, void *d_x16, unsigned int *d_amax,
@@ -145,7 +146,20 @@ enum rs_status	rs_k_mm_w16(const void *d_w, int type, int64_t n_in,
 enum rs_status	rs_k_xq(const float *d_x, int64_t ldx, int64_t n, int n_tok,
 		    void *d_xq, cudaStream_t stream, struct rs_err *err);
 
-/* Rows D_TOKENS[t] of the embedding table into Y (n_tok, n_embd). */
+/*
+ * N_OUT GGUF rows of N_IN values of TYPE (Q4_K, Q5_K or Q6_K; N_IN a
+ * multiple of 256) from host memory H_SRC into D_DST in the tiled layout
+ * of rs_tile.h (rs_tile_bytes of it), through D_STAGE (device, at least
+ * 16 rows' bytes: the rows go in groups that fit), in order on STREAM
+ * (D_STAGE is free again once STREAM is done).  tile.cu.
+ */
+enum rs_status	rs_k_tile_upload(const void *h_src, int type, int64_t n_in,
+		    int64_t n_out, void *d_dst, void *d_stage,
+		    size_t stage_bytes, cudaStream_t stream,
+		    struct rs_err *err);
+
+/* Rows D_TOKENS[t] of the embedding table (TYPE: as rs_k_mm_w16) into Y
+   (n_tok, n_embd). */
 enum rs_status	rs_k_embed(const void *d_w, int type, int64_t n_embd,
 		    int64_t row_bytes, int64_t n_vocab, const int32_t *d_tokens,
 		    int n_tok, float *d_y, cudaStream_t stream,

@@ -30,6 +30,7 @@
 #include "rs_quant_impl.h"
 #include "rs_spec.h"
 #include "rs_state.h"
+#include "rs_tile.h"
 #include "rs_types.h"
 #include "rs_verify.h"
 #include "rs_xq.h"
@@ -153,6 +154,37 @@ xq_type(int type)
 }
 
 /*
+ * W (Q4_K, Q5_K or Q6_K) on the device in 16-row tiles, as the engine
+ * uploads it (rs_k_tile_upload, through a staging buffer of one tile row
+ * and a half: groups of 16 rows, the last one short where N_OUT is not a
+ * multiple of 16), its bytes checked against rs_tile_pack's.
+ */
+static void *
+dev_tiled(const struct rs_gguf_tensor *w)
+{
+	const int64_t n_in = w->ne[0], n_out = w->ne[1];
+	const size_t rb = w->nbytes / (uint64_t)n_out;
+	const size_t bytes = rs_tile_bytes(w->type, n_in, n_out);
+	uint8_t *want = malloc(bytes), *got = malloc(bytes);
+	void *d = dup_dev(NULL, bytes), *stage = dup_dev(NULL, 24 * rb);
+	struct rs_err err;
+
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_msg(rs_k_tile_upload(w->data, w->type, n_in, n_out, d,
+	    stage, 24 * rb, 0, &err) == RS_OK, "%s", err.msg);
+	rs_tile_pack(w->type, n_in, n_out, w->data, want);
+	to_host(got, d, bytes);
+	ck_assert_msg(memcmp(got, want, bytes) == 0,
+	    "tile upload of %s %lldx%lld differs from rs_tile_pack",
+	    rs_type_name(w->type), (long long)n_out, (long long)n_in);
+	cudaFree(stage);
+	free(want);
+	free(got);
+	return (d);
+}
+
+/*
  * The integer path of W (n_in a multiple of 256) on the N_TOK columns of
  * X: against the same products in double on the quantized x̃
  * (rs_xq_dot_ref: what the kernel computes, up to f32 rounding), against
@@ -187,11 +219,12 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 			exact[t * n_out + o] = (float)rs_xq_dot_ref(row,
 			    cols + t * ldq, n_in);
 	}
-	void *dw = dup_dev(w->data, w->nbytes);
+	void *dw = dev_tiled(w);
+	const int type = w->type | RS_TILED;
 	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
 	void *dq = dup_dev(xq, qbytes);
 	float *dy = dup_dev(NULL, (size_t)(n_tok * n_out) * 4);
-	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb, dx, n_in,
+	ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb, dx, n_in,
 	    (struct rs_k_xq_cols){ dq, n_tok, 0 }, dy, n_out, n_tok, 0, 0,
 	    &err), RS_OK);
 	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
@@ -201,7 +234,7 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	expect_close(what, y, exact, n_tok * n_out, 1e-5);
 	expect_close(what, y, ref, n_tok * n_out, 1e-4);
 	for (int t = 0; t < n_tok; t++) {
-		ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb,
+		ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb,
 		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, t },
 		    dy, n_out, 1, 0, 0, &err), RS_OK);
 		to_host(y1, dy, (size_t)n_out * 4);
@@ -213,7 +246,7 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	if (n_tok >= 3) {
 		const size_t b = (size_t)((n_tok - 1) * n_out) * 4;
 		float *tail = malloc(b);
-		ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out, rb,
+		ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb,
 		    dx + n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, 1 }, dy,
 		    n_out, n_tok - 1, 0, 0, &err), RS_OK);
 		to_host(tail, dy, b);
@@ -365,10 +398,8 @@ END_TEST
  * take two rows a warp and four steps in flight for one column: the main
  * loop's step of 8 super-blocks per set pair, then the tail), 67 rows (a
  * warp's rows cut short), 2, 3 or 16 columns and each column alone
- * (check_matvec_xq).  The last two Q6_K tensors end on a 16-byte
- * boundary, as the bulk copies of SM90 need (matvec.cu): 13 super-blocks
- * by 64 rows (rows 2-byte aligned), 16 by 67 (every row 16-byte aligned,
- * the last warp's rows cut short).
+ * (check_matvec_xq), on tiles (rs_tile.h) whose last tile row is short
+ * (67) or whole (64).
  */
 START_TEST(matvec_xq_wide)
 {
@@ -432,10 +463,11 @@ START_TEST(matvec_parts)
 		const struct rs_k_xq_cols xc = { dq, nt, 0 };
 		for (int i = 0; i < 3; i++) {
 			buf[i] = random_tensor(&t[i], mixes[m][i], n_in, rows[i]);
-			dw[i] = dup_dev(t[i].data, t[i].nbytes);
+			dw[i] = dev_tiled(&t[i]);
 			dy[i] = dup_dev(NULL, (size_t)(nt * rows[i]) * 4);
 			dyo[i] = dup_dev(NULL, (size_t)(nt * rows[i]) * 4);
-			p[i] = (struct rs_k_mv_part){ dw[i], t[i].type, rows[i],
+			p[i] = (struct rs_k_mv_part){ dw[i], t[i].type |
+			    RS_TILED, rows[i],
 			    (int64_t)(t[i].nbytes / (uint64_t)rows[i]), dy[i],
 			    rows[i], i == 2 };
 		}
@@ -455,7 +487,7 @@ START_TEST(matvec_parts)
 			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, xc,
 			    n, 0, &err) == RS_OK, "%s", err.msg);
 			for (int i = 0; i < 3; i++) {
-				ck_assert_msg(rs_k_matvec(dw[i], t[i].type, n_in,
+				ck_assert_msg(rs_k_matvec(dw[i], p[i].type, n_in,
 				    rows[i], p[i].row_bytes, dx, n_in, xc,
 				    dyo[i], rows[i], n, i == 2, 0, &err) ==
 				    RS_OK, "%s", err.msg);
@@ -504,10 +536,11 @@ END_TEST
  * on its own.  A budget of WROWS rows forces W into pieces.  Tolerance
  * 3e-3: x and W are each rounded to f16 (2^-12 relative), f32 sums;
  * poisoned outputs (NaN) must all be written, and nothing past n_out.  The
- * second product (+=, the residual) reuses the converted input.
+ * second product (+=, the residual) reuses the converted input.  TILED:
+ * W in 16-row tiles (rs_tile.h), as the engine holds Q4_K, Q5_K, Q6_K.
  */
 static void
-check_mm(const struct rs_gguf_tensor *w, int n_tok, int64_t wrows)
+check_mm(const struct rs_gguf_tensor *w, int n_tok, int64_t wrows, int tiled)
 {
 	int64_t	 n_in = w->ne[0], n_out = w->ne[1];
 	int64_t	 ldx = n_in + 24, ldy = n_out + 8;
@@ -532,7 +565,8 @@ check_mm(const struct rs_gguf_tensor *w, int n_tok, int64_t wrows)
 		y[i] = NAN;
 	struct rs_cpu_mm cm = { w, xc, ref, n_out };
 	rs_cpu_matmul_ref(&cm, n_tok, row);
-	void *dw = dup_dev(w->data, w->nbytes);
+	void *dw = tiled ? dev_tiled(w) : dup_dev(w->data, w->nbytes);
+	const int type = tiled ? w->type | RS_TILED : w->type;
 	float *dx = dup_dev(x, (size_t)(n_tok * ldx) * 4);
 	float *dy = dup_dev(y, (size_t)(n_tok * ldy) * 4);
 	ck_assert_msg(rs_k_mm_new(n_in, n_tok, wrows * n_in, &mm, &err) ==
@@ -540,7 +574,7 @@ check_mm(const struct rs_gguf_tensor *w, int n_tok, int64_t wrows)
 	ck_assert_msg(rs_k_mm_input(mm, dx, ldx, n_in, n_tok, 0, &err) ==
 	    RS_OK, "%s", err.msg);
 	for (int pass = 0; pass < 2; pass++) {
-		ck_assert_msg(rs_k_mm(mm, dw, w->type, n_in, n_out,
+		ck_assert_msg(rs_k_mm(mm, dw, type, n_in, n_out,
 		    (int64_t)(w->nbytes / (uint64_t)n_out), dy, ldy, pass, 0,
 		    &err) == RS_OK, "%s", err.msg);
 		to_host(y, dy, (size_t)(n_tok * ldy) * 4);
@@ -552,11 +586,11 @@ check_mm(const struct rs_gguf_tensor *w, int n_tok, int64_t wrows)
 			if (pass == 1)
 				for (int64_t o = 0; o < n_out; o++)
 					got[o] *= 0.5f;	/* y + y */
-			snprintf(what, sizeof(what), "mm %s %s %lldx%lld, "
+			snprintf(what, sizeof(what), "mm %s %s%s %lldx%lld, "
 			    "token %d of %d, pieces of %lld rows%s", w->name,
-			    rs_type_name(w->type), (long long)n_in,
-			    (long long)n_out, t, n_tok, (long long)wrows,
-			    pass ? ", +=" : "");
+			    rs_type_name(w->type), tiled ? " tiled" : "",
+			    (long long)n_in, (long long)n_out, t, n_tok,
+			    (long long)wrows, pass ? ", +=" : "");
 			expect_close(what, got, want, n_out, 3e-3);
 		}
 	}
@@ -572,7 +606,7 @@ check_mm(const struct rs_gguf_tensor *w, int n_tok, int64_t wrows)
 }
 
 /* Every block format, whole and in pieces (an even split, and a short
-   last piece). */
+   last piece), the tiled ones in both layouts. */
 START_TEST(mm)
 {
 	static const int types[] = { RS_TYPE_F32, RS_TYPE_F16, RS_TYPE_BF16,
@@ -583,9 +617,11 @@ START_TEST(mm)
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		struct rs_gguf_tensor t;
 		void *buf = random_tensor(&t, types[i], 512, 300);
-		check_mm(&t, 33, 1 << 20);
-		check_mm(&t, 70, 64);
-		check_mm(&t, 129, 128);
+		for (int tl = 0; tl <= xq_type(types[i]); tl++) {
+			check_mm(&t, 33, 1 << 20, tl);
+			check_mm(&t, 70, 64, tl);
+			check_mm(&t, 129, 128, tl);
+		}
 		free(buf);
 	}
 }
@@ -668,15 +704,20 @@ START_TEST(embed_rows)
 	for (int t = 0; t < 3; t++)
 		rs_dequant_row(w->type, (const char *)w->data + tok[t] * rb,
 		    ref + t * d, d, NULL);
-	void *dw = dup_dev(w->data, w->nbytes);
 	int32_t *dt = dup_dev(tok, sizeof(tok));
 	float *dy = dup_dev(got, sizeof(got));
-	ck_assert_int_eq(rs_k_embed(dw, w->type, d, rb, w->ne[1], dt, 3, dy, 0,
-	    &err), RS_OK);
-	to_host(got, dy, sizeof(got));
-	for (int i = 0; i < 3 * 256; i++)
-		ck_assert(got[i] == ref[i]);	/* same formulas, exact */
-	cudaFree(dw);
+	/* the GGUF rows, then (a K-quant table, as the engine holds it)
+	   the 16-row tiles of rs_tile.h */
+	ck_assert(xq_type(w->type));
+	for (int tl = 0; tl < 2; tl++) {
+		void *dw = tl ? dev_tiled(w) : dup_dev(w->data, w->nbytes);
+		ck_assert_int_eq(rs_k_embed(dw, tl ? w->type | RS_TILED :
+		    w->type, d, rb, w->ne[1], dt, 3, dy, 0, &err), RS_OK);
+		to_host(got, dy, sizeof(got));
+		for (int i = 0; i < 3 * 256; i++)
+			ck_assert(got[i] == ref[i]);	/* same formulas */
+		cudaFree(dw);
+	}
 	cudaFree(dt);
 	cudaFree(dy);
 	rs_model_close(m);
