@@ -638,7 +638,6 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 			l.parts.w[j] = (const uint8_t *)parts[j].d_w;
 			l.parts.y[j] = parts[j].d_y + done * parts[j].ldy;
 			l.parts.n_out[j] = parts[j].n_out;
-			l.parts.row_bytes[j] = parts[j].row_bytes;
 			l.parts.ldy[j] = parts[j].ldy;
 			l.parts.acc[j] = parts[j].accumulate;
 		}

@@ -68,7 +68,7 @@ extern "C" {
 struct mv_parts {
 	const uint8_t	*w[RS_K_MATVEC_MAX_PARTS];
 	float		*y[RS_K_MATVEC_MAX_PARTS];
-	int64_t		 n_out[RS_K_MATVEC_MAX_PARTS], row_bytes[RS_K_MATVEC_MAX_PARTS];
+	int64_t		 n_out[RS_K_MATVEC_MAX_PARTS];
 	int64_t		 ldy[RS_K_MATVEC_MAX_PARTS];
 	int		 acc[RS_K_MATVEC_MAX_PARTS];	/* add to y instead of storing */
 	unsigned	 first[RS_K_MATVEC_MAX_PARTS + 1];
@@ -79,7 +79,7 @@ struct mv_parts {
 struct mv_part {
 	const uint8_t	*w;
 	float		*y;
-	int64_t		 n_out, row_bytes, ldy, blk;
+	int64_t		 n_out, ldy, blk;
 	int		 acc;
 };
 
@@ -87,7 +87,7 @@ struct mv_part {
 static __device__ __forceinline__ mv_part
 mv_part_of(const mv_parts &p, unsigned b)
 {
-	mv_part r = { p.w[0], p.y[0], p.n_out[0], p.row_bytes[0], p.ldy[0],
+	mv_part r = { p.w[0], p.y[0], p.n_out[0], p.ldy[0],
 	    (int64_t)b, p.acc[0] };
 
 #pragma unroll
@@ -96,7 +96,6 @@ mv_part_of(const mv_parts &p, unsigned b)
 			r.w = p.w[j];
 			r.y = p.y[j];
 			r.n_out = p.n_out[j];
-			r.row_bytes = p.row_bytes[j];
 			r.ldy = p.ldy[j];
 			r.blk = (int64_t)(b - p.first[j]);
 			r.acc = p.acc[j];

@@ -72,19 +72,18 @@ fill(int type, uint8_t *b, size_t bytes)
 	}
 }
 
-typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, int64_t,
-    const xq_in, float *, int64_t);
+typedef void (*launch_fn)(const uint8_t *, int64_t, int64_t, const xq_in,
+    float *, int64_t);
 
 /* the kernels' parameters for one product */
 static mv_parts
-one_part(const uint8_t *w, int64_t n_out, int64_t rb, float *y, int64_t ldy)
+one_part(const uint8_t *w, int64_t n_out, float *y, int64_t ldy)
 {
 	mv_parts p = {};
 
 	p.w[0] = w;
 	p.y[0] = y;
 	p.n_out[0] = n_out;
-	p.row_bytes[0] = rb;
 	p.ldy[0] = ldy;
 	p.n = 1;
 	return (p);
@@ -92,10 +91,10 @@ one_part(const uint8_t *w, int64_t n_out, int64_t rb, float *y, int64_t ldy)
 
 template <int TYPE, int NT, int W, int TR>
 static void
-launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
-    const xq_in xq, float *y, int64_t ldy)
+launch(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
+    float *y, int64_t ldy)
 {
-	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	mv_parts p = one_part(w, n_out, y, ldy);
 	dim3 grid(mv_parts_grid(&p, TR * RS_TILE_ROWS));
 	/* one column: the decode kernel's consecutive blocks (batch() makes
 	   batches of one column then) */
@@ -105,10 +104,10 @@ launch(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
 
 template <int TYPE, int NT, int SPW, int MINB>
 static void
-launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, int64_t rb,
-    const xq_in xq, float *y, int64_t ldy)
+launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
+    float *y, int64_t ldy)
 {
-	mv_parts p = one_part(w, n_out, rb, y, ldy);
+	mv_parts p = one_part(w, n_out, y, ldy);
 	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
 	matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
 	    8 / SPW * RS_WARP>>>(p, n_in, xq);
@@ -138,8 +137,8 @@ struct variant {
 	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> }, 0 }
 
 static const struct variant variants[] = {
-	V(1, 4, 1), V(1, 8, 1), V(1, 2, 2), V(1, 4, 2), V(1, 8, 2),
-	V(2, 4, 2), VC(4, 8, 2), VC(8, 8, 2), M(2, 1, 2), M(2, 2, 3), MB(2, 1, 2), MB(2, 1, 3),
+	V(1, 4, 1), V(1, 8, 1), V(1, 8, 2), V(2, 8, 2), VC(4, 8, 1),
+	VC(8, 8, 1), M(2, 1, 2), M(2, 2, 3), MB(2, 1, 2), MB(2, 1, 3),
 	M(3, 1, 2), M(3, 1, 3), M(3, 2, 3), M(4, 1, 2), M(4, 1, 3), M(4, 2, 3),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(16, 1, 1), M(16, 1, 2),
 };
@@ -166,7 +165,7 @@ struct rot {
 
 static double
 time_variant(launch_fn fn, const struct shape *sh, const struct rot *dw,
-    int64_t rb, const xq_in dq, float *dy, int reps)
+    const xq_in dq, float *dy, int reps)
 {
 	cudaEvent_t a, b;
 	float ms;
@@ -175,8 +174,7 @@ time_variant(launch_fn fn, const struct shape *sh, const struct rot *dw,
 	cudaEventCreate(&b);
 	cudaEventRecord(a);
 	for (int r = 0; r < reps; r++)
-		fn(dw->w[r % dw->n], sh->n_in, sh->n_out, rb, dq, dy,
-		    sh->n_out);
+		fn(dw->w[r % dw->n], sh->n_in, sh->n_out, dq, dy, sh->n_out);
 	cudaEventRecord(b);
 	die("time", cudaEventSynchronize(b));
 	cudaEventElapsedTime(&ms, a, b);
@@ -315,12 +313,12 @@ main(void)
 			const size_t outs = (size_t)(variants[v].nt * sh->n_out);
 			const xq_in xc = batch(hx, sh->n_in, variants[v].nt,
 			    variants[v].cm, hq, dq);
-			fn(dw.w[0], sh->n_in, sh->n_out, rb, xc, dy, sh->n_out);
+			fn(dw.w[0], sh->n_in, sh->n_out, xc, dy, sh->n_out);
 			die("run", cudaMemcpy(got, dy, outs * 4,
 			    cudaMemcpyDeviceToHost));
 			const int same = memcmp(got, ref, outs * 4) == 0;
 			const double err = max_rel_err(got, ref, outs);
-			const double us = time_variant(fn, sh, &dw, rb, xc, dy,
+			const double us = time_variant(fn, sh, &dw, xc, dy,
 			    reps);
 			printf("{\"shape\":\"%s\",\"variant\":\"%s\","
 			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"

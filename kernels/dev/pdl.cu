@@ -64,7 +64,6 @@ time_graph(const struct setup *st, int what, int pdl)
 			p.w[0] = st->w[i];
 			p.y[0] = st->y;
 			p.n_out[0] = st->n_out;
-			p.row_bytes[0] = st->rb;
 			p.ldy[0] = st->n_out;
 			p.n = 1;
 			const unsigned grid = mv_parts_grid(&p, MV_WARPS * 4);
