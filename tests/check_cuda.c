@@ -428,7 +428,7 @@ END_TEST
  * rs_k_matvec gives it alone, for groups of one type (one launch: a large
  * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
  * the third accumulates) and of mixed types (one launch each), on 1, 2, 3,
- * 8 and 16 columns.
+ * 8 and 16 columns; and the calls the tiled path refuses.
  */
 START_TEST(matvec_parts)
 {
@@ -522,6 +522,19 @@ START_TEST(matvec_parts)
 	ck_assert_int_eq(rs_k_matvec_parts(many, RS_K_MATVEC_MAX_PARTS + 1,
 	    256, NULL, 256, (struct rs_k_xq_cols){ NULL, 0, 0 }, 1, 0, &err),
 	    RS_ERR_INVALID_ARG);
+	/* tiles without x's 16-bit form, and an upload whose staging holds
+	   less than a tile row: refused */
+	struct rs_gguf_tensor t;
+	void *buf = random_tensor(&t, RS_TYPE_Q4_K, 512, 20);
+	const int64_t rb = (int64_t)(t.nbytes / 20);
+	void *dw = dev_tiled(&t);
+	ck_assert_int_eq(rs_k_matvec(dw, RS_TYPE_Q4_K | RS_TILED, 512, 20, rb,
+	    NULL, 512, (struct rs_k_xq_cols){ NULL, 0, 0 }, NULL, 20, 1, 0, 0,
+	    &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_tile_upload(t.data, RS_TYPE_Q4_K, 512, 20, dw,
+	    dw, (size_t)(15 * rb), 0, &err), RS_ERR_INVALID_ARG);
+	cudaFree(dw);
+	free(buf);
 }
 END_TEST
 
