@@ -14,9 +14,9 @@
  *            Q6_K, what the 27B files are made of, held in the 16-row
  *            tiles of rs_tile.h (as the engine uploads them).  One order
  *            of sums (matvec_xq.cuh) in two kernels: dp4a with a lane per
- *            chunk of a pair of rows (matvec_xq_kernel: decode, and every
- *            column count before SM80) and int8 tensor cores
- *            (matvec_mma.cuh: 2..16 columns from SM80 on).
+ *            chunk of a pair of rows (matvec_xq_kernel: every column
+ *            count before SM80, one column of Q6_K after) and int8 tensor
+ *            cores (matvec_mma.cuh: the rest from SM80 on).
  * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
  * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
@@ -155,9 +155,9 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * increasing b as the canonical order does; at the end the 32 sums of
  * every output meet in shared memory and are added in warp_sum's tree.
  * A lane's chunk is decoded once for all NT columns and each x load
- * serves its two rows.  This is the decode kernel (NT = 1) and, before
- * SM80, every column count's; matvec_mma.cuh gives the same bits on
- * tensor cores.  BS1 as for xq_chunk_dot.
+ * serves its two rows.  This is every column count's kernel before SM80
+ * (the V100's decode) and Q6_K's one-column kernel after; matvec_mma.cuh
+ * gives the same bits on tensor cores.  BS1 as for xq_chunk_dot.
  *
  * Instructions per 64 weights of a lane and row, one column: 2-4 (Q4_K)
  * to 4-6 (Q6_K) loads of weights, 5 of x, ~16 nibble operations, 32 dp4a
@@ -199,9 +199,6 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in, const xq_in xq)
 #pragma unroll
 			for (int t = 0; t < NT; t++)
 				acc[s][r][t] = 0.0f;
-	/* decode launches this kernel early (mv_launch): x is the output of
-	   the kernel before, so nothing is read before the wait */
-	rs_pdl_wait();
 	for (int64_t b0 = 0; b0 < nb; b0 += 8) {
 		xq_chunk k[S][R];
 #pragma unroll
@@ -214,6 +211,11 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in, const xq_in xq)
 					    p, c, &k[s][2 * j],
 					    &k[s][2 * j + 1]);
 		}
+		/* decode launches this kernel early (mv_launch): x is the
+		   output of the kernel before, read only after the wait,
+		   while the first weights are on their way */
+		if (b0 == 0)
+			rs_pdl_wait();
 #pragma unroll
 		for (int s = 0; s < S; s++) {
 			const int64_t b = b0 + wi + W * s;
@@ -253,8 +255,8 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in, const xq_in xq)
 
 #ifndef __CUDACC_RTC__
 /*
- * Does this device run code built for SM90 or later, where the dp4a
- * kernel's launches are programmatic (mv_launch)?  Like has_mma_matvec().
+ * Does this device run code built for SM90 or later, where the integer
+ * kernels' launches are programmatic (mv_launch)?  Like has_mma_matvec().
  */
 static int
 has_pdl_matvec(void)
@@ -370,15 +372,18 @@ struct matvec_launch {
 	go_xq(void)
 	{
 		/*
-		 * Two columns and more: tensor cores where the device runs
-		 * them (SM80 on) and the offsets in the batch of columns fit
-		 * the kernel's 32 bits (MMA_MAX_IN): on tiles two columns
-		 * cost them about what three and four do (ffn_up 20.8 µs
-		 * against 35.1 on dp4a, docs/perf-log.md session 11).  Both
-		 * give the same bits (matvec_xq.cuh), so the choice may
-		 * depend on NT.
+		 * Tensor cores where the device runs them (SM80 on) and the
+		 * offsets in the batch of columns fit the kernel's 32 bits
+		 * (MMA_MAX_IN): on tiles two columns cost them about what
+		 * three and four do (ffn_up 20.8 µs against 35.1 on dp4a),
+		 * and even one column of Q4_K / Q5_K runs faster there than
+		 * on dp4a (gdn_qkv 15.0 against 17.1 µs: two rounds of
+		 * 16-row CTAs fill the SMs better than 1.2 of 32-row ones);
+		 * one column of Q6_K stays on dp4a (the head 310 against
+		 * 359 µs).  docs/perf-log.md sessions 11-12.  Both give the
+		 * same bits (matvec_xq.cuh), so the choice may depend on NT.
 		 */
-		if constexpr (NT > 1) {
+		if constexpr (NT > 1 || TYPE != RS_TYPE_Q6_K) {
 			int mma = 0;
 
 			/* a host runtime call: NVRTC's check of the kernels
@@ -421,7 +426,7 @@ struct matvec_launch {
 		const unsigned grid = mv_parts_grid(&parts, TR * RS_TILE_ROWS);
 #ifndef __CUDACC_RTC__
 		mv_launch(matvec_xq_kernel<TYPE, NT, W, TR, BS1>, grid,
-		    W * RS_WARP, 0, stream, pdl<NT>(), parts, n_in, xq);
+		    W * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
 #else
 		matvec_xq_kernel<TYPE, NT, W, TR, BS1><<<grid, W * RS_WARP, 0,
 		    stream>>>(parts, n_in, xq);
@@ -429,16 +434,14 @@ struct matvec_launch {
 	}
 
 	/*
-	 * The dp4a kernel's decode launches (one and two columns) start
-	 * early where the device runs SM90 code: it reads x and y only after
-	 * rs_pdl_wait.  The mma kernel keeps plain launches: it has no wait.
+	 * Both kernels' launches start early where the device runs SM90
+	 * code: they read x and y only after rs_pdl_wait.
 	 */
-	template <int NT>
 	int
 	pdl(void) const
 	{
 #ifndef __CUDACC_RTC__
-		return (NT <= 2 && has_pdl_matvec());
+		return (has_pdl_matvec());
 #else
 		return (0);
 #endif
@@ -485,9 +488,14 @@ struct matvec_launch {
 	void
 	go_mma_spw(void)
 	{
-		dim3 grid(mv_parts_grid(&parts, MMA_ROWS));
+		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
+#ifndef __CUDACC_RTC__
+		mv_launch(matvec_xq_mma_kernel<TYPE, NT, SPW, MINB>, grid,
+		    8 / SPW * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
+#else
 		matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
 		    8 / SPW * RS_WARP, 0, stream>>>(parts, n_in, xq);
+#endif
 	}
 
 	template <int TYPE, int NT, int R, int U>

@@ -1,7 +1,8 @@
 /*
- * matvec_mma.cuh - the integer matvec for 2..16 columns on tensor cores
+ * matvec_mma.cuh - the integer matvec for 1..16 columns on tensor cores
  * (SM80 and later: int8 mma.sync), bit-identical to the one-column dp4a
- * kernel of matvec.cu.
+ * kernel of matvec.cu.  The launcher gives it every column count but one
+ * column of Q6_K, which runs faster on dp4a.
  *
  * Why: a verification pass multiplies every weight with k + 1 columns.
  * The dp4a kernel repeats the x loads and dp4a of every weight for each
@@ -261,16 +262,16 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 #pragma unroll
 	for (int blk = 0; blk < 2; blk++) {
 		const int64_t b = (bi * 8 + k.xb[blk]) * bs;
-		const float2 m = __ldg((const float2 *)xm + b);
+		const float2 m = xq_ld((const float2 *)xm + b);
 		int c[4] = { 0, 0, 0, 0 };
 
 		if (TYPE == RS_TYPE_Q6_K) {
 			int c1[4] = { 0, 0, 0, 0 };
 			const uint8_t *bp = xb + 32 * b + 4 * t;
 			mma_k16(c, k.a[blk][0], k.a[blk][1],
-			    __ldg((const uint32_t *)bp));
+			    xq_ld((const uint32_t *)bp));
 			mma_k16(c1, k.a[blk][2], k.a[blk][3],
-			    __ldg((const uint32_t *)(bp + 16)));
+			    xq_ld((const uint32_t *)(bp + 16)));
 #pragma unroll
 			for (int r = 0; r < 2; r++)
 				p[r] = xq_term_q6(p[r], k.f[blk][r][0],
@@ -278,7 +279,7 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
 				    256 * c[2 * r] + c[2 * r + 1],
 				    256 * c1[2 * r] + c1[2 * r + 1]);
 		} else {
-			const uint2 h = __ldg((const uint2 *)(xb + 32 * b +
+			const uint2 h = xq_ld((const uint2 *)(xb + 32 * b +
 			    8 * t));
 			mma_k32(c, k.a[blk], h.x, h.y);
 #pragma unroll
@@ -343,6 +344,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 		for (int c = 0; c < 4 * SPW; c++)
 			p[u][c][0] = p[u][c][1] = 0.0f;
 	}
+	rs_pdl_trigger();
 	for (int64_t i = 0; 8 * i + SPW * wi < nb; i++) {
 		mma_raw raw[SPW];
 #pragma unroll
@@ -350,6 +352,10 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			if (8 * i + SPW * wi + sb < nb)
 				mmac<TYPE>::load(tiles + (8 * i + SPW * wi +
 				    sb) * TB, g, t, &raw[sb]);
+		/* launched early (mv_launch), the kernel reads x only after
+		   the wait: the first weights are on their way meanwhile */
+		if (i == 0)
+			rs_pdl_wait();
 #pragma unroll
 		for (int sb = 0; sb < SPW; sb++) {
 			const int64_t bi = 8 * i + SPW * wi + sb;
@@ -367,6 +373,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			}
 		}
 	}
+	/* a warp without a super-block (nb < 8) waits here, before y */
+	rs_pdl_wait();
 	/* the 32 virtual lanes of every output, added in warp_sum's tree */
 #pragma unroll
 	for (int u = 0; u < NQ; u++) {

@@ -152,6 +152,54 @@ xq_at_of(const xq_in &x, int64_t n)
 	return (a);
 }
 
+/*
+ * Loads of x, the output of the kernel before: coherent (ld.global), never
+ * __ldg.  Both kernels are launched early (PDL) and wait for x at
+ * rs_pdl_wait; ptxas treats read-only loads (ld.global.nc) as if the data
+ * never changed and moved them above the wait, so that the tensor-core
+ * kernel read x before it was written (NaN logits; docs/perf-log.md
+ * session 12).  Volatile, so that the compiler keeps them after the wait's
+ * asm too.  The weights keep __ldg: no kernel writes them.
+ */
+static __device__ __forceinline__ uint4
+xq_ld(const uint4 *p)
+{
+	uint4 v;
+
+	asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x),
+	    "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+	return (v);
+}
+
+static __device__ __forceinline__ uint2
+xq_ld(const uint2 *p)
+{
+	uint2 v;
+
+	asm volatile("ld.global.v2.u32 {%0, %1}, [%2];" : "=r"(v.x),
+	    "=r"(v.y) : "l"(p));
+	return (v);
+}
+
+static __device__ __forceinline__ uint32_t
+xq_ld(const uint32_t *p)
+{
+	uint32_t v;
+
+	asm volatile("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+	return (v);
+}
+
+static __device__ __forceinline__ float2
+xq_ld(const float2 *p)
+{
+	float2 v;
+
+	asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(v.x),
+	    "=f"(v.y) : "l"(p));
+	return (v);
+}
+
 /* ---- the canonical float steps (both kernels call these) ---- */
 
 static __device__ __forceinline__ float
@@ -446,10 +494,10 @@ xq_chunk_dot(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
 			const int64_t at = (BS1 ? xb : xb * x.bs) + t * x.cs;
 			const uint4 *hp = (const uint4 *)(x.h + 32 * at);
 			const uint4 *lp = (const uint4 *)(x.h + x.lo + 32 * at);
-			const uint4 h0 = __ldg(hp), h1 = __ldg(hp + 1);
-			const uint4 l0 = __ldg(lp), l1 = __ldg(lp + 1);
+			const uint4 h0 = xq_ld(hp), h1 = xq_ld(hp + 1);
+			const uint4 l0 = xq_ld(lp), l1 = xq_ld(lp + 1);
 
-			meta[t] = __ldg((const float2 *)x.m + at);
+			meta[t] = xq_ld((const float2 *)x.m + at);
 			hi[t][0] = h0.x; hi[t][1] = h0.y; hi[t][2] = h0.z;
 			hi[t][3] = h0.w; hi[t][4] = h1.x; hi[t][5] = h1.y;
 			hi[t][6] = h1.z; hi[t][7] = h1.w;
