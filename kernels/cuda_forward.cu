@@ -22,9 +22,10 @@
  * The token loop never allocates.  A call copies its tokens and its two
  * parameters (first position, first snapshotted position) to the device,
  * runs every kernel on one stream and copies logits / hidden rows back.
- * Single-token calls run as one CUDA graph launch, re-captured only when the
+ * Calls of the exact path (decode steps, verification passes) run as one
+ * CUDA graph launch, a graph per token count, re-captured only when the
  * state or the outputs asked for change: no host synchronisation inside a
- * token, one at its end.
+ * call, one at its end.
  *
  * Layer split (--devices, rs_split.h, docs/multi-gpu.md): each device slot
  * has all of the above for its own blocks (weights, scratch, stream, its
@@ -33,8 +34,8 @@
  * the next slot's stream waits for an event of the previous one and the
  * residual stream x (n_embd floats a token) is copied across (peer copy,
  * or through the host without peer access); every slot has its own copy
- * of the call's tokens and parameters.  A decode step is one graph per
- * slot, the boundary copies between the launches.  "0,0" runs all of it
+ * of the call's tokens and parameters.  A decode step or a verification
+ * pass is one graph per slot, the boundary copies between the launches.  "0,0" runs all of it
  * on one GPU.
  */
 #include <math.h>
@@ -59,6 +60,18 @@ struct dev_w {
 	const void	*d;
 	int		 type;
 	int64_t		 n_in, n_out, row_bytes;
+};
+
+/*
+ * A call of the exact path captured as one CUDA graph (pass_graph()), and
+ * what it was captured for: its state, its first row of logits or top-k
+ * candidates, and which outputs it copies to pinned memory.
+ */
+struct pass_graph {
+	cudaGraphExec_t	 exec;
+	uint64_t	 serial;	/* the state's serial (not its address) */
+	int32_t		 from;
+	int		 logits, hidden, top, skip;
 };
 
 struct cuda {
@@ -94,10 +107,8 @@ struct cuda {
 	float	*h_logits, *h_hidden;
 	struct rs_top *h_top;
 	int64_t	*h_bad;
-	/* the decode graph and what it was captured for */
-	cudaGraphExec_t	 graph;
-	uint64_t	 g_serial;	/* the state's serial (not its address) */
-	int		 g_logits, g_hidden, g_top, g_skip;
+	/* the exact path's graphs, graph[n − 1] for calls of n tokens */
+	struct pass_graph graph[RS_ENGINE_EXACT_MAX];
 	/* this device slot of the layer split (rs_split.h) */
 	int		 dev;		/* CUDA ordinal; −1: the current one */
 	uint32_t	 l0, l1;	/* its trunk blocks l0 .. l1 − 1 */
@@ -106,7 +117,7 @@ struct cuda {
 
 /*
  * The engine's private data: one struct cuda per device slot, each with
- * its weights, scratch, stream and decode graph; CUR is the slot that the
+ * its weights, scratch, stream and graphs; CUR is the slot that the
  * helpers below work on (cc()), set with on_slot().  One slot on device
  * −1 is the engine without a split: cudaSetDevice is never called.
  */
@@ -832,57 +843,84 @@ upload_inputs(struct rs_engine *e, const int32_t *tokens, int64_t n,
 }
 
 /*
- * One-token decode as one graph per slot: its inputs from pinned memory,
- * its share of the trunk, on the last slot the head and the outputs to
- * pinned memory.  Captured for (state, logits?, top k, skip?, hidden?).
- * The boundary copies between the slots' graphs are not captured
- * (launch_graphs): a graph stays on one device.
+ * Slot J's share of a call of N tokens (N ≤ EXACT_ROWS), as pass_graph()
+ * captures it: the inputs from pinned memory, its blocks, and on the last
+ * slot the head on rows FROM .. N − 1 and the outputs to pinned memory
+ * (LOGITS: the one row N − 1, into c->h_logits; TOP_K: each row's
+ * candidates and first bad index; HIDDEN: the N hidden rows).  The
+ * attention's grid is sized for the state's whole context (MAX_KEYS
+ * n_ctx): the position changes between launches of the graph.
  */
 static enum rs_status
-decode_graph(struct rs_engine *e, struct rs_state *st, int j,
-    int want_logits, int top_k, int skip, int want_hidden, struct rs_err *err)
+pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
+    int32_t from, int want_logits, int top_k, int skip, int want_hidden,
+    struct rs_err *err)
 {
 	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
-	const int last = j == n_slots(e) - 1;
+	const int64_t rows = (int64_t)n - from;
+	enum rs_status s;
+
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_tokens, c->h_tokens,
+	    (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_params, c->h_params,
+	    RS_K_N_PARAMS * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
+	TRY(trunk_part(e, st, j, n, st->n_ctx, err));
+	if (j < n_slots(e) - 1)
+		return (RS_OK);
+	if (want_logits || top_k > 0)
+		TRY(head(e, e->model->output, n, from, NULL, top_k, skip,
+		    err));
+	if (want_logits)
+		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_logits, c->logits,
+		    (size_t)v * sizeof(float), cudaMemcpyDeviceToHost, c->s));
+	if (top_k > 0) {
+		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_top, c->d_top,
+		    (size_t)(rows * top_k) * sizeof(struct rs_top),
+		    cudaMemcpyDeviceToHost, c->s));
+		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_bad, c->d_bad,
+		    (size_t)rows * sizeof(int64_t), cudaMemcpyDeviceToHost,
+		    c->s));
+	}
+	if (want_hidden)
+		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_hidden, c->h,
+		    (size_t)(n * d) * sizeof(float), cudaMemcpyDeviceToHost,
+		    c->s));
+	return (RS_OK);
+}
+
+/*
+ * Slot J's graph for calls of N tokens (c->graph[N − 1]), captured again
+ * only when the state or what the call asks for (pass_body) changed.  A
+ * decode step and a verification pass are each one graph launch per slot;
+ * the boundary copies between the slots' graphs are not captured
+ * (launch_graphs): a graph stays on one device.  Why verification too:
+ * launched one by one from the host, the ~700 kernels of a pass cost
+ * about 1 ms more than in a graph (docs/perf-log.md, session 13).
+ */
+static enum rs_status
+pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
+    int32_t from, int want_logits, int top_k, int skip, int want_hidden,
+    struct rs_err *err)
+{
+	struct pass_graph *pg = &cc(e)->graph[n - 1];
+	cudaStream_t strm = cc(e)->s;
 	cudaGraph_t g;
 	enum rs_status s;
 
-	if (c->graph != NULL && c->g_serial == st->serial &&
-	    c->g_logits == want_logits && c->g_top == top_k &&
-	    c->g_skip == skip && c->g_hidden == want_hidden)
+	if (pg->exec != NULL && pg->serial == st->serial && pg->from == from &&
+	    pg->logits == want_logits && pg->top == top_k &&
+	    pg->skip == skip && pg->hidden == want_hidden)
 		return (RS_OK);
-	if (c->graph != NULL) {
-		cudaGraphExecDestroy(c->graph);
-		c->graph = NULL;
+	if (pg->exec != NULL) {
+		cudaGraphExecDestroy(pg->exec);
+		pg->exec = NULL;
 	}
-	RS_CUDA_TRY(err, cudaStreamBeginCapture(c->s,
+	RS_CUDA_TRY(err, cudaStreamBeginCapture(strm,
 	    cudaStreamCaptureModeThreadLocal));
-	s = RS_OK;
-	if (cudaMemcpyAsync(c->d_tokens, c->h_tokens, sizeof(int32_t),
-	    cudaMemcpyHostToDevice, c->s) != cudaSuccess ||
-	    cudaMemcpyAsync(c->d_params, c->h_params, RS_K_N_PARAMS *
-	    sizeof(int32_t), cudaMemcpyHostToDevice, c->s) != cudaSuccess)
-		s = rs_errf(err, RS_ERR_CUDA, "graph capture: input copy");
-	if (s == RS_OK)
-		s = trunk_part(e, st, j, 1, st->n_ctx, err);
-	if (s == RS_OK && last && (want_logits || top_k > 0))
-		s = head(e, e->model->output, 1, 0, NULL, top_k, skip, err);
-	if (s == RS_OK && last && want_logits &&
-	    cudaMemcpyAsync(c->h_logits, c->logits, (size_t)v * sizeof(float),
-	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
-		s = rs_errf(err, RS_ERR_CUDA, "graph capture: logits copy");
-	if (s == RS_OK && last && top_k > 0 &&
-	    (cudaMemcpyAsync(c->h_top, c->d_top, (size_t)top_k *
-	    sizeof(struct rs_top), cudaMemcpyDeviceToHost, c->s) !=
-	    cudaSuccess || cudaMemcpyAsync(c->h_bad, c->d_bad,
-	    sizeof(int64_t), cudaMemcpyDeviceToHost, c->s) != cudaSuccess))
-		s = rs_errf(err, RS_ERR_CUDA, "graph capture: top copy");
-	if (s == RS_OK && last && want_hidden &&
-	    cudaMemcpyAsync(c->h_hidden, c->h, (size_t)d * sizeof(float),
-	    cudaMemcpyDeviceToHost, c->s) != cudaSuccess)
-		s = rs_errf(err, RS_ERR_CUDA, "graph capture: hidden copy");
-	cudaError_t ce = cudaStreamEndCapture(c->s, &g);
+	s = pass_body(e, st, j, n, from, want_logits, top_k, skip,
+	    want_hidden, err);
+	cudaError_t ce = cudaStreamEndCapture(strm, &g);
 	if (s != RS_OK) {
 		if (ce == cudaSuccess)
 			cudaGraphDestroy(g);
@@ -891,44 +929,47 @@ decode_graph(struct rs_engine *e, struct rs_state *st, int j,
 	if (ce != cudaSuccess)
 		return (rs_errf(err, RS_ERR_CUDA, "graph capture: %s",
 		    cudaGetErrorString(ce)));
-	ce = cudaGraphInstantiate(&c->graph, g, 0);
+	ce = cudaGraphInstantiate(&pg->exec, g, 0);
 	cudaGraphDestroy(g);
 	if (ce != cudaSuccess) {
-		c->graph = NULL;
+		pg->exec = NULL;
 		return (rs_errf(err, RS_ERR_CUDA, "graph instantiate: %s",
 		    cudaGetErrorString(ce)));
 	}
-	c->g_serial = st->serial;
-	c->g_logits = want_logits;
-	c->g_top = top_k;
-	c->g_skip = skip;
-	c->g_hidden = want_hidden;
+	pg->serial = st->serial;
+	pg->from = from;
+	pg->logits = want_logits;
+	pg->top = top_k;
+	pg->skip = skip;
+	pg->hidden = want_hidden;
 	return (RS_OK);
 }
 
 /*
- * A decode step: each slot's graph (captured if need be) after the
- * residual stream crossed to it; ends on the last slot, synchronised.
+ * A call of N ≤ EXACT_ROWS tokens at position P0: each slot's graph
+ * (captured if need be) after the residual stream crossed to it; ends
+ * on the last slot, synchronised.
  */
 static enum rs_status
-launch_graphs(struct rs_engine *e, struct rs_state *st, int32_t token,
-    int32_t p0, int32_t snap_from, int want_logits, int top_k, int skip,
+launch_graphs(struct rs_engine *e, struct rs_state *st,
+    const int32_t *tokens, int32_t n, int32_t from, int32_t p0,
+    int32_t snap_from, int want_logits, int top_k, int skip,
     int want_hidden, struct rs_err *err)
 {
 	enum rs_status s;
 
 	for (int j = 0; j < n_slots(e); j++) {
 		if (j > 0)
-			TRY(cross(e, j, 1, err));
+			TRY(cross(e, j, n, err));
 		else
 			on_slot(e, 0);
 		struct cuda *c = cc(e);
-		c->h_tokens[0] = token;
+		memcpy(c->h_tokens, tokens, (size_t)n * sizeof(int32_t));
 		c->h_params[RS_K_PARAM_POS0] = p0;
 		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
-		TRY(decode_graph(e, st, j, want_logits, top_k, skip,
+		TRY(pass_graph(e, st, j, n, from, want_logits, top_k, skip,
 		    want_hidden, err));
-		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph, c->s));
+		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph[n - 1].exec, c->s));
 	}
 	RS_CUDA_TRY(err, cudaStreamSynchronize(cc(e)->s));
 	return (RS_OK);
@@ -968,7 +1009,9 @@ take_top(struct rs_engine *e, int64_t rows, int top_k, struct rs_top *top,
  * A forward call: logits rows to LOGITS, or (TOP_K > 0) the TOP_K best
  * of each row (less c->d_skip's tokens when SKIP) to TOP with *BAD the
  * index (row·n_vocab + token) of the first non-finite logit and *BAD_VAL
- * its value, or −1.
+ * its value, or −1.  Calls of the exact path run as graphs (pass_graph)
+ * unless they ask for more than one row of logits, which go to the
+ * caller's memory straight from the stream.
  */
 static enum rs_status
 run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
@@ -985,14 +1028,18 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of %d rows: "
 		    "at most %d", n - logits_from, EXACT_ROWS));
 	memmove(st->tokens + p0, tokens, (size_t)n * sizeof(*tokens));
-	if (n == 1 && logits_from == 0) {
-		TRY(launch_graphs(e, st, tokens[0], p0, snap_from,
-		    logits != NULL, top_k, skip, hidden != NULL, err));
+	if (n <= EXACT_ROWS && (logits == NULL || n - logits_from <= 1)) {
+		const int want_logits = logits != NULL && logits_from < n;
+
+		TRY(launch_graphs(e, st, tokens, n, logits_from, p0,
+		    snap_from, want_logits, top_k, skip, hidden != NULL,
+		    err));
 		c = cc(e);
-		if (logits != NULL)
+		if (want_logits)
 			memcpy(logits, c->h_logits, (size_t)v * sizeof(float));
 		if (hidden != NULL)
-			memcpy(hidden, c->h_hidden, (size_t)d * sizeof(float));
+			memcpy(hidden, c->h_hidden, (size_t)(n * d) *
+			    sizeof(float));
 	} else {
 		TRY(upload_inputs(e, tokens, n, p0, snap_from, 1, err));
 		TRY(trunk(e, st, n, (int64_t)p0 + n, err));
@@ -1108,8 +1155,9 @@ free_slot(struct cuda *c)
 		(void)cudaSetDevice(c->dev);
 	if (c->done != NULL)
 		cudaEventDestroy(c->done);
-	if (c->graph != NULL)
-		cudaGraphExecDestroy(c->graph);
+	for (int n = 0; n < EXACT_ROWS; n++)
+		if (c->graph[n].exec != NULL)
+			cudaGraphExecDestroy(c->graph[n].exec);
 	float *bufs[] = { c->x, c->h, c->y, c->mixed, c->u, c->z, c->bb, c->aa,
 	    c->mix, c->qg, c->kk, c->vv, c->fg, c->fu, c->cat, c->attn,
 	    c->logits };
@@ -1356,7 +1404,7 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 	    sizeof(int32_t)));
 	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_logits,
 	    (size_t)hp->n_vocab * sizeof(float)));
-	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_hidden,
+	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_hidden, EXACT_ROWS *
 	    (size_t)hp->n_embd * sizeof(float)));
 	RS_CUDA_TRY(err, cudaMallocHost((void **)&c->h_top, EXACT_ROWS *
 	    RS_TOP_MAX * sizeof(struct rs_top)));

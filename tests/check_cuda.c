@@ -1701,7 +1701,9 @@ END_TEST
  * (ALL) and the decode graph's row (LAST, one token) are rs_top_select of
  * the rows rs_engine_forward returns for the same calls, k 1 and 64 (with
  * a skip mask), also along a greedy continuation fed from the top path;
- * an MTP step's row against rs_engine_mtp's.
+ * the hidden rows of a top-k call (a graph per token count) equal those
+ * of the all-logits call (launched from the stream); an MTP step's row
+ * against rs_engine_mtp's.
  */
 START_TEST(engine_top)
 {
@@ -1724,13 +1726,25 @@ START_TEST(engine_top)
 	for (int i = 0; i < p.n; i++) {
 		int n = p.len[i] < RS_ENGINE_EXACT_MAX ? p.len[i] :
 		    RS_ENGINE_EXACT_MAX;
-		float *lg = run_prompt(gpu, p.tok[i], n);
+		const int64_t d = m->hp.n_embd;
+		float *lg = malloc((size_t)(n * V) * sizeof(float));
+		float *hs = malloc((size_t)(n * d) * sizeof(float));
+		float *hg = malloc((size_t)(n * d) * sizeof(float));
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err),
+		    RS_OK);
+		ck_assert_int_eq(rs_engine_forward(gpu, st, p.tok[i], n, lg,
+		    RS_LOGITS_ALL, hs, &err), RS_OK);
+		rs_state_free(st);
 		for (int k = 1; k <= RS_TOP_MAX; k += RS_TOP_MAX - 1) {
 			ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st,
 			    &err), RS_OK);
+			memset(hg, 0xff, (size_t)(n * d) * sizeof(float));
 			ck_assert_msg(rs_engine_forward_top(gpu, st, p.tok[i], n,
-			    RS_LOGITS_ALL, k, k > 1, top, NULL, &err) == RS_OK,
+			    RS_LOGITS_ALL, k, k > 1, top, hg, &err) == RS_OK,
 			    "%s", err.msg);
+			ck_assert_msg(memcmp(hs, hg, (size_t)(n * d) *
+			    sizeof(float)) == 0, "prompt %d k %d: hidden rows",
+			    i, k);
 			for (int r = 0; r < n; r++) {
 				ck_assert_int_eq(rs_top_select(lg + r * V, V, k,
 				    k > 1 ? mask : NULL, want), -1);
@@ -1741,6 +1755,8 @@ START_TEST(engine_top)
 			rs_state_free(st);
 		}
 		free(lg);
+		free(hs);
+		free(hg);
 	}
 	/* greedy through the decode graph's top path (k 1, then 64) */
 	float *lg = malloc((size_t)V * 4);
