@@ -469,16 +469,19 @@ struct matvec_launch {
 		 * of few rows (5,120: ffn_down, ssm_out, attn_o, too few warp
 		 * tasks for two rounds of the warp slots); two CTAs (128) for
 		 * Q6_K, whose decode needs them, and the tall launches of 5-8
-		 * columns; 16 columns unbounded (spills otherwise) but on the
-		 * head's ~250k rows, where two CTAs an SM win (1,014 against
-		 * 1,207 µs).  Measured on x's block-major batches with
+		 * columns; 16 columns unbounded (spills otherwise) on the
+		 * 5,120-row launches, two CTAs an SM (some spills) on the tall
+		 * ones, where the second CTA's loads win: ffn_up 54.6 against
+		 * 63.5 µs, gdn_qkv 34.0 against 36.9, the head 840 against
+		 * 1,018.  Measured on x's block-major batches with
 		 * kernels/dev/matvec_xq.cu (docs/perf-log.md; two super-blocks
-		 * a warp no longer win anywhere).
+		 * a warp no longer win anywhere, nor one CTA for each quad of
+		 * columns).
 		 */
 		const int64_t n = rows();
 		if (NT <= 8 && TYPE != RS_TYPE_Q6_K && (NT <= 4 || n <= 8192))
 			go_mma_spw<TYPE, NT, 1, 3>();
-		else if (NT <= 8 || n > 65536)
+		else if (NT <= 8 || n > 8192)
 			go_mma_spw<TYPE, NT, 1, 2>();
 		else
 			go_mma_spw<TYPE, NT, 1, 1>();
