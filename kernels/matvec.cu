@@ -52,6 +52,9 @@ extern "C" {
  */
 #define DP4A_W		8
 #define DP4A_TR		2
+/* one column of Q6_K runs the tensor-core kernel up to this many rows
+   (the layers' products), dp4a above (the head; go_xq) */
+#define MMA_Q6_ONE_ROWS	65536
 
 
 /*
@@ -379,25 +382,26 @@ struct matvec_launch {
 		 * and even one column of Q4_K / Q5_K runs faster there than
 		 * on dp4a (gdn_qkv 15.0 against 17.1 µs: two rounds of
 		 * 16-row CTAs fill the SMs better than 1.2 of 32-row ones);
-		 * one column of Q6_K stays on dp4a (the head 310 against
-		 * 359 µs).  docs/perf-log.md sessions 11-12.  Both give the
-		 * same bits (matvec_xq.cuh), so the choice may depend on NT.
+		 * so does one column of Q6_K at three CTAs an SM (ffn_down
+		 * 30.3 against 32.1 µs) but on the head, which stays on dp4a
+		 * (299 against 316 µs).  docs/perf-log.md sessions 11-13.
+		 * Both give the same bits (matvec_xq.cuh), so the choice may
+		 * depend on NT and the shape.
 		 */
-		if constexpr (NT > 1 || TYPE != RS_TYPE_Q6_K) {
-			int mma = 0;
+		int mma = NT > 1 || TYPE != RS_TYPE_Q6_K ||
+		    rows() <= MMA_Q6_ONE_ROWS;
 
-			/* a host runtime call: NVRTC's check of the kernels
-			   (scripts/cuda129-nvrtc.sh) compiles without it */
+		/* a host runtime call: NVRTC's check of the kernels
+		   (scripts/cuda129-nvrtc.sh) compiles without it */
 #ifndef __CUDACC_RTC__
-			mma = xq.nb * n_in <= MMA_MAX_IN &&
-			    has_mma_matvec();
+		mma = mma && xq.nb * n_in <= MMA_MAX_IN && has_mma_matvec();
+#else
+		mma = 0;
 #endif
-			if (mma) {
-				go_mma<TYPE, NT>();
-				return;
-			}
-		}
-		go_dp4a<TYPE, NT>();
+		if (mma)
+			go_mma<TYPE, NT>();
+		else
+			go_dp4a<TYPE, NT>();
 	}
 
 	/*
@@ -465,11 +469,12 @@ struct matvec_launch {
 		/*
 		 * One super-block per warp and step, in CTAs of 8 warps.
 		 * Registers for three CTAs an SM (80) where a quad of columns
-		 * fits them: Q4_K/Q5_K up to 4 columns, and up to 8 on launches
-		 * of few rows (5,120: ffn_down, ssm_out, attn_o, too few warp
-		 * tasks for two rounds of the warp slots); two CTAs (128) for
-		 * Q6_K, whose decode needs them, and the tall launches of 5-8
-		 * columns; 16 columns unbounded (spills otherwise) on the
+		 * fits them: up to 4 columns (Q6_K too: ffn_down 30.7 against
+		 * 34.0 µs at two CTAs, the head 319 against 367), and Q4_K /
+		 * Q5_K up to 8 on launches of few rows (5,120: ffn_down,
+		 * ssm_out, attn_o, too few warp tasks for two rounds of the
+		 * warp slots); two CTAs (128) for 5-8 columns of Q6_K and of
+		 * the tall launches; 16 columns unbounded (spills otherwise) on the
 		 * 5,120-row launches, two CTAs an SM (some spills) on the tall
 		 * ones, where the second CTA's loads win: ffn_up 54.6 against
 		 * 63.5 µs, gdn_qkv 34.0 against 36.9, the head 840 against
@@ -479,7 +484,7 @@ struct matvec_launch {
 		 * columns).
 		 */
 		const int64_t n = rows();
-		if (NT <= 8 && TYPE != RS_TYPE_Q6_K && (NT <= 4 || n <= 8192))
+		if (NT <= 4 || (NT <= 8 && TYPE != RS_TYPE_Q6_K && n <= 8192))
 			go_mma_spw<TYPE, NT, 1, 3>();
 		else if (NT <= 8 || n > 8192)
 			go_mma_spw<TYPE, NT, 1, 2>();
