@@ -474,11 +474,11 @@ struct matvec_launch {
 		 * Q5_K up to 8 on launches of few rows (5,120: ffn_down,
 		 * ssm_out, attn_o, too few warp tasks for two rounds of the
 		 * warp slots); two CTAs (128) for 5-8 columns of Q6_K and of
-		 * the tall launches; 16 columns unbounded (spills otherwise) on the
-		 * 5,120-row launches, two CTAs an SM (some spills) on the tall
-		 * ones, where the second CTA's loads win: ffn_up 54.6 against
-		 * 63.5 µs, gdn_qkv 34.0 against 36.9, the head 840 against
-		 * 1,018.  Measured on x's block-major batches with
+		 * the tall launches; 16 columns unbounded (spills otherwise)
+		 * on the 5,120-row launches, two CTAs an SM (some spills) on
+		 * the tall ones, where the second CTA's loads win: ffn_up
+		 * 54.6 against 63.5 µs, gdn_qkv 34.0 against 36.9, the head
+		 * 840 against 1,018.  Measured on x's block-major batches with
 		 * kernels/dev/matvec_xq.cu (docs/perf-log.md; two super-blocks
 		 * a warp no longer win anywhere, nor one CTA for each quad of
 		 * columns).

@@ -1702,8 +1702,8 @@ END_TEST
  * the rows rs_engine_forward returns for the same calls, k 1 and 64 (with
  * a skip mask), also along a greedy continuation fed from the top path;
  * the hidden rows of a top-k call (a graph per token count) equal those
- * of the all-logits call (launched from the stream); an MTP step's row
- * against rs_engine_mtp's.
+ * of the all-logits call (launched from the stream when it returns more
+ * than one row); an MTP step's row against rs_engine_mtp's.
  */
 START_TEST(engine_top)
 {
