@@ -35,8 +35,8 @@
  * residual stream x (n_embd floats a token) is copied across (peer copy,
  * or through the host without peer access); every slot has its own copy
  * of the call's tokens and parameters.  A decode step or a verification
- * pass is one graph per slot, the boundary copies between the launches.  "0,0" runs all of it
- * on one GPU.
+ * pass is one graph per slot, the boundary copies between the launches.
+ * "0,0" runs all of it on one GPU.
  */
 #include <math.h>
 #include <stdlib.h>
