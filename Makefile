@@ -238,13 +238,21 @@ $(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) $< $(LIB_SRC) $(PKG_LIBS) -lm -o $@
 
+# each target's log in $(BUILD)/fuzz/NAME.log; a crash fails the target
+# (its input saved as $(BUILD)/fuzz/NAME-crash-..., the log's end shown)
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do \
-	    n=$${f##*/}; c=$(BUILD)/fuzz/corpus-$$n; mkdir -p $$c; \
+	    n=$${f##*/}; c=$(BUILD)/fuzz/corpus-$$n; log=$(BUILD)/fuzz/$$n.log; \
+	    mkdir -p $$c; \
 	    sh fuzz/seed.sh $$n $$c || exit 1; \
 	    echo "fuzz: $$n for $(FUZZ_SECONDS)s"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
-	        -print_final_stats=1 $$c 2>&1 | tail -n 12 || exit 1; \
+	    if ! $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+	        -rss_limit_mb=2048 -print_final_stats=1 \
+	        -artifact_prefix=$(BUILD)/fuzz/$$n- $$c >$$log 2>&1; then \
+	        tail -n 40 $$log; echo "fuzz: $$n failed (log: $$log)"; \
+	        exit 1; \
+	    fi; \
+	    tail -n 12 $$log; \
 	done
 
 # ---- install ----

@@ -110,6 +110,13 @@ START_TEST(pyjson_literal)
 	expect_lit("\"a\tb\"", RS_PYJSON_STRICT, NULL);
 	expect_lit("", RS_PYJSON_STRICT, NULL);
 	expect_lit("[[[[", RS_PYJSON_PYTHON, NULL);
+	/* U+0000 in a value is escaped; in a key the literal is refused
+	   (rs_json_parse could not read such a key back) */
+	expect_lit("{\"a\": \"x\\u0000y\"}", RS_PYJSON_STRICT,
+	    "{\"a\": \"x\\u0000y\"}");
+	expect_lit("{\"a\\u0000\": 1}", RS_PYJSON_STRICT, NULL);
+	expect_lit("{'a\\x00': 1}", RS_PYJSON_PYTHON, NULL);
+	expect_lit("[{'k': {'\\x00': 2}}]", RS_PYJSON_PYTHON, NULL);
 	ck_assert(rs_pyjson_is_number("-0", 2, 1));
 	ck_assert(!rs_pyjson_is_number("1e5", 3, 1));
 	ck_assert(rs_pyjson_is_number("1e5", 3, 0));

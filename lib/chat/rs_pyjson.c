@@ -393,8 +393,14 @@ lit_escape(struct lit *l, struct rs_buf *out)
 	return (1);
 }
 
+/*
+ * A quoted string, as JSON.  KEY: an object key, which must not hold
+ * U+0000: JSON allows it ("\u0000"), but our JSON reader (jansson) keeps
+ * keys as C strings and refuses it, so such arguments could not be read
+ * back when a client returns the call in the next request.
+ */
 static int
-lit_string(struct lit *l)
+lit_string(struct lit *l, int key)
 {
 	struct rs_buf	 dec;
 	char		 q = l->s[l->i++];
@@ -421,6 +427,8 @@ lit_string(struct lit *l)
 		rs_buf_addc(&dec, c);
 		l->i++;
 	}
+	if (ok && key && dec.len > 0 && memchr(dec.data, '\0', dec.len))
+		ok = 0;
 	if (ok)
 		rs_pyjson_str(l->b, dec.data != NULL ? dec.data : "", dec.len);
 	rs_buf_cleanup(&dec);
@@ -499,7 +507,7 @@ lit_container(struct lit *l, char close)
 		}
 		first = 0;
 		if (close == '}') {
-			if (!is_quote(l) || !lit_string(l))
+			if (!is_quote(l) || !lit_string(l, 1))
 				return (0);
 			lit_ws(l);
 			if (l->i >= l->n || l->s[l->i] != ':')
@@ -533,7 +541,7 @@ lit_value(struct lit *l)
 	if (c == '[')
 		return (lit_container(l, ']'));
 	if (is_quote(l))
-		return (lit_string(l));
+		return (lit_string(l, 0));
 	if (c == '-' || (c >= '0' && c <= '9'))
 		return (lit_number(l));
 	return (lit_word(l));

@@ -56,7 +56,8 @@ enum rs_pyjson_mode {
  * space, in MODE, and append it in canonical form (above; numbers keep
  * their lexeme, escapes are decoded and re-encoded, lone surrogates become
  * U+FFFD).  Returns 1 when S is such a literal, 0 otherwise (nothing
- * appended).  Nesting deeper than 128 levels is "not a literal".
+ * appended).  Nesting deeper than 128 levels, and an object key holding
+ * U+0000 (which rs_json_parse cannot read back), are "not a literal".
  */
 int	rs_pyjson_literal(struct rs_buf *b, const char *s, size_t n,
 	    enum rs_pyjson_mode mode);
