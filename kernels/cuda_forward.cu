@@ -779,6 +779,21 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 }
 
 /*
+ * Queue the copies of ROWS rows' TOP_K candidates and first bad indices
+ * (head()'s c->d_top, c->d_bad) to pinned memory (c->h_top, c->h_bad).
+ */
+static enum rs_status
+top_to_host(struct cuda *c, int64_t rows, int top_k, struct rs_err *err)
+{
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_top, c->d_top,
+	    (size_t)(rows * top_k) * sizeof(struct rs_top),
+	    cudaMemcpyDeviceToHost, c->s));
+	RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_bad, c->d_bad,
+	    (size_t)rows * sizeof(int64_t), cudaMemcpyDeviceToHost, c->s));
+	return (RS_OK);
+}
+
+/*
  * Logits of rows LOGITS_FROM .. (or their TOP_K best into c->h_top and
  * c->h_bad) and hidden rows to the caller, then wait.
  */
@@ -793,15 +808,8 @@ fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 
 	if (logits != NULL || top_k > 0)
 		TRY(head(e, w, n, logits_from, logits, top_k, skip, err));
-	if (top_k > 0) {
-		const int64_t rows = n - logits_from;
-		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_top, c->d_top,
-		    (size_t)(rows * top_k) * sizeof(struct rs_top),
-		    cudaMemcpyDeviceToHost, c->s));
-		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_bad, c->d_bad,
-		    (size_t)rows * sizeof(int64_t), cudaMemcpyDeviceToHost,
-		    c->s));
-	}
+	if (top_k > 0)
+		TRY(top_to_host(c, n - logits_from, top_k, err));
 	if (hidden != NULL)
 		RS_CUDA_TRY(err, cudaMemcpyAsync(hidden, c->h,
 		    (size_t)(n * d) * sizeof(float), cudaMemcpyDeviceToHost,
@@ -874,14 +882,8 @@ pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 	if (want_logits)
 		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_logits, c->logits,
 		    (size_t)v * sizeof(float), cudaMemcpyDeviceToHost, c->s));
-	if (top_k > 0) {
-		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_top, c->d_top,
-		    (size_t)(rows * top_k) * sizeof(struct rs_top),
-		    cudaMemcpyDeviceToHost, c->s));
-		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_bad, c->d_bad,
-		    (size_t)rows * sizeof(int64_t), cudaMemcpyDeviceToHost,
-		    c->s));
-	}
+	if (top_k > 0)
+		TRY(top_to_host(c, rows, top_k, err));
 	if (want_hidden)
 		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_hidden, c->h,
 		    (size_t)(n * d) * sizeof(float), cudaMemcpyDeviceToHost,
