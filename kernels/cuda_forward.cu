@@ -23,8 +23,8 @@
  * parameters (first position, first snapshotted position) to the device,
  * runs every kernel on one stream and copies logits / hidden rows back.
  * Calls of the exact path (decode steps, verification passes) run as one
- * CUDA graph launch, a graph per token count, re-captured only when the
- * state or the outputs asked for change: no host synchronisation inside a
+ * CUDA graph launch, graphs kept per token count for the last few states
+ * and outputs asked for (pass_graph()): no host synchronisation inside a
  * call, one at its end.
  *
  * Layer split (--devices, rs_split.h, docs/multi-gpu.md): each device slot
@@ -65,14 +65,23 @@ struct dev_w {
 /*
  * A call of the exact path captured as one CUDA graph (pass_graph()), and
  * what it was captured for: its state, its first row of logits or top-k
- * candidates, and which outputs it copies to pinned memory.
+ * candidates, and which outputs it copies to pinned memory; USED orders
+ * the ways of one token count for eviction (the least recent goes).
  */
 struct pass_graph {
 	cudaGraphExec_t	 exec;
 	uint64_t	 serial;	/* the state's serial (not its address) */
+	uint64_t	 used;
 	int32_t		 from;
 	int		 logits, hidden, top, skip;
 };
+
+/*
+ * Graphs kept per token count: one a state for this many states used in
+ * turn (rs-serve's --slots alternating jobs between its states) before a
+ * capture must replace one.
+ */
+#define GRAPH_WAYS	4
 
 struct cuda {
 	cudaStream_t	 s;
@@ -107,8 +116,10 @@ struct cuda {
 	float	*h_logits, *h_hidden;
 	struct rs_top *h_top;
 	int64_t	*h_bad;
-	/* the exact path's graphs, graph[n − 1] for calls of n tokens */
-	struct pass_graph graph[RS_ENGINE_EXACT_MAX];
+	/* the exact path's graphs, graph[n − 1][·] for calls of n tokens,
+	   and the clock of their USED stamps */
+	struct pass_graph graph[RS_ENGINE_EXACT_MAX][GRAPH_WAYS];
+	uint64_t	 graph_clock;
 	/* this device slot of the layer split (rs_split.h) */
 	int		 dev;		/* CUDA ordinal; −1: the current one */
 	uint32_t	 l0, l1;	/* its trunk blocks l0 .. l1 − 1 */
@@ -891,59 +902,119 @@ pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 	return (RS_OK);
 }
 
+/* Whether PG was captured for this state and these outputs. */
+static int
+graph_fits(const struct pass_graph *pg, const struct rs_state *st,
+    int32_t from, int want_logits, int top_k, int skip, int want_hidden)
+{
+	return (pg->exec != NULL && pg->serial == st->serial &&
+	    pg->from == from && pg->logits == want_logits &&
+	    pg->top == top_k && pg->skip == skip &&
+	    pg->hidden == want_hidden);
+}
+
 /*
- * Slot J's graph for calls of N tokens (c->graph[N − 1]), captured again
- * only when the state or what the call asks for (pass_body) changed.  A
- * decode step and a verification pass are each one graph launch per slot;
- * the boundary copies between the slots' graphs are not captured
- * (launch_graphs): a graph stays on one device.  Why verification too:
- * launched one by one from the host, the ~700 kernels of a pass cost
- * about 1 ms more than in a graph (docs/perf-log.md, session 13).
+ * The way of WAYS that a new capture takes: an empty one, else the least
+ * recently used.
+ */
+static struct pass_graph *
+graph_victim(struct pass_graph *ways)
+{
+	struct pass_graph *v = &ways[0];
+
+	for (int w = 0; w < GRAPH_WAYS; w++) {
+		if (ways[w].exec == NULL)
+			return (&ways[w]);
+		if (ways[w].used < v->used)
+			v = &ways[w];
+	}
+	return (v);
+}
+
+/*
+ * G into PG's executable graph: an update in place when PG has one of the
+ * same shape (a new state: the same kernels and copies, other pointers),
+ * else a new instantiation.  Measured on the H200 for the 27B's ~700
+ * nodes (docs/perf-log.md, session 14): capture 0.6-1 ms, update 2.2,
+ * instantiation 3-5.
  */
 static enum rs_status
-pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
-    int32_t from, int want_logits, int top_k, int skip, int want_hidden,
-    struct rs_err *err)
+graph_install(struct pass_graph *pg, cudaGraph_t g, struct rs_err *err)
 {
-	struct pass_graph *pg = &cc(e)->graph[n - 1];
-	cudaStream_t strm = cc(e)->s;
-	cudaGraph_t g;
-	enum rs_status s;
+	cudaGraphExecUpdateResultInfo info;
+	cudaError_t ce;
 
-	if (pg->exec != NULL && pg->serial == st->serial && pg->from == from &&
-	    pg->logits == want_logits && pg->top == top_k &&
-	    pg->skip == skip && pg->hidden == want_hidden)
-		return (RS_OK);
 	if (pg->exec != NULL) {
+		if (cudaGraphExecUpdate(pg->exec, g, &info) == cudaSuccess)
+			return (RS_OK);
+		(void)cudaGetLastError();	/* not sticky: a shape change */
 		cudaGraphExecDestroy(pg->exec);
 		pg->exec = NULL;
 	}
-	RS_CUDA_TRY(err, cudaStreamBeginCapture(strm,
-	    cudaStreamCaptureModeThreadLocal));
-	s = pass_body(e, st, j, n, from, want_logits, top_k, skip,
-	    want_hidden, err);
-	cudaError_t ce = cudaStreamEndCapture(strm, &g);
-	if (s != RS_OK) {
-		if (ce == cudaSuccess)
-			cudaGraphDestroy(g);
-		return (s);
-	}
-	if (ce != cudaSuccess)
-		return (rs_errf(err, RS_ERR_CUDA, "graph capture: %s",
-		    cudaGetErrorString(ce)));
 	ce = cudaGraphInstantiate(&pg->exec, g, 0);
-	cudaGraphDestroy(g);
 	if (ce != cudaSuccess) {
 		pg->exec = NULL;
 		return (rs_errf(err, RS_ERR_CUDA, "graph instantiate: %s",
 		    cudaGetErrorString(ce)));
 	}
-	pg->serial = st->serial;
-	pg->from = from;
-	pg->logits = want_logits;
-	pg->top = top_k;
-	pg->skip = skip;
-	pg->hidden = want_hidden;
+	return (RS_OK);
+}
+
+/*
+ * Slot J's graph for calls of N tokens to *EXEC: one of c->graph[N − 1]'s
+ * ways, captured only when none was captured for this state and what the
+ * call asks for (pass_body).  A decode step and a verification pass are
+ * each one graph launch per slot; the boundary copies between the slots'
+ * graphs are not captured (launch_graphs): a graph stays on one device.
+ * Why verification too: launched one by one from the host, the ~700
+ * kernels of a pass cost about 1 ms more than in a graph
+ * (docs/perf-log.md, session 13).  Why ways: the graphs hold the state's
+ * cache pointers, and a server alternating jobs between states would
+ * otherwise capture again at every switch.
+ */
+static enum rs_status
+pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
+    int32_t from, int want_logits, int top_k, int skip, int want_hidden,
+    cudaGraphExec_t *exec, struct rs_err *err)
+{
+	struct cuda *c = cc(e);
+	struct pass_graph *ways = c->graph[n - 1], *pg = NULL;
+	cudaGraph_t g;
+	enum rs_status s;
+
+	for (int w = 0; w < GRAPH_WAYS && pg == NULL; w++)
+		if (graph_fits(&ways[w], st, from, want_logits, top_k, skip,
+		    want_hidden))
+			pg = &ways[w];
+	if (pg == NULL) {
+		pg = graph_victim(ways);
+		pg->serial = 0;		/* no match until installed */
+		RS_CUDA_TRY(err, cudaStreamBeginCapture(c->s,
+		    cudaStreamCaptureModeThreadLocal));
+		s = pass_body(e, st, j, n, from, want_logits, top_k, skip,
+		    want_hidden, err);
+		cudaError_t ce = cudaStreamEndCapture(c->s, &g);
+		if (s != RS_OK) {
+			if (ce == cudaSuccess)
+				cudaGraphDestroy(g);
+			return (s);
+		}
+		if (ce != cudaSuccess)
+			return (rs_errf(err, RS_ERR_CUDA, "graph capture: %s",
+			    cudaGetErrorString(ce)));
+		s = graph_install(pg, g, err);
+		cudaGraphDestroy(g);
+		if (s != RS_OK)
+			return (s);
+		pg->serial = st->serial;
+		pg->from = from;
+		pg->logits = want_logits;
+		pg->top = top_k;
+		pg->skip = skip;
+		pg->hidden = want_hidden;
+	}
+	pg->used = ++c->graph_clock;
+	*exec = pg->exec;
 	return (RS_OK);
 }
 
@@ -969,9 +1040,11 @@ launch_graphs(struct rs_engine *e, struct rs_state *st,
 		memcpy(c->h_tokens, tokens, (size_t)n * sizeof(int32_t));
 		c->h_params[RS_K_PARAM_POS0] = p0;
 		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
+		cudaGraphExec_t exec = NULL;
+
 		TRY(pass_graph(e, st, j, n, from, want_logits, top_k, skip,
-		    want_hidden, err));
-		RS_CUDA_TRY(err, cudaGraphLaunch(c->graph[n - 1].exec, c->s));
+		    want_hidden, &exec, err));
+		RS_CUDA_TRY(err, cudaGraphLaunch(exec, c->s));
 	}
 	RS_CUDA_TRY(err, cudaStreamSynchronize(cc(e)->s));
 	return (RS_OK);
@@ -1158,8 +1231,9 @@ free_slot(struct cuda *c)
 	if (c->done != NULL)
 		cudaEventDestroy(c->done);
 	for (int n = 0; n < EXACT_ROWS; n++)
-		if (c->graph[n].exec != NULL)
-			cudaGraphExecDestroy(c->graph[n].exec);
+		for (int w = 0; w < GRAPH_WAYS; w++)
+			if (c->graph[n][w].exec != NULL)
+				cudaGraphExecDestroy(c->graph[n][w].exec);
 	float *bufs[] = { c->x, c->h, c->y, c->mixed, c->u, c->z, c->bb, c->aa,
 	    c->mix, c->qg, c->kk, c->vv, c->fg, c->fu, c->cat, c->attn,
 	    c->logits };

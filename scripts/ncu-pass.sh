@@ -8,7 +8,9 @@
 # alone, so the sum is above the pass's time in its CUDA graph, where
 # programmatic launches overlap the small kernels with their neighbours
 # (docs/perf-log.md, session 10): read it for where the work is, not as
-# the pass's time.
+# the pass's time.  Clocks and caches are left as they run (ncu's default
+# locks the SM clock at base, which inflates the instruction-bound
+# kernels against the memory-bound ones).
 #
 #   bash scripts/ncu-pass.sh MODEL N [DEPTH]    # N 1..16, DEPTH a multiple
 #                                               # of 16 (default 16)
@@ -37,7 +39,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 # $1: how many tokens, $2: the csv
 profile() {
-	"$ncu" --csv --print-units base --metrics gpu__time_duration.sum \
+	"$ncu" --csv --print-units base --clock-control none \
+	    --cache-control none --metrics gpu__time_duration.sum \
 	    "$bin/rs-verify" -m "$model" --tokens "$(seq -s, 1 "$1")" \
 	    --prefix "$depth" -c 4096 -b 16 -q >"$2"
 }

@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "rs_bench.h"
+#include "rs_bench_spec.h"
 #include "rs_model.h"
 #include "t_util.h"
 
@@ -146,6 +147,83 @@ START_TEST(cmd_context)
 }
 END_TEST
 
+struct spec_rows {
+	struct rs_bench_spec_row r[32];
+	int			 n;
+};
+
+static int
+keep_spec(const struct rs_bench_spec_row *r, void *ctx)
+{
+	struct spec_rows *rs = ctx;
+
+	ck_assert_int_lt(rs->n, 32);
+	rs->r[rs->n++] = *r;
+	return (0);
+}
+
+/*
+ * rs_bench_spec on the tiny fixture (CPU), twice on one engine: the spec
+ * rows of every drafter, then an oracle table at alpha 1 and 0.5 for k 1
+ * and 3, each measured row followed at the end by its prediction.  At
+ * alpha 1 every draft is the plain run's next token and must be accepted,
+ * so a round makes k + 1 tokens; the runs reuse their states (reset in
+ * between, rs_bench_spec.h), and rs_bench_spec itself fails unless every
+ * drafter's tokens equal plain decoding's: a state left dirty by the run
+ * before (an untimed warm-up, the other k) would break both.  The second
+ * call gives the same token counts.
+ */
+START_TEST(spec_rows)
+{
+	const struct rs_engine_opts eo = { .backend = RS_BACKEND_CPU,
+	    .n_threads = 1 };
+	struct rs_bench_spec_opts o;
+	struct rs_model	*m;
+	struct rs_engine *e;
+	struct rs_err	 err;
+	struct spec_rows rs[2];
+
+	rs_bench_spec_defaults(&o);
+	o.prompt_tokens = 12;
+	o.gen_tokens = 17;
+	o.k_max = 3;
+	o.oracle_k_max = 3;
+	o.alphas[0] = 1.0;
+	o.alphas[1] = 0.5;
+	o.n_alphas = 2;
+	o.reps = 2;
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	ck_assert_int_eq(rs_engine_new(&e, m, &eo, &err), RS_OK);
+	for (int call = 0; call < 2; call++) {
+		rs[call].n = 0;
+		ck_assert_msg(rs_bench_spec(e, &o, keep_spec, &rs[call], &err)
+		    == RS_OK, "%s", err.msg);
+		/* none, ngram, mtp, mtp+ngram; 6 measured, 6 predicted */
+		ck_assert_int_eq(rs[call].n, 4 + 2 * 6);
+		ck_assert_str_eq(rs[call].r[0].drafter, "none");
+		for (int i = 0; i < rs[call].n; i++)
+			ck_assert_int_eq(rs[call].r[i].tokens, o.gen_tokens);
+		for (int k = 1; k <= 3; k++) {
+			const struct rs_bench_spec_row *r =
+			    &rs[call].r[4 + k - 1];
+			ck_assert_str_eq(r->test, "oracle");
+			ck_assert(r->alpha == 1.0 && r->k == k);
+			ck_assert_int_eq(r->accepted, r->drafted);
+			/* the prefill makes the first token */
+			ck_assert_int_eq(r->rounds, (o.gen_tokens - 1 + k) /
+			    (k + 1));
+		}
+	}
+	for (int i = 0; i < rs[0].n; i++) {
+		ck_assert_int_eq(rs[0].r[i].rounds, rs[1].r[i].rounds);
+		ck_assert_int_eq(rs[0].r[i].accepted, rs[1].r[i].accepted);
+	}
+	rs_engine_free(e);
+	rs_model_close(m);
+}
+END_TEST
+
 Suite *
 bench_suite(void)
 {
@@ -157,6 +235,7 @@ bench_suite(void)
 	tcase_add_test(tc, rows_in_order);
 	tcase_add_test(tc, fit_context);
 	tcase_add_test(tc, cmd_context);
+	tcase_add_test(tc, spec_rows);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -2175,6 +2175,80 @@ START_TEST(engine_batch_invariant)
 END_TEST
 
 /*
+ * Graphs of several states in turn: GS states (more than the engine keeps
+ * graphs for at one token count) each run their own token stream in calls
+ * of 1-4 tokens, one call a state in round robin, so every call finds the
+ * graph of another state (a capture into a used way, an update in place
+ * of a graph holding another state's caches) or its own one.  Each
+ * state's logits equal those of the same calls run on an engine of its
+ * own: a graph launched with another state's pointers would read or
+ * write the wrong caches.
+ */
+#define GS	6
+#define GS_CALLS 12
+
+static int
+gs_len(int i, int t)
+{
+	return (1 + (i + t) % 4);
+}
+
+static void
+gs_call(struct rs_engine *gpu, struct rs_state *st, int i, int t, float *lg)
+{
+	int32_t	tok[4];
+	struct rs_err err;
+	const int n = gs_len(i, t);
+
+	for (int k = 0; k < n; k++)
+		tok[k] = (int32_t)((i * 131 + t * 17 + k * 7) % 2000);
+	ck_assert_msg(rs_engine_forward(gpu, st, tok, n, lg, RS_LOGITS_LAST,
+	    NULL, &err) == RS_OK, "%s", err.msg);
+}
+
+START_TEST(engine_graph_states)
+{
+	struct rs_model	*m;
+	struct rs_state	*st[GS];
+	struct rs_err	 err;
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	const int64_t V = m->hp.n_vocab;
+	float *want = malloc((size_t)(GS * GS_CALLS * V) * sizeof(float));
+	float *lg = malloc((size_t)V * sizeof(float));
+
+	for (int i = 0; i < GS; i++) {
+		struct rs_engine *alone = engine(m, RS_BACKEND_CUDA, 64);
+		struct rs_state *s1;
+		ck_assert_int_eq(rs_engine_state_new(alone, NULL, &s1, &err),
+		    RS_OK);
+		for (int t = 0; t < GS_CALLS; t++)
+			gs_call(alone, s1, i, t, want + (i * GS_CALLS + t) * V);
+		rs_state_free(s1);
+		rs_engine_free(alone);
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st[i], &err),
+		    RS_OK);
+	}
+	for (int t = 0; t < GS_CALLS; t++)
+		for (int i = 0; i < GS; i++) {
+			gs_call(gpu, st[i], i, t, lg);
+			ck_assert_msg(memcmp(lg, want + (i * GS_CALLS + t) * V,
+			    (size_t)V * sizeof(float)) == 0,
+			    "state %d call %d (%d tokens) differs from the "
+			    "state alone", i, t, gs_len(i, t));
+		}
+	for (int i = 0; i < GS; i++)
+		rs_state_free(st[i]);
+	free(want);
+	free(lg);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
+/*
  * The prefill path (calls of more than RS_ENGINE_EXACT_MAX tokens) against
  * the CPU reference at every chunk boundary class: prompts of 1, 31-33,
  * 63-65, chunk − 1 .. chunk + 1 and 2·chunk + 44 tokens with a chunk of
@@ -2501,6 +2575,7 @@ cuda_suite(void)
 	tcase_add_test(e, engine_rollback);
 	tcase_add_test(e, engine_drafters);
 	tcase_add_test(e, engine_batch_invariant);
+	tcase_add_test(e, engine_graph_states);
 	tcase_add_test(e, engine_prefill_chunks);
 	tcase_add_test(e, engine_ckcache);
 	tcase_add_test(e, engine_split);

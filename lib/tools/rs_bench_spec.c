@@ -21,6 +21,10 @@ struct bspec {
 	double				 base_tok_s, step_ms;
 	/* the oracle table, row-major (alpha, k) */
 	struct rs_bench_spec_row	*table;
+	/* the states the runs reuse, as a server reuses a slot's: [0] for
+	   plain decoding (no snapshots), [1] for the drafters (snapshots
+	   for the longest pass); NULL until the first run needs one */
+	struct rs_state			*st[2];
 };
 
 void
@@ -79,17 +83,21 @@ run_once(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
     struct rs_bench_spec_row *row, struct rs_err *err)
 {
 	const struct rs_bench_spec_opts *o = b->o;
+	const int	 drafts = kind != RS_DRAFTER_NONE;
 	struct rs_state_opts so = { .n_ctx = o->prompt_tokens + o->gen_tokens +
-	    RS_DRAFTER_K_MAX + 1, .n_snap = kind != RS_DRAFTER_NONE ? k + 1 :
+	    RS_DRAFTER_K_MAX + 1, .n_snap = drafts ? RS_DRAFTER_K_MAX + 1 :
 	    0 };
 	struct rs_drafter_opts	 dopt;
 	struct rs_drafter	*d = NULL;
-	struct rs_state		*st = NULL;
 	struct rs_spec_stats	 s;
 	enum rs_status		 r;
 
 	memset(row, 0, sizeof(*row));
-	if (kind != RS_DRAFTER_NONE) {
+	if (b->st[drafts] == NULL && (r = rs_engine_state_new(b->e, &so,
+	    &b->st[drafts], err)) != RS_OK)
+		return (r);
+	rs_state_reset(b->st[drafts]);
+	if (drafts) {
 		rs_drafter_opts_init(&dopt);
 		dopt.kind = kind;
 		dopt.k_max = k;
@@ -102,10 +110,8 @@ run_once(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
 			rs_drafter_set_oracle(d, b->seq, o->prompt_tokens +
 			    o->gen_tokens, alpha, o->seed + (uint64_t)k);
 	}
-	if ((r = rs_engine_state_new(b->e, &so, &st, err)) == RS_OK)
-		r = rs_spec_greedy(b->e, st, d, b->seq, o->prompt_tokens,
-		    o->gen_tokens, b->out, &s, err);
-	rs_state_free(st);
+	r = rs_spec_greedy(b->e, b->st[drafts], d, b->seq, o->prompt_tokens,
+	    o->gen_tokens, b->out, &s, err);
 	rs_drafter_free(d);
 	if (r != RS_OK)
 		return (r);
@@ -139,15 +145,21 @@ same_error(struct rs_err *err, enum rs_drafter_kind kind, int k, double alpha)
 	    rs_drafter_kind_name(kind), k, alpha >= 0.0 ? ", oracle" : ""));
 }
 
-/* run_once() o->reps times, keeping the fastest (the same tokens each
-   time: the oracle's draws are seeded per k). */
+/*
+ * run_once() o->reps times, keeping the fastest (the same tokens each
+ * time: the oracle's draws are seeded per k), after one untimed run when
+ * WARM: a pass size's first call captures its CUDA graph (a few ms), which
+ * a server pays once a slot, not once a request.
+ */
 static enum rs_status
 run(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
-    struct rs_bench_spec_row *row, struct rs_err *err)
+    int warm, struct rs_bench_spec_row *row, struct rs_err *err)
 {
 	struct rs_bench_spec_row	r;
 	enum rs_status			st;
 
+	if (warm && (st = run_once(b, kind, k, alpha, &r, err)) != RS_OK)
+		return (st);
 	for (int i = 0; i < b->o->reps; i++) {
 		if ((st = run_once(b, kind, k, alpha, &r, err)) != RS_OK)
 			return (st);
@@ -238,7 +250,7 @@ rs_bench_spec(struct rs_engine *e, const struct rs_bench_spec_opts *o,
 		if (o->only < 0 && m->hp.n_nextn == 0 && (kinds[i] ==
 		    RS_DRAFTER_MTP || kinds[i] == RS_DRAFTER_MTP_NGRAM))
 			continue;
-		if ((r = run(&b, kinds[i], o->k_max, -1.0, &row, err)) !=
+		if ((r = run(&b, kinds[i], o->k_max, -1.0, 1, &row, err)) !=
 		    RS_OK)
 			goto out;
 		if (i > 0 && memcmp(b.out, b.seq + o->prompt_tokens,
@@ -262,8 +274,8 @@ rs_bench_spec(struct rs_engine *e, const struct rs_bench_spec_opts *o,
 	for (int a = 0; a < o->n_alphas; a++)
 		for (int k = 1; k <= nk; k++) {
 			struct rs_bench_spec_row *t = &b.table[a * nk + k - 1];
-			if ((r = run(&b, oracle, k, o->alphas[a], t, err)) !=
-			    RS_OK)
+			if ((r = run(&b, oracle, k, o->alphas[a], a == 0, t,
+			    err)) != RS_OK)
 				goto out;
 			if (memcmp(b.out, b.seq + o->prompt_tokens,
 			    (size_t)o->gen_tokens * sizeof(int32_t)) != 0) {
@@ -278,6 +290,8 @@ rs_bench_spec(struct rs_engine *e, const struct rs_bench_spec_opts *o,
 		if (cb(&b.table[i], ctx) != 0)
 			break;
 out:
+	rs_state_free(b.st[0]);
+	rs_state_free(b.st[1]);
 	free(b.seq);
 	free(b.out);
 	free(b.table);

@@ -83,7 +83,9 @@ void		rs_bench_spec_defaults(struct rs_bench_spec_opts *o);
 
 /*
  * Run the spec rows, then the oracle table, on E; CB gets each row (a
- * non-zero return stops the run).  Fails with RS_ERR_INVALID_ARG (sizes
+ * non-zero return stops the run).  The runs reuse two states of E (plain,
+ * and with snapshots for the drafters), reset in between, and every row
+ * and every k of the table runs once untimed first (graph captures).  Fails with RS_ERR_INVALID_ARG (sizes
  * below 1, k outside [1, 16], alpha outside [0, 1], more than
  * RS_BENCH_SPEC_MAX_ALPHA alphas, reps outside [1, 100]), RS_ERR_LIMIT
  * (prompt and generation beyond the model's context), RS_ERR_UNSUPPORTED (ONLY an MTP drafter on
