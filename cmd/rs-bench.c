@@ -273,7 +273,7 @@ plan(const struct opts *o)
 struct spec_ctx {
 	const struct opts		*o;
 	struct rs_bench_spec_row	 rows[RS_BENCH_SPEC_MAX_ALPHA *
-					    RS_BENCH_SPEC_MAX_K];
+					    (RS_BENCH_SPEC_MAX_K + 1)];
 	int				 n;
 };
 
@@ -286,6 +286,7 @@ spec_json(const struct rs_bench_spec_row *r)
 	rs_json_set(j, "test", rs_json_str(r->test));
 	rs_json_set(j, "drafter", rs_json_str(r->drafter));
 	rs_json_set(j, "k", rs_json_int(r->k));
+	rs_json_set(j, "adaptive", rs_json_bool(r->adaptive));
 	if (r->alpha >= 0.0)
 		rs_json_set(j, "alpha", rs_json_real(r->alpha));
 	rs_json_set(j, "tokens", rs_json_int(r->tokens));
@@ -298,11 +299,18 @@ spec_json(const struct rs_bench_spec_row *r)
 	rs_json_set(j, "verify_ms", rs_json_real(r->verify_ms));
 	rs_json_set(j, "draft_ms", rs_json_real(r->draft_ms));
 	rs_json_set(j, "catchup_ms", rs_json_real(r->catchup_ms));
-	if (r->alpha >= 0.0)
+	if (r->alpha >= 0.0 && r->predicted >= 0.0)
 		rs_json_set(j, "predicted_speedup", rs_json_real(r->predicted));
 	rc = rs_json_write_line(j, stdout);
 	rs_json_free(j);
 	return (rc);
+}
+
+/* Drafts a round (the adaptive rows' mean K). */
+static double
+per_round(const struct rs_bench_spec_row *r)
+{
+	return (r->rounds > 0 ? (double)r->drafted / (double)r->rounds : 0.0);
 }
 
 static int
@@ -312,9 +320,15 @@ spec_row(const struct rs_bench_spec_row *r, void *arg)
 
 	/* oracle rows come once measured (progress) and once predicted */
 	if (r->alpha >= 0.0 && r->predicted == 0.0) {
-		if (!c->o->quiet)
+		if (c->o->quiet)
+			return (0);
+		if (r->k > 0)
 			rs_cli_warn("oracle alpha %.2f k %d: %.1f tok/s, "
 			    "%.2fx", r->alpha, r->k, r->tok_s, r->speedup);
+		else
+			rs_cli_warn("oracle alpha %.2f adaptive: %.1f tok/s, "
+			    "%.2fx, %.2f drafts a round", r->alpha, r->tok_s,
+			    r->speedup, per_round(r));
 		return (0);
 	}
 	if (c->o->json)
@@ -336,10 +350,24 @@ spec_row(const struct rs_bench_spec_row *r, void *arg)
 	return (fflush(stdout) == 0 ? 0 : -1);
 }
 
-/* Speedup per alpha (rows) and k (columns): measured (predicted). */
+/* C's row of alpha ALPHA and k K (0: adaptive), or NULL. */
+static const struct rs_bench_spec_row *
+spec_cell(const struct spec_ctx *c, double alpha, int k)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->rows[i].alpha == alpha && c->rows[i].k == k)
+			return (&c->rows[i]);
+	return (NULL);
+}
+
+/*
+ * Speedup per alpha (rows) and k (columns): measured (predicted); then
+ * the adaptive run's (its drafts a round).
+ */
 static void
 spec_table(const struct spec_ctx *c)
 {
+	const struct rs_bench_spec_row *r;
 	int	nk = 0;
 
 	if (c->n == 0)
@@ -347,18 +375,51 @@ spec_table(const struct spec_ctx *c)
 	for (int i = 0; i < c->n; i++)
 		nk = c->rows[i].k > nk ? c->rows[i].k : nk;
 	printf("\noracle (%s drafting): speedup over plain decoding, measured "
-	    "(cost model)\n%-6s", c->rows[0].drafter, "alpha");
+	    "(cost model); adaptive K (drafts a round)\n%-6s",
+	    c->rows[0].drafter, "alpha");
 	for (int k = 1; k <= nk; k++)
 		printf(" k=%-12d", k);
-	printf("\n");
+	printf(" %s\n", "adaptive");
 	for (int i = 0; i < c->n; i++) {
-		if (c->rows[i].k == 1)
-			printf("%-6.2f", c->rows[i].alpha);
-		printf(" %5.2fx (%4.2f)", c->rows[i].speedup,
-		    c->rows[i].predicted);
-		if (c->rows[i].k == nk)
-			printf("\n");
+		if (c->rows[i].k != 1)
+			continue;
+		printf("%-6.2f", c->rows[i].alpha);
+		for (int k = 1; k <= nk; k++)
+			if ((r = spec_cell(c, c->rows[i].alpha, k)) != NULL)
+				printf(" %5.2fx (%4.2f)", r->speedup,
+				    r->predicted);
+			else
+				printf(" %14s", "");
+		if ((r = spec_cell(c, c->rows[i].alpha, 0)) != NULL)
+			printf(" %5.2fx (%4.2f)", r->speedup, per_round(r));
+		printf("\n");
 	}
+}
+
+/*
+ * On the GPU, the pass costs the adaptive drafters weigh (rs_drafter.h),
+ * measured here for passes of up to K + 1 tokens (the drafters then find
+ * them remembered), and how long measuring took.
+ */
+static void
+cost_note(const struct opts *o, struct rs_engine *e, int k)
+{
+	double		 c[RS_DRAFTER_K_MAX + 1], mtp, t;
+	struct rs_err	 err;
+
+	if (o->quiet || rs_engine_backend(e) != RS_BACKEND_CUDA)
+		return;
+	t = rs_time_ms();
+	if (rs_engine_pass_costs(e, k + 1, c, &mtp, &err) != RS_OK) {
+		rs_cli_warn("pass costs: %s", err.msg);
+		return;
+	}
+	t = rs_time_ms() - t;
+	fprintf(stderr, "rs-bench: pass of 1..%d tokens, in one-token passes:",
+	    k + 1);
+	for (int n = 0; n <= k; n++)
+		fprintf(stderr, " %.2f", c[n]);
+	fprintf(stderr, "; an MTP step %.2f (measured in %.0f ms)\n", mtp, t);
 }
 
 static int
@@ -409,6 +470,8 @@ spec(const struct opts *o)
 	    "generated per run", o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
 	split_note(e);
+	cost_note(o, e, bo.oracle_k_max > bo.k_max ? bo.oracle_k_max :
+	    bo.k_max);
 	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	spec_table(c);

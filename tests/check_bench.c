@@ -165,7 +165,8 @@ keep_spec(const struct rs_bench_spec_row *r, void *ctx)
 /*
  * rs_bench_spec on the tiny fixture (CPU), twice on one engine: the spec
  * rows of every drafter, then an oracle table at alpha 1 and 0.5 for k 1
- * and 3, each measured row followed at the end by its prediction.  At
+ * to 3 and adaptive K, each measured row followed at the end by its
+ * prediction (fixed k) or -1 (adaptive).  At
  * alpha 1 every draft is the plain run's next token and must be accepted,
  * so a round makes k + 1 tokens; the runs reuse their states (reset in
  * between, rs_bench_spec.h), and rs_bench_spec itself fails unless every
@@ -199,8 +200,9 @@ START_TEST(spec_rows)
 		rs[call].n = 0;
 		ck_assert_msg(rs_bench_spec(e, &o, keep_spec, &rs[call], &err)
 		    == RS_OK, "%s", err.msg);
-		/* none, ngram, mtp, mtp+ngram; 6 measured, 6 predicted */
-		ck_assert_int_eq(rs[call].n, 4 + 2 * 6);
+		/* none, ngram, mtp, mtp+ngram; 6 + 2 adaptive measured,
+		   then again with predictions */
+		ck_assert_int_eq(rs[call].n, 4 + 2 * 8);
 		ck_assert_str_eq(rs[call].r[0].drafter, "none");
 		for (int i = 0; i < rs[call].n; i++)
 			ck_assert_int_eq(rs[call].r[i].tokens, o.gen_tokens);
@@ -213,7 +215,21 @@ START_TEST(spec_rows)
 			/* the prefill makes the first token */
 			ck_assert_int_eq(r->rounds, (o.gen_tokens - 1 + k) /
 			    (k + 1));
+			ck_assert(!r->adaptive);
 		}
+		/* alpha 1's adaptive run (after the fixed k): every draft
+		   kept, K growing to the most (3) */
+		const struct rs_bench_spec_row *ad = &rs[call].r[4 + 3];
+		ck_assert(ad->alpha == 1.0 && ad->k == 0 && ad->adaptive);
+		ck_assert_int_eq(ad->accepted, ad->drafted);
+		ck_assert_int_ge(ad->drafted, 2 * ad->rounds);
+		/* the final rows: fixed k with predictions, adaptive last */
+		for (int i = 4 + 8; i < 4 + 8 + 6; i++)
+			ck_assert(rs[call].r[i].k > 0 &&
+			    rs[call].r[i].predicted > 0.0);
+		ck_assert(rs[call].r[18].k == 0 &&
+		    rs[call].r[18].predicted == -1.0 &&
+		    rs[call].r[19].alpha == 0.5);
 	}
 	for (int i = 0; i < rs[0].n; i++) {
 		ck_assert_int_eq(rs[0].r[i].rounds, rs[1].r[i].rounds);

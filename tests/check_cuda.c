@@ -2175,6 +2175,55 @@ START_TEST(engine_batch_invariant)
 END_TEST
 
 /*
+ * rs_engine_pass_costs on the GPU (the drafters' adaptive K rests on it):
+ * the one-token pass is the unit, every size up to the longest pass
+ * finite and positive, an MTP step too; printed for the log.  The
+ * scratch state it runs on leaves the caller's untouched: a state's
+ * greedy step after the measurement equals the same step before it.
+ */
+START_TEST(engine_pass_costs)
+{
+	struct rs_model	*m;
+	struct rs_state	*st;
+	struct rs_err	 err;
+	double		 c[RS_ENGINE_EXACT_MAX], mtp;
+	const int	 n_max = RS_DRAFTER_K_MAX + 1;
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	const int64_t V = m->hp.n_vocab;
+	float *a = malloc((size_t)V * sizeof(float));
+	float *b = malloc((size_t)V * sizeof(float));
+	int32_t tok[3] = { 5, 17, 99 };
+
+	ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
+	ck_assert_int_eq(rs_engine_forward(gpu, st, tok, 2, a, RS_LOGITS_LAST,
+	    NULL, &err), RS_OK);
+	ck_assert_msg(rs_engine_pass_costs(gpu, n_max, c, &mtp, &err) ==
+	    RS_OK, "%s", err.msg);
+	ck_assert_int_eq(rs_engine_forward(gpu, st, tok + 2, 1, b,
+	    RS_LOGITS_LAST, NULL, &err), RS_OK);
+	rs_state_reset(st);
+	ck_assert_int_eq(rs_engine_forward(gpu, st, tok, 3, a, RS_LOGITS_LAST,
+	    NULL, &err), RS_OK);
+	ck_assert(memcmp(a, b, (size_t)V * sizeof(float)) == 0);
+	ck_assert(c[0] == 1.0 && isfinite(mtp) && mtp > 0.0);
+	printf("cuda pass costs (tiny q4_k_m), 1..%d tokens:", n_max);
+	for (int n = 0; n < n_max; n++) {
+		ck_assert(isfinite(c[n]) && c[n] > 0.0);
+		printf(" %.2f", c[n]);
+	}
+	printf("; MTP step %.2f\n", mtp);
+	rs_state_free(st);
+	free(a);
+	free(b);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
+/*
  * Graphs of several states in turn: GS states (more than the engine keeps
  * graphs for at one token count) each run their own token stream in calls
  * of 1-4 tokens, one call a state in round robin, so every call finds the
@@ -2576,6 +2625,7 @@ cuda_suite(void)
 	tcase_add_test(e, engine_drafters);
 	tcase_add_test(e, engine_batch_invariant);
 	tcase_add_test(e, engine_graph_states);
+	tcase_add_test(e, engine_pass_costs);
 	tcase_add_test(e, engine_prefill_chunks);
 	tcase_add_test(e, engine_ckcache);
 	tcase_add_test(e, engine_split);

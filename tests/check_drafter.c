@@ -307,7 +307,9 @@ START_TEST(adapt_simulated)
 			    0, costs[c]);
 			struct rs_drafter_stats s;
 			double	 al = alphas[a], sum_a = 0.0, sum_g = 0.0;
-			int	 best = rs_drafter_best_k(al, costs[c], 8);
+			double	 round[8];
+			rs_drafter_linear_costs(costs[c], 8, round);
+			int	 best = rs_drafter_best_k(al, round, 8);
 
 			rs_drafter_begin(d, lm.st);
 			for (int r = 0; r < 600; r++) {
@@ -365,7 +367,9 @@ START_TEST(adapt_oracle)
 		struct rs_drafter *d = drafter(lm.e, RS_DRAFTER_MTP, 8, 0, 0.1);
 		struct rs_drafter_stats s;
 		int32_t	got[200];
+		double	round[8];
 
+		rs_drafter_linear_costs(0.1, 8, round);
 		rs_drafter_set_oracle(d, seq, n + 200, alphas[a], 3);
 		st = t_state(&lm, 9, 0);
 		ck_assert_msg(rs_spec_greedy(lm.e, st, d, r.prompt[0], n, 200,
@@ -375,7 +379,7 @@ START_TEST(adapt_oracle)
 		double p0 = (double)s.pos_accepted[0] / (double)s.pos_drafted[0];
 		printf("drafter oracle: alpha %.1f: K %d (best %d), estimate "
 		    "%.3f, first-position acceptance %.3f, %lld rounds\n",
-		    alphas[a], s.k, rs_drafter_best_k(alphas[a], 0.1, 8),
+		    alphas[a], s.k, rs_drafter_best_k(alphas[a], round, 8),
 		    s.alpha, p0, (long long)s.rounds);
 		ck_assert(fabs(p0 - alphas[a]) <= 0.12);
 		if (alphas[a] > 0.8)
@@ -392,12 +396,33 @@ END_TEST
 
 START_TEST(best_k)
 {
-	ck_assert_int_eq(rs_drafter_best_k(0.0, 0.1, 8), 1);
-	ck_assert_int_eq(rs_drafter_best_k(1.0, 0.1, 8), 8);
+	double	lin[16], lin5[16];
+	/* passes as an H200 times them on the 27B (docs/perf-log.md,
+	   session 13: 1.07 steps for 2-4 tokens, ~1.5 for 5-8), plus 0.07
+	   a drafted MTP step */
+	double	quads[8];
+	static const double pass[9] = { 1.0, 1.07, 1.07, 1.07, 1.45, 1.48,
+	    1.50, 1.52, 1.90 };
+
+	rs_drafter_linear_costs(0.1, 16, lin);
+	rs_drafter_linear_costs(0.5, 16, lin5);
+	ck_assert(lin[0] == 1.1 && lin[15] == 1.0 + 0.1 * 16);
+	ck_assert_int_eq(rs_drafter_best_k(0.0, lin, 8), 1);
+	ck_assert_int_eq(rs_drafter_best_k(1.0, lin, 8), 8);
 	/* alpha 0.8, c 0.1: 1.64 2.03 2.27 2.40 2.46 2.47 2.45 ... */
-	ck_assert_int_eq(rs_drafter_best_k(0.8, 0.1, 16), 6);
-	ck_assert_int_eq(rs_drafter_best_k(0.8, 0.1, 4), 4);
-	ck_assert_int_eq(rs_drafter_best_k(0.3, 0.5, 16), 1);
+	ck_assert_int_eq(rs_drafter_best_k(0.8, lin, 16), 6);
+	ck_assert_int_eq(rs_drafter_best_k(0.8, lin, 4), 4);
+	ck_assert_int_eq(rs_drafter_best_k(0.3, lin5, 16), 1);
+	/* the quad curve: at alpha 0.8 E / R = 1.58 2.02 2.31 1.94 ...;
+	   k 4 pays a pass of 5 for 0.41 more tokens; at 0.97 the longest
+	   round within the second quad wins (k 7: 7.2 tokens for 2.01
+	   steps), not k 8, whose pass takes a third quad */
+	for (int k = 1; k <= 8; k++)
+		quads[k - 1] = pass[k] + 0.07 * k;
+	ck_assert_int_eq(rs_drafter_best_k(0.8, quads, 8), 3);
+	ck_assert_int_eq(rs_drafter_best_k(0.5, quads, 8), 3);
+	ck_assert_int_eq(rs_drafter_best_k(0.97, quads, 8), 7);
+	ck_assert_int_eq(rs_drafter_best_k(0.1, quads, 8), 1);
 }
 END_TEST
 

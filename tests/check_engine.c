@@ -1,7 +1,9 @@
 /*
  * check_engine.c - the engine API's argument checks: every refused call
- * names the problem and leaves the state as it was.
+ * names the problem and leaves the state as it was; the pass-cost
+ * measurement's contract.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +107,45 @@ START_TEST(bad_calls)
 }
 END_TEST
 
+/*
+ * rs_engine_pass_costs on the CPU: the one-token pass is the unit, every
+ * cost finite and positive, the MTP step's too (the tiny model has the
+ * block); a second call for fewer sizes returns the remembered values
+ * bit for bit (timings never repeat to the bit); a call for more sizes
+ * measures again; sizes outside [1, RS_ENGINE_EXACT_MAX] are refused.
+ * The times themselves are the machine's: not checked.
+ */
+START_TEST(pass_costs)
+{
+	struct t_lm	 lm;
+	struct rs_err	 err;
+	double		 c[RS_ENGINE_EXACT_MAX], again[RS_ENGINE_EXACT_MAX];
+	double		 mtp = -1.0, mtp2 = -1.0;
+
+	t_lm_open(&lm, "tiny/model-q8_0.gguf", 1, 0, 0, 0);
+	ck_assert_msg(rs_engine_pass_costs(lm.e, 5, c, &mtp, &err) == RS_OK,
+	    "%s", err.msg);
+	ck_assert(c[0] == 1.0);
+	for (int n = 1; n < 5; n++)
+		ck_assert_msg(isfinite(c[n]) && c[n] > 0.0, "%d: %g", n, c[n]);
+	ck_assert(isfinite(mtp) && mtp > 0.0);
+	ck_assert_int_eq(rs_engine_pass_costs(lm.e, 3, again, &mtp2, &err),
+	    RS_OK);
+	ck_assert(memcmp(c, again, 3 * sizeof(double)) == 0 && mtp2 == mtp);
+	ck_assert_int_eq(rs_engine_pass_costs(lm.e, 7, again, NULL, &err),
+	    RS_OK);
+	ck_assert(again[0] == 1.0 && isfinite(again[6]) && again[6] > 0.0);
+	ck_assert_int_eq(rs_engine_pass_costs(lm.e, 0, c, NULL, &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert(strstr(err.msg, "pass costs") != NULL);
+	ck_assert_int_eq(rs_engine_pass_costs(lm.e, RS_ENGINE_EXACT_MAX + 1,
+	    c, NULL, &err), RS_ERR_INVALID_ARG);
+	/* the caller's state is untouched */
+	ck_assert_int_eq(rs_state_pos(lm.st), 0);
+	t_lm_close(&lm);
+}
+END_TEST
+
 Suite *
 engine_suite(void)
 {
@@ -114,6 +155,7 @@ engine_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, bad_options);
 	tcase_add_test(tc, bad_calls);
+	tcase_add_test(tc, pass_costs);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -22,7 +22,10 @@ enum src {
 
 struct rs_drafter {
 	struct rs_engine	*e;		/* borrowed */
-	struct rs_drafter_opts	 o;		/* cost resolved */
+	struct rs_drafter_opts	 o;
+	/* round[k − 1]: a round of k drafts (drafting and its pass) in
+	   decode steps, the adaptive rule's denominator */
+	double			 round[RS_DRAFTER_K_MAX];
 	int64_t			 d, v;		/* n_embd, n_vocab */
 	int			 mtp;		/* the kind uses the MTP block */
 	struct rs_top		 top;		/* one draft step's argmax
@@ -103,7 +106,7 @@ rs_drafter_opts_init(struct rs_drafter_opts *o)
 }
 
 int
-rs_drafter_best_k(double alpha, double cost, int k_max)
+rs_drafter_best_k(double alpha, const double *round, int k_max)
 {
 	double	e = 1.0, a = 1.0, best = -1.0;
 	int	bk = 1;
@@ -112,12 +115,51 @@ rs_drafter_best_k(double alpha, double cost, int k_max)
 		a *= alpha;
 		e += a;			/* 1 + alpha + ... + alpha^k */
 		/* strictly better: a tie keeps the cheaper, smaller k */
-		if (e / (1.0 + cost * k) > best * (1.0 + 1e-9)) {
-			best = e / (1.0 + cost * k);
+		if (e / round[k - 1] > best * (1.0 + 1e-9)) {
+			best = e / round[k - 1];
 			bk = k;
 		}
 	}
 	return (bk);
+}
+
+void
+rs_drafter_linear_costs(double c, int k_max, double *round)
+{
+	for (int k = 1; k <= k_max; k++)
+		round[k - 1] = 1.0 + c * k;
+}
+
+/*
+ * D's round costs (rs_drafter.h, "Adaptive K"): the caller's linear cost,
+ * the engine's measured pass costs on the GPU, else the backend's
+ * defaults.  A measurement that cannot run (no memory for its scratch
+ * state) leaves the defaults; the engine's other failures are returned.
+ */
+static enum rs_status
+resolve_costs(struct rs_drafter *d, struct rs_err *err)
+{
+	const int	 gpu = rs_engine_backend(d->e) == RS_BACKEND_CUDA;
+	double		 v[RS_DRAFTER_K_MAX + 1], m = 0.0, c = d->o.cost;
+	enum rs_status	 s;
+
+	if (c == 0.0 && gpu) {
+		s = rs_engine_pass_costs(d->e, d->o.k_max + 1, v, &m, err);
+		if (s == RS_OK) {
+			for (int k = 1; k <= d->o.k_max; k++)
+				d->round[k - 1] = v[k] + (d->mtp ? k * m :
+				    0.0);
+			return (RS_OK);
+		}
+		if (s != RS_ERR_NOMEM && s != RS_ERR_LIMIT)
+			return (s);
+	}
+	if (c == 0.0)
+		c = (gpu ? RS_DRAFTER_VERIFY_CUDA : RS_DRAFTER_VERIFY_CPU) +
+		    (d->mtp ? (gpu ? RS_DRAFTER_MTP_CUDA : RS_DRAFTER_MTP_CPU) :
+		    0.0);
+	rs_drafter_linear_costs(c, d->o.k_max, d->round);
+	return (RS_OK);
 }
 
 static double
@@ -147,6 +189,7 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 {
 	const struct rs_model	*m = rs_engine_model(e);
 	struct rs_drafter	*d;
+	enum rs_status		 s;
 
 	if ((unsigned)o->kind >= N_KINDS)
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "unknown drafter %d",
@@ -174,13 +217,6 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 	d->d = m->hp.n_embd;
 	d->v = m->hp.n_vocab;
 	d->mtp = o->kind == RS_DRAFTER_MTP || o->kind == RS_DRAFTER_MTP_NGRAM;
-	if (d->o.cost == 0.0) {
-		int gpu = rs_engine_backend(e) == RS_BACKEND_CUDA;
-		d->o.cost = gpu ? RS_DRAFTER_VERIFY_CUDA : RS_DRAFTER_VERIFY_CPU;
-		if (d->mtp)
-			d->o.cost += gpu ? RS_DRAFTER_MTP_CUDA :
-			    RS_DRAFTER_MTP_CPU;
-	}
 	d->h_pos = -1;
 	if (d->mtp) {
 		/* catch-up rows per MTP call: a verification's worth at
@@ -210,6 +246,12 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 			rs_drafter_free(d);
 			return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 		}
+	}
+	/* a fixed K needs no costs: no measurement for rs-bench's table */
+	if (!o->fixed && o->kind != RS_DRAFTER_NONE &&
+	    (s = resolve_costs(d, err)) != RS_OK) {
+		rs_drafter_free(d);
+		return (s);
 	}
 	*out = d;
 	return (RS_OK);
@@ -241,7 +283,7 @@ rs_drafter_begin(struct rs_drafter *d, struct rs_state *st)
 	memset(&d->stats, 0, sizeof(d->stats));
 	d->succ = d->fail = 0.0;
 	d->k = d->o.fixed ? d->o.k_max : rs_drafter_best_k(
-	    RS_DRAFTER_PRIOR_ALPHA, d->o.cost, d->o.k_max);
+	    RS_DRAFTER_PRIOR_ALPHA, d->round, d->o.k_max);
 	d->src = SRC_NONE;
 	/* h* carries over only when the state still ends at the token it
 	   came from (a prompt that extends the last one) */
@@ -453,7 +495,7 @@ rs_drafter_result(struct rs_drafter *d, int drafted, int accepted,
 		return;
 	d->succ = d->succ * RS_DRAFTER_DECAY + accepted;
 	d->fail = d->fail * RS_DRAFTER_DECAY + (accepted < drafted);
-	d->k = rs_drafter_best_k(alpha_of(d), d->o.cost, d->o.k_max);
+	d->k = rs_drafter_best_k(alpha_of(d), d->round, d->o.k_max);
 }
 
 void

@@ -37,12 +37,19 @@
  * geometric law, unbiased whatever k was; counts decay by
  * RS_DRAFTER_DECAY per round so the estimate follows the text) and drafts
  *
- *   K = argmax over k in [1, k_max] of  E[tokens | k] / (1 + c·k),
+ *   K = argmax over k in [1, k_max] of  E[tokens | k] / R(k),
  *   E[tokens | k] = 1 + alpha + ... + alpha^k
  *                 = (1 − alpha^(k+1)) / (1 − alpha)
  *
- * where c is the cost of one drafted token (drafting it and verifying
- * it) relative to a plain decode step (rs_drafter_opts.cost).
+ * where R(k) is the cost of a round of k drafts (drafting them, then
+ * the pass of k + 1 tokens) in plain decode steps.  On the GPU R(k) =
+ * V(k + 1) + k·M from the engine's measured pass costs V and MTP step
+ * cost M (rs_engine_pass_costs; M = 0 for the n-gram lookup), because V
+ * is no line there: passes of 2-4 tokens cost ~1.07 steps on an H200 and
+ * one of 5 ~1.5 (the products take columns in quads), so the rule drafts
+ * 3 at alpha 0.8 where a line would say 1 (docs/perf-log.md, session
+ * 14).  Given a cost c (rs_drafter_opts.cost), or on the CPU, R(k) =
+ * 1 + c·k.
  *
  * Lifecycle: rs_drafter_new() / rs_drafter_free(); rs_drafter_begin() at
  * each request.  A drafter belongs to one engine and one sequence state at
@@ -88,8 +95,9 @@ struct rs_drafter_opts {
 	int		 k_max;		/* drafts per round, 1..16 */
 	int		 fixed;		/* 1: always k_max (rs-bench's table);
 					   0: adapt K per request */
-	double		 cost;		/* c above, >= 0; 0: the default for
-					   the backend and kind (below) */
+	double		 cost;		/* c above, >= 0; 0: measured on the
+					   GPU, else the backend's and
+					   kind's default (below) */
 	int32_t		 vocab;		/* MTP drafts over token ids
 					   [0, vocab) only; 0: the full head
 					   (see below) */
@@ -113,12 +121,10 @@ struct rs_drafter_opts {
  * Default c = the cost of one more row in a verification pass, plus, for
  * MTP kinds, one MTP step, both relative to a decode step.  CPU, measured
  * on demo/ (rs-bench --quick: a pass of 4 tokens costs 1.56 steps; an
- * MTP step 0.35 of a step: one decoder block of 8 plus the head).  GPU,
- * H200 on the 27B today (docs/perf-log.md: passes of 2 and 4 tokens cost
- * 1.7 and 2.6 steps; an MTP step reads one block of 64 and the 1 GB head
- * of the 16 GB).  The verification figure falls as the token loop gets
- * cheaper per row: re-measure with rs-bench --spec, whose oracle table
- * gives both costs.
+ * MTP step 0.35 of a step: one decoder block of 8 plus the head).  GPU:
+ * only when the measurement cannot run (no memory for its scratch
+ * state); from an H200 on the 27B when passes of 2 and 4 tokens cost 1.7
+ * and 2.6 steps (docs/perf-log.md), a pessimistic line today.
  */
 #define RS_DRAFTER_VERIFY_CPU	0.2
 #define RS_DRAFTER_MTP_CPU	0.35
@@ -220,10 +226,13 @@ void		rs_drafter_set_oracle(struct rs_drafter *d, const int32_t *seq,
 		    int32_t n_seq, double alpha, uint64_t seed);
 
 /*
- * The adaptive rule alone (pure, for tests and rs-bench): the K that
- * maximises E[tokens | k] / (1 + c·k) over [1, K_MAX] at acceptance
- * ALPHA in [0, 1].
+ * The adaptive rule alone (pure, for tests): the K that maximises
+ * E[tokens | k] / ROUND[k − 1] over [1, K_MAX] at acceptance ALPHA in
+ * [0, 1] (ROUND: K_MAX positive round costs; a tie keeps the smaller k).
  */
-int		rs_drafter_best_k(double alpha, double cost, int k_max);
+int		rs_drafter_best_k(double alpha, const double *round, int k_max);
+
+/* ROUND[k − 1] = 1 + C·k for k = 1 .. K_MAX: the linear round costs. */
+void		rs_drafter_linear_costs(double c, int k_max, double *round);
 
 #endif /* RS_DRAFTER_H */

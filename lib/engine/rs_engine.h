@@ -232,6 +232,22 @@ enum rs_status	rs_engine_set_top_skip(struct rs_engine *e,
 		    const unsigned char *mask, struct rs_err *err);
 
 /*
+ * What calls cost on E, measured once per engine and then remembered:
+ * COST[n − 1] = the time of a verification pass of n tokens
+ * (rs_engine_forward_top: every row, one candidate each, hidden rows) over
+ * that of one token, for n = 1 .. N_MAX; *MTP (MTP NULL: not asked) an
+ * MTP draft step's (rs_engine_mtp_top) over the one-token pass's, 0 on a
+ * model without an MTP block.  The drafters' adaptive K rests on them
+ * (rs_drafter.h).  Runs 4·N_MAX + 4 calls on a scratch state of its own
+ * (RS_ENGINE_EXACT_MAX + 1 positions, no snapshots): 0.5 s for N_MAX 9
+ * on the 27B on an H200, graph captures included.  Fails with RS_ERR_INVALID_ARG (N_MAX outside
+ * [1, RS_ENGINE_EXACT_MAX]), RS_ERR_LIMIT (a clock too coarse to time a
+ * one-token pass), RS_ERR_NOMEM and the engine's statuses.
+ */
+enum rs_status	rs_engine_pass_costs(struct rs_engine *e, int n_max,
+		    double *cost, double *mtp, struct rs_err *err);
+
+/*
  * Wait until everything issued on E so far (forward calls without logits
  * return before the device has run them; state copies of the checkpoint
  * cache) is done: for timing a step (rs_gen's time-to-first-token

@@ -86,6 +86,12 @@ struct rs_engine {
 	   forward_top or mtp_top; else NULL */
 	float			*top_rows;
 	unsigned char		*top_skip;	/* (n_vocab) or NULL: none */
+	/* rs_engine_pass_costs' measurement, kept: passes of 1 ..
+	   n_pass_cost tokens (0: none yet) and an MTP step, relative to a
+	   one-token pass */
+	double			 pass_cost[RS_ENGINE_EXACT_MAX];
+	double			 mtp_cost;
+	int			 n_pass_cost;
 };
 
 /* rs_cpu_forward.c, the oracle of its twin, kernels/cuda_forward.cu */

@@ -19,8 +19,10 @@ struct bspec {
 						   output */
 	int32_t				*out;	/* (gen_tokens) */
 	double				 base_tok_s, step_ms;
-	/* the oracle table, row-major (alpha, k) */
+	/* the oracle table, row-major (alpha, k), and its adaptive row
+	   for each alpha */
 	struct rs_bench_spec_row	*table;
+	struct rs_bench_spec_row	 adapt[RS_BENCH_SPEC_MAX_ALPHA];
 	/* the states the runs reuse, as a server reuses a slot's: [0] for
 	   plain decoding (no snapshots), [1] for the drafters (snapshots
 	   for the longest pass); NULL until the first run needs one */
@@ -75,12 +77,12 @@ check_opts(const struct rs_engine *e, const struct rs_bench_spec_opts *o,
 }
 
 /*
- * One generation with drafter KIND (NONE: plain), K drafts at most (fixed
- * when ALPHA >= 0, the oracle's), into ROW.
+ * One generation with drafter KIND (NONE: plain), K drafts at most (always
+ * K when FIXED), the oracle's drafts when ALPHA >= 0, into ROW.
  */
 static enum rs_status
 run_once(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
-    struct rs_bench_spec_row *row, struct rs_err *err)
+    int fixed, struct rs_bench_spec_row *row, struct rs_err *err)
 {
 	const struct rs_bench_spec_opts *o = b->o;
 	const int	 drafts = kind != RS_DRAFTER_NONE;
@@ -101,7 +103,7 @@ run_once(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
 		rs_drafter_opts_init(&dopt);
 		dopt.kind = kind;
 		dopt.k_max = k;
-		dopt.fixed = alpha >= 0.0;
+		dopt.fixed = fixed;
 		if (kind == RS_DRAFTER_MTP || kind == RS_DRAFTER_MTP_NGRAM)
 			dopt.vocab = o->vocab;
 		if ((r = rs_drafter_new(&d, b->e, &dopt, err)) != RS_OK)
@@ -117,7 +119,8 @@ run_once(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
 		return (r);
 	row->test = alpha >= 0.0 ? "oracle" : "spec";
 	row->drafter = rs_drafter_kind_name(kind);
-	row->k = kind != RS_DRAFTER_NONE ? k : 0;
+	row->k = kind != RS_DRAFTER_NONE && (fixed || alpha < 0.0) ? k : 0;
+	row->adaptive = kind != RS_DRAFTER_NONE && !fixed;
 	row->alpha = alpha;
 	row->tokens = s.generated;
 	row->rounds = s.rounds;
@@ -153,15 +156,17 @@ same_error(struct rs_err *err, enum rs_drafter_kind kind, int k, double alpha)
  */
 static enum rs_status
 run(struct bspec *b, enum rs_drafter_kind kind, int k, double alpha,
-    int warm, struct rs_bench_spec_row *row, struct rs_err *err)
+    int fixed, int warm, struct rs_bench_spec_row *row, struct rs_err *err)
 {
 	struct rs_bench_spec_row	r;
 	enum rs_status			st;
 
-	if (warm && (st = run_once(b, kind, k, alpha, &r, err)) != RS_OK)
+	if (warm && (st = run_once(b, kind, k, alpha, fixed, &r, err)) !=
+	    RS_OK)
 		return (st);
 	for (int i = 0; i < b->o->reps; i++) {
-		if ((st = run_once(b, kind, k, alpha, &r, err)) != RS_OK)
+		if ((st = run_once(b, kind, k, alpha, fixed, &r, err)) !=
+		    RS_OK)
 			return (st);
 		if (i == 0 || r.ms < row->ms)
 			*row = r;
@@ -250,7 +255,7 @@ rs_bench_spec(struct rs_engine *e, const struct rs_bench_spec_opts *o,
 		if (o->only < 0 && m->hp.n_nextn == 0 && (kinds[i] ==
 		    RS_DRAFTER_MTP || kinds[i] == RS_DRAFTER_MTP_NGRAM))
 			continue;
-		if ((r = run(&b, kinds[i], o->k_max, -1.0, 1, &row, err)) !=
+		if ((r = run(&b, kinds[i], o->k_max, -1.0, 0, 1, &row, err)) !=
 		    RS_OK)
 			goto out;
 		if (i > 0 && memcmp(b.out, b.seq + o->prompt_tokens,
@@ -271,24 +276,34 @@ rs_bench_spec(struct rs_engine *e, const struct rs_bench_spec_opts *o,
 	}
 	if (oracle == RS_DRAFTER_NONE || o->n_alphas == 0)
 		goto out;
-	for (int a = 0; a < o->n_alphas; a++)
-		for (int k = 1; k <= nk; k++) {
-			struct rs_bench_spec_row *t = &b.table[a * nk + k - 1];
-			if ((r = run(&b, oracle, k, o->alphas[a], a == 0, t,
-			    err)) != RS_OK)
+	for (int a = 0; a < o->n_alphas; a++) {
+		for (int i = 1; i <= nk + 1; i++) {
+			/* k 1 .. nk fixed, then (k 0) adaptive up to nk */
+			const int k = i <= nk ? i : 0;
+			struct rs_bench_spec_row *t = k > 0 ?
+			    &b.table[a * nk + k - 1] : &b.adapt[a];
+			if ((r = run(&b, oracle, k > 0 ? k : nk, o->alphas[a],
+			    k > 0, k > 0 && a == 0, t, err)) != RS_OK)
 				goto out;
 			if (memcmp(b.out, b.seq + o->prompt_tokens,
 			    (size_t)o->gen_tokens * sizeof(int32_t)) != 0) {
-				r = same_error(err, oracle, k, o->alphas[a]);
+				r = same_error(err, oracle, k > 0 ? k : nk,
+				    o->alphas[a]);
 				goto out;
 			}
 			if (cb(t, ctx) != 0)
 				goto out;
 		}
+	}
 	predict(&b);
 	for (int i = 0; i < o->n_alphas * nk; i++)
 		if (cb(&b.table[i], ctx) != 0)
+			goto out;
+	for (int a = 0; a < o->n_alphas; a++) {
+		b.adapt[a].predicted = -1.0;
+		if (cb(&b.adapt[a], ctx) != 0)
 			break;
+	}
 out:
 	rs_state_free(b.st[0]);
 	rs_state_free(b.st[1]);

@@ -63,7 +63,12 @@ struct rs_bench_spec_opts {
 struct rs_bench_spec_row {
 	const char	*test;		/* "spec" or "oracle" */
 	const char	*drafter;	/* rs_drafter_kind_name() */
-	int		 k;		/* draft_max (spec), k (oracle) */
+	int		 k;		/* draft_max (spec), k (oracle); 0:
+					   the oracle's adaptive row */
+	int		 adaptive;	/* K chosen per round (rs_drafter.h)
+					   up to draft_max, or up to
+					   oracle_k_max in the oracle's
+					   adaptive row */
 	double		 alpha;		/* oracle; -1 for spec rows */
 	int64_t		 tokens;	/* generated */
 	int64_t		 rounds;	/* verification passes */
@@ -73,7 +78,8 @@ struct rs_bench_spec_row {
 	double		 speedup;	/* tok_s / the none row's */
 	double		 verify_ms, draft_ms, catchup_ms;	/* of ms */
 	double		 predicted;	/* oracle: the cost model's speedup,
-					   0 until the table is done */
+					   0 until the table is done; −1 in
+					   the adaptive rows (none) */
 };
 
 typedef int	(*rs_bench_spec_cb)(const struct rs_bench_spec_row *row,
@@ -83,15 +89,20 @@ void		rs_bench_spec_defaults(struct rs_bench_spec_opts *o);
 
 /*
  * Run the spec rows, then the oracle table, on E; CB gets each row (a
- * non-zero return stops the run).  The runs reuse two states of E (plain,
- * and with snapshots for the drafters), reset in between, and every row
- * and every k of the table runs once untimed first (graph captures).  Fails with RS_ERR_INVALID_ARG (sizes
- * below 1, k outside [1, 16], alpha outside [0, 1], more than
- * RS_BENCH_SPEC_MAX_ALPHA alphas, reps outside [1, 100]), RS_ERR_LIMIT
- * (prompt and generation beyond the model's context), RS_ERR_UNSUPPORTED (ONLY an MTP drafter on
- * a model without an MTP block), RS_ERR_FORMAT (a drafter's output differs
- * from plain decoding's: verification is not exact), RS_ERR_NOMEM or the
- * engine's statuses.
+ * non-zero return stops the run): for each alpha the fixed k = 1 ..
+ * oracle_k_max, then one run whose drafter adapts K up to oracle_k_max
+ * (what a server's adaptive rule makes of that acceptance); every oracle
+ * row once measured (predicted 0), then again with the cost model's
+ * prediction (fixed k) or −1 (adaptive).  The runs reuse two states of E
+ * (plain, and with snapshots for the drafters), reset in between, and
+ * every spec row and each fixed k (at the first alpha) runs once untimed
+ * first (graph captures).  Fails with RS_ERR_INVALID_ARG (sizes below 1, k outside
+ * [1, 16], alpha outside [0, 1], more than RS_BENCH_SPEC_MAX_ALPHA
+ * alphas, reps outside [1, 100]), RS_ERR_LIMIT (prompt and generation
+ * beyond the model's context), RS_ERR_UNSUPPORTED (ONLY an MTP drafter on
+ * a model without an MTP block), RS_ERR_FORMAT (a drafter's output
+ * differs from plain decoding's: verification is not exact), RS_ERR_NOMEM
+ * or the engine's statuses.
  */
 enum rs_status	rs_bench_spec(struct rs_engine *e,
 		    const struct rs_bench_spec_opts *o, rs_bench_spec_cb cb,
