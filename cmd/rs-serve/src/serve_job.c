@@ -428,6 +428,31 @@ check_fit(const struct rs_state_opts *so)
 	return (ok ? 0 : -1);
 }
 
+/*
+ * On the GPU with a drafter, the pass costs its adaptive rule weighs
+ * (rs_drafter.h: measured when the generators were built, remembered by
+ * the engine), for the log: what sets the drafts a round on this card.
+ */
+static void
+cost_note(void)
+{
+	const int	 n = serve_cfg.gen.draft_max + 1;
+	double		 c[RS_DRAFTER_K_MAX + 1], mtp;
+	char		 line[256];
+	size_t		 at = 0;
+	struct rs_err	 err;
+
+	if (serve_cfg.gen.draft == RS_DRAFTER_NONE ||
+	    rs_engine_backend(eng.engine) != RS_BACKEND_CUDA ||
+	    rs_engine_pass_costs(eng.engine, n, c, &mtp, &err) != RS_OK)
+		return;
+	for (int i = 0; i < n && at < sizeof(line); i++)
+		at += (size_t)snprintf(line + at, sizeof(line) - at, " %.2f",
+		    c[i]);
+	rs_cli_warn("drafting on measured costs: passes of 1..%d tokens%s "
+	    "decode steps, an MTP step %.2f", n, line, mtp);
+}
+
 /* Build the engine, the state and the generator; 0 or -1 with eng.why. */
 static int
 build(void)
@@ -465,6 +490,7 @@ build(void)
 			    serve_cfg.slots, err.msg);
 			return (-1);
 		}
+	cost_note();
 	if (serve_cfg.cache_mem > 0 || serve_cfg.cache_host_mem > 0) {
 		struct rs_ckcache_opts	co;
 		struct rs_ckcache_stats	cs;
