@@ -2228,7 +2228,8 @@ END_TEST
  * graphs for at one token count) each run their own token stream in calls
  * of 1-4 tokens, one call a state in round robin, so every call finds the
  * graph of another state (a capture into a used way, an update in place
- * of a graph holding another state's caches) or its own one.  Each
+ * of a graph holding another state's caches, half of them for another
+ * context size, so another attention grid) or its own one.  Each
  * state's logits equal those of the same calls run on an engine of its
  * own: a graph launched with another state's pointers would read or
  * write the wrong caches.
@@ -2269,15 +2270,18 @@ START_TEST(engine_graph_states)
 	float *lg = malloc((size_t)V * sizeof(float));
 
 	for (int i = 0; i < GS; i++) {
+		/* every other state of a small context: another attention
+		   grid, so updates in place also change a graph's shape */
+		const struct rs_state_opts so = { .n_ctx = i % 2 ? 64 : 0 };
 		struct rs_engine *alone = engine(m, RS_BACKEND_CUDA, 64);
 		struct rs_state *s1;
-		ck_assert_int_eq(rs_engine_state_new(alone, NULL, &s1, &err),
+		ck_assert_int_eq(rs_engine_state_new(alone, &so, &s1, &err),
 		    RS_OK);
 		for (int t = 0; t < GS_CALLS; t++)
 			gs_call(alone, s1, i, t, want + (i * GS_CALLS + t) * V);
 		rs_state_free(s1);
 		rs_engine_free(alone);
-		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st[i], &err),
+		ck_assert_int_eq(rs_engine_state_new(gpu, &so, &st[i], &err),
 		    RS_OK);
 	}
 	for (int t = 0; t < GS_CALLS; t++)
