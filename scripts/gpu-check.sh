@@ -44,10 +44,13 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem \
     --format=csv,noheader
 # (the tests section is not indented: it holds a here-document)
 if want tests; then
-build/tests/check_cuda | grep -v "rel err vs cpu" || rc=1
+# (the status is check_cuda's, not grep's)
+build/tests/check_cuda | grep -v "rel err vs cpu"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 if [ -x build/sm70/tests/check_cuda ]; then
 	echo "== check_cuda of the sm_70 + compute_70 build (make volta)"
-	build/sm70/tests/check_cuda | grep -v "rel err vs cpu" || rc=1
+	build/sm70/tests/check_cuda | grep -v "rel err vs cpu"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 fi
 
 # the greedy sequence of reference.json: prompt, then 40 reference tokens

@@ -4,7 +4,8 @@
 # (64 MiB): the stripped commands and check_cuda of build/ (and of
 # build/sm70, the `make volta` build, when it is there) as one xz tarball,
 # the fixtures the GPU tests read (tiny/*.gguf, tiny/reference.json and
-# ref-logits.npy, demo/model-q4_k_m.gguf and reference.json), and
+# ref-logits.npy, demo/model-q4_k_m.gguf, reference.json and the eval
+# windows), and
 # the shared libraries of our dependencies that a CUDA image lacks
 # (jansson, PCRE2, utf8proc, Check's subunit), for LD_LIBRARY_PATH.
 #
@@ -31,7 +32,8 @@ done
 cp "$fx"/tiny/model-*.gguf "$fx"/tiny/reference.json "$fx"/tiny/ref-logits.npy \
     .dev/fx/tiny/
 mkdir -p .dev/fx/demo
-cp "$fx"/demo/model-q4_k_m.gguf "$fx"/demo/reference.json .dev/fx/demo/
+cp "$fx"/demo/model-q4_k_m.gguf "$fx"/demo/reference.json \
+    "$fx"/demo/eval-tokens.npy "$fx"/demo/eval-argmax.npy .dev/fx/demo/
 for b in build build/sm70; do
 	[ -x "$b/tests/check_cuda" ] || continue
 	mkdir -p ".dev/stage/$b/bin" ".dev/stage/$b/tests"
