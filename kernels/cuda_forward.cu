@@ -307,6 +307,25 @@ dev_set_device(int dev)
 }
 
 /*
+ * rs_state_mem's gdn_replay: part Q's recurrent states rebuilt by one
+ * launch over its blocks, on the legacy default stream, which the
+ * backend's blocking stream is ordered with (like the copies).
+ */
+static enum rs_status
+dev_gdn_replay(struct rs_state *st, struct rs_state_part *q, int32_t base,
+    int32_t last, struct rs_err *err)
+{
+	const struct rs_hparams *hp = &st->model->hp;
+	const int64_t ring = (int64_t)q->n_gdn * st->ssm_len;
+
+	return (rs_k_deltanet_replay(q->ssm, st->ssm_len, base >= 0 ?
+	    q->snap_ssm + (int64_t)(base % st->n_snap) * ring : NULL,
+	    q->snap_rec, st->rec_len, (int64_t)q->n_gdn * st->rec_len,
+	    st->n_snap, base + 1, last - base, q->n_gdn, (int)hp->ssm_n_kh,
+	    (int)hp->ssm_n_vh, (int)hp->ssm_d_state, 0, err));
+}
+
+/*
  * Not const: clang's CUDA front end would take a namespace-scope const
  * struct that rs_cuda_backend points at for an implicit __constant__
  * variable, emit it on the device and make ptxas fail on the host function
@@ -315,7 +334,8 @@ dev_set_device(int dev)
 static struct rs_state_mem cuda_mem = {
 	"cuda", dev_alloc, dev_free, dev_copy, dev_zero, sizeof(uint16_t),
 	dev_to_host, dev_from_host, dev_host_alloc, dev_host_free,
-	dev_to_host_async, dev_from_host_async, dev_sync, dev_set_device
+	dev_to_host_async, dev_from_host_async, dev_sync, dev_set_device,
+	dev_gdn_replay
 };
 
 extern "C" int
@@ -596,13 +616,20 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	const int64_t	 ch = 2 * (int64_t)hp->ssm_n_kh * ds + di;
 	/* the ring of the slot's part: entries n_gdn (its own) blocks apart */
 	struct rs_state_part *q = rs_state_gdn_part(st, slot);
-	float		*snap_c = NULL, *snap_s = NULL;
+	float		*snap_c = NULL;
+	struct rs_k_gdn_ring ring = { NULL, 0, NULL, 0, 0 };
 	enum rs_status	 s;
 
 	if (st->n_snap > 0) {
 		snap_c = q->snap_conv + (int64_t)(slot - q->gdn0) *
 		    st->conv_len;
-		snap_s = q->snap_ssm + (int64_t)(slot - q->gdn0) * st->ssm_len;
+		ring.full = q->snap_ssm + (int64_t)(slot - q->gdn0) *
+		    st->ssm_len;
+		ring.full_stride = (int64_t)q->n_gdn * st->ssm_len;
+		ring.rec = q->snap_rec + (int64_t)(slot - q->gdn0) *
+		    st->rec_len;
+		ring.rec_stride = (int64_t)q->n_gdn * st->rec_len;
+		ring.n = st->n_snap;
 	}
 	const struct mv_out o[] = { { l->qkv, c->mixed, ch },
 	    { l->gate, c->z, di }, { l->beta, c->bb, nvh },
@@ -614,9 +641,8 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	    err));
 	TRY(rs_k_deltanet(rs_state_ssm(st, slot), c->u, ch, c->bb, c->aa, nvh,
 	    dvec(e, l->dt_bias), dvec(e, l->ssm_a), (int)hp->ssm_n_kh,
-	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix, snap_s,
-	    (int64_t)q->n_gdn * st->ssm_len, st->n_snap, c->d_params, c->s,
-	    err));
+	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix,
+	    st->n_snap > 0 ? &ring : NULL, c->d_params, c->s, err));
 	/* the norm writes ssm_out's 16-bit input itself where it can */
 	void *xq = ds % RS_XQ_BLOCK == 0 ? xq_for(c, c->mix, di, di, n) : NULL;
 	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,
@@ -831,11 +857,12 @@ fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 
 static enum rs_status
 upload_one(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
-    int32_t snap_from, struct rs_err *err)
+    int32_t snap_from, int32_t snap_base, struct rs_err *err)
 {
 	memcpy(c->h_tokens, tokens, (size_t)n * sizeof(int32_t));
 	c->h_params[RS_K_PARAM_POS0] = pos0;
 	c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
+	c->h_params[RS_K_PARAM_SNAP_BASE] = snap_base;
 	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_tokens, c->h_tokens,
 	    (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
 	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_params, c->h_params,
@@ -850,13 +877,15 @@ upload_one(struct cuda *c, const int32_t *tokens, int64_t n, int32_t pos0,
  */
 static enum rs_status
 upload_inputs(struct rs_engine *e, const int32_t *tokens, int64_t n,
-    int32_t pos0, int32_t snap_from, int all, struct rs_err *err)
+    int32_t pos0, int32_t snap_from, int32_t snap_base, int all,
+    struct rs_err *err)
 {
 	enum rs_status s;
 
 	for (int j = n_slots(e) - 1; j >= (all ? 0 : n_slots(e) - 1); j--) {
 		on_slot(e, j);
-		TRY(upload_one(cc(e), tokens, n, pos0, snap_from, err));
+		TRY(upload_one(cc(e), tokens, n, pos0, snap_from, snap_base,
+		    err));
 	}
 	return (RS_OK);
 }
@@ -1040,6 +1069,7 @@ launch_graphs(struct rs_engine *e, struct rs_state *st,
 		memcpy(c->h_tokens, tokens, (size_t)n * sizeof(int32_t));
 		c->h_params[RS_K_PARAM_POS0] = p0;
 		c->h_params[RS_K_PARAM_SNAP_FROM] = snap_from;
+		c->h_params[RS_K_PARAM_SNAP_BASE] = st->snap_base;
 		cudaGraphExec_t exec = NULL;
 
 		TRY(pass_graph(e, st, j, n, from, want_logits, top_k, skip,
@@ -1116,7 +1146,8 @@ run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 			memcpy(hidden, c->h_hidden, (size_t)(n * d) *
 			    sizeof(float));
 	} else {
-		TRY(upload_inputs(e, tokens, n, p0, snap_from, 1, err));
+		TRY(upload_inputs(e, tokens, n, p0, snap_from, st->snap_base, 1,
+		    err));
 		TRY(trunk(e, st, n, (int64_t)p0 + n, err));
 		TRY(fetch(e, e->model->output, n, logits_from, logits, top_k,
 		    skip, hidden, err));
@@ -1175,7 +1206,7 @@ mtp_run(struct rs_engine *e, struct rs_state *st, const int32_t *tokens,
 	const struct dev_w *te;
 	enum rs_status s;
 
-	TRY(upload_inputs(e, tokens, n, pos, INT32_MAX, 0, err));
+	TRY(upload_inputs(e, tokens, n, pos, INT32_MAX, -1, 0, err));
 	c = cc(e);
 	te = dw(e, l->mtp_embd);
 	RS_CUDA_TRY(err, cudaMemcpyAsync(c->y, h_in, (size_t)(n * d) *

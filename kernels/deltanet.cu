@@ -31,9 +31,16 @@
  * 1.0 µs (30 %); 8 threads a column over 8 blocks a head was no faster.
  *
  * Every sum runs in one order whatever T is, so a batch equals single
- * steps bit for bit.  Snapshots copy S after the token at position
- * p ≥ snap_from to ring slot p mod n_snap.  Oracle: rs_cpu_deltanet_ref;
- * test: tests/check_cuda.c "deltanet".
+ * steps bit for bit.  The snapshot ring (rs_state.h): a token at position
+ * p ≥ snap_from leaves its replay record in slot p mod n_snap (k of its
+ * key head once, v, β and the decay e^g of every value head: what the
+ * state update reads), and S after position params[2] goes to that
+ * position's slot in full, once a call, instead of S after every token
+ * (27B: 151 MB a token).  The replay kernel below rebuilds S from such a
+ * full state and the records with the same update function, dn_update:
+ * the same bits as the scan.  Oracle: rs_cpu_deltanet_ref; tests:
+ * tests/check_cuda.c "deltanet" (the replay against the scan, bit for
+ * bit).
  */
 #include <math.h>
 
@@ -95,13 +102,75 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 	__syncthreads();
 }
 
+/*
+ * One token's update of this thread's part of column j of S: S ← e^g·S;
+ * δ_j = β(v_j − S[:,j]ᵀk); S[:,j] += k·δ_j.  K is the token's key (DK
+ * values), the thread's rows sp, sp + DN_SPLIT, ...  The scan and the
+ * replay both call this, which is what makes their states equal bit for
+ * bit.
+ */
+template <int DK>
+static __device__ __forceinline__ void
+dn_update(float *s, const float *k, int sp, float decay, float beta, float v)
+{
+	const int R = DK / DN_SPLIT;
+	float r = 0.0f;
+
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		s[i] *= decay;
+		r += s[i] * k[i * DN_SPLIT + sp];
+	}
+	for (int m = 1; m < DN_SPLIT; m <<= 1)
+		r += __shfl_xor_sync(0xffffffffu, r, m);
+	const float delta = beta * (v - r);
+#pragma unroll
+	for (int i = 0; i < R; i++)
+		s[i] += k[i * DN_SPLIT + sp] * delta;
+}
+
+/* This thread's part of S (R rows of column j) into the ring entry DST. */
+template <int DK>
+static __device__ __forceinline__ void
+dn_put(float *dst, const float *s, int sp, int j)
+{
+#pragma unroll
+	for (int i = 0; i < DK / DN_SPLIT; i++)
+		dst[(i * DN_SPLIT + sp) * DK + j] = s[i];
+}
+
+/*
+ * Block (n, y)'s share of token TT's replay record REC (rs_k_gdn_ring):
+ * its DN_COLS values of v; β and the decay from the first column block;
+ * k from the first column block of the first n_kh value heads (value head
+ * n < n_kh reads key head n).
+ */
+template <int DK>
+static __device__ __forceinline__ void
+dn_record(float *rec, int n, int n_kh, int n_vh, int j0, const float *sk,
+    const float *sv, float beta, float decay)
+{
+	if (threadIdx.x < DN_COLS)
+		rec[(int64_t)(n_kh + n) * DK + j0 + threadIdx.x] =
+		    sv[threadIdx.x];
+	if (j0 != 0)
+		return;
+	if (threadIdx.x == 0) {
+		rec[(int64_t)(n_kh + n_vh) * DK + n] = beta;
+		rec[(int64_t)(n_kh + n_vh) * DK + n_vh + n] = decay;
+	}
+	if (n < n_kh)
+		for (int i = threadIdx.x; i < DK; i += DN_THREADS)
+			rec[(int64_t)n * DK + i] = sk[i];
+}
+
 template <int DK>
 static __global__ void __launch_bounds__(DN_THREADS)
 deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
     const float *__restrict__ bb, const float *__restrict__ aa, int64_t ldba,
     const float *__restrict__ dt, const float *__restrict__ ssm_a, int n_kh,
-    int n_vh, int n_tok, float eps, float *__restrict__ o, float *snap,
-    int64_t snap_stride, int n_snap, const int32_t *__restrict__ params)
+    int n_vh, int n_tok, float eps, float *__restrict__ o,
+    const struct rs_k_gdn_ring ring, const int32_t *__restrict__ params)
 {
 	const int R = DK / DN_SPLIT;	/* rows of S per thread */
 	__shared__ float sq[DN_STAGE][DK], sk[DN_STAGE][DK];
@@ -112,7 +181,9 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	/* rows sp, sp + DN_SPLIT, ...: the DN_SPLIT threads of a column read
 	   neighbouring words of q and k (distinct banks) */
 	const int sp = threadIdx.x % DN_SPLIT;
-	const int p0 = params[0], snap_from = params[1];
+	const int p0 = params[RS_K_PARAM_POS0];
+	const int snap_from = params[RS_K_PARAM_SNAP_FROM];
+	const int base = params[RS_K_PARAM_SNAP_BASE];
 	float	s[R];
 	float	*S = s_all + (int64_t)n * DK * DK;
 	const float scale = rsqrtf((float)DK);
@@ -121,27 +192,21 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 #pragma unroll
 	for (int i = 0; i < R; i++)
 		s[i] = S[(i * DN_SPLIT + sp) * DK + j];
+	/* the call's base may be the state before its first token */
+	if (ring.full != NULL && base >= 0 && base == p0 - 1)
+		dn_put<DK>(ring.full + (int64_t)(base % ring.n) *
+		    ring.full_stride + (int64_t)n * DK * DK, s, sp, j);
 	for (int t0 = 0; t0 < n_tok; t0 += DN_STAGE) {
 		const int nt = n_tok - t0 < DN_STAGE ? n_tok - t0 : DN_STAGE;
 		dn_stage<DK>(u, ldu, bb, aa, ldba, dt[n], ssm_a[n], m, n, n_kh,
 		    j0, t0, nt, eps, sq, sk, sv, sbeta, sdecay);
 		for (int tt = 0; tt < nt; tt++) {
-			const float decay = sdecay[tt];
-			float r = 0.0f;
-#pragma unroll
-			for (int i = 0; i < R; i++) {
-				s[i] *= decay;
-				r += s[i] * sk[tt][i * DN_SPLIT + sp];
-			}
-			for (int k = 1; k < DN_SPLIT; k <<= 1)
-				r += __shfl_xor_sync(0xffffffffu, r, k);
-			float delta = sbeta[tt] * (sv[tt][jl] - r);
+			dn_update<DK>(s, sk[tt], sp, sdecay[tt], sbeta[tt],
+			    sv[tt][jl]);
 			float acc = 0.0f;
 #pragma unroll
-			for (int i = 0; i < R; i++) {
-				s[i] += sk[tt][i * DN_SPLIT + sp] * delta;
+			for (int i = 0; i < R; i++)
 				acc += s[i] * sq[tt][i * DN_SPLIT + sp];
-			}
 			for (int k = 1; k < DN_SPLIT; k <<= 1)
 				acc += __shfl_xor_sync(0xffffffffu, acc, k);
 			const int t = t0 + tt;
@@ -149,13 +214,16 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 				o[(int64_t)t * n_vh * DK + (int64_t)n * DK + j] =
 				    acc * scale;
 			const int p = p0 + t;
-			if (snap != NULL && p >= snap_from) {
-				float *dst = snap + (int64_t)(p % n_snap) *
-				    snap_stride + (int64_t)n * DK * DK;
-#pragma unroll
-				for (int i = 0; i < R; i++)
-					dst[(i * DN_SPLIT + sp) * DK + j] = s[i];
-			}
+			if (ring.full == NULL)
+				continue;
+			if (p >= snap_from)
+				dn_record<DK>(ring.rec + (int64_t)(p % ring.n) *
+				    ring.rec_stride, n, n_kh, n_vh, j0, sk[tt],
+				    sv[tt], sbeta[tt], sdecay[tt]);
+			if (p == base)
+				dn_put<DK>(ring.full + (int64_t)(p % ring.n) *
+				    ring.full_stride + (int64_t)n * DK * DK, s,
+				    sp, j);
 		}
 	}
 #pragma unroll
@@ -163,33 +231,114 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 		S[(i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
+/*
+ * S of GDN block g (grid z) ← the full state at BASE (NULL: zeros) with
+ * the records of positions FIRST .. FIRST + N_TOK − 1 applied in order,
+ * each token staged like the scan's (k of the key head, this block's v
+ * columns, β, the decay) and run through dn_update.
+ */
+template <int DK>
+static __global__ void __launch_bounds__(DN_THREADS)
+deltanet_replay_kernel(float *s_all, int64_t s_stride,
+    const float *__restrict__ base, const float *__restrict__ rec,
+    int64_t rec_len, int64_t rec_stride, int n_snap, int first, int n_tok,
+    int n_kh, int n_vh)
+{
+	const int R = DK / DN_SPLIT;
+	__shared__ float sk[DK], sv[DN_COLS], sg[2];
+	const int n = blockIdx.x, m = n % n_kh, j0 = blockIdx.y * DN_COLS;
+	const int jl = threadIdx.x / DN_SPLIT, j = j0 + jl;
+	const int sp = threadIdx.x % DN_SPLIT;
+	const int64_t at = (int64_t)blockIdx.z * s_stride + (int64_t)n * DK * DK;
+	float	s[R];
+
+#pragma unroll
+	for (int i = 0; i < R; i++)
+		s[i] = base != NULL ? base[at + (i * DN_SPLIT + sp) * DK + j] :
+		    0.0f;
+	for (int t = 0; t < n_tok; t++) {
+		const float *r = rec + (int64_t)((first + t) % n_snap) *
+		    rec_stride + (int64_t)blockIdx.z * rec_len;
+		__syncthreads();
+		for (int i = threadIdx.x; i < DK; i += DN_THREADS)
+			sk[i] = r[(int64_t)m * DK + i];
+		if (threadIdx.x < DN_COLS)
+			sv[threadIdx.x] = r[(int64_t)(n_kh + n) * DK + j0 +
+			    threadIdx.x];
+		if (threadIdx.x < 2)
+			sg[threadIdx.x] = r[(int64_t)(n_kh + n_vh) * DK +
+			    threadIdx.x * n_vh + n];
+		__syncthreads();
+		dn_update<DK>(s, sk, sp, sg[1], sg[0], sv[jl]);
+	}
+#pragma unroll
+	for (int i = 0; i < R; i++)
+		s_all[at + (i * DN_SPLIT + sp) * DK + j] = s[i];
+}
+
 extern "C" enum rs_status
 rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
     const float *d_a, int64_t ldba, const float *d_dt, const float *d_ssm_a,
     int n_kh, int n_vh, int dk, int n_tok, float eps, float *d_o,
-    float *d_snap, int64_t snap_stride, int n_snap, const int32_t *d_params,
+    const struct rs_k_gdn_ring *ring, const int32_t *d_params,
     cudaStream_t stream, struct rs_err *err)
 {
-	if (n_tok < 1 || n_kh < 1 || n_vh < 1 || n_vh % n_kh != 0)
+	const struct rs_k_gdn_ring none = { NULL, 0, NULL, 0, 0 };
+	const struct rs_k_gdn_ring rg = ring != NULL ? *ring : none;
+
+	if (n_tok < 1 || n_kh < 1 || n_vh < 1 || n_vh % n_kh != 0 ||
+	    (rg.full != NULL && (rg.rec == NULL || rg.n < 1)))
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "deltanet: %d tokens, %d/%d heads", n_tok, n_kh, n_vh));
+		    "deltanet: %d tokens, %d/%d heads, a ring of %d", n_tok,
+		    n_kh, n_vh, rg.n));
 	switch (dk) {
 	case 64:
 		deltanet_kernel<64><<<dim3(n_vh, 64 / DN_COLS), DN_THREADS, 0,
 		    stream>>>(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a,
-		    n_kh, n_vh, n_tok, eps, d_o, d_snap, snap_stride, n_snap,
-		    d_params);
+		    n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
 		break;
 	case 128:
 		deltanet_kernel<128><<<dim3(n_vh, 128 / DN_COLS), DN_THREADS, 0,
 		    stream>>>(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a,
-		    n_kh, n_vh, n_tok, eps, d_o, d_snap, snap_stride, n_snap,
-		    d_params);
+		    n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
 		break;
 	default:
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
 		    "deltanet: head dim %d (only 64 and 128)", dk));
 	}
 	RS_LAUNCH_CHECK(err, "deltanet");
+	return (RS_OK);
+}
+
+extern "C" enum rs_status
+rs_k_deltanet_replay(float *d_s, int64_t s_stride, const float *d_base,
+    const float *d_rec, int64_t rec_len, int64_t rec_stride, int n_snap,
+    int first, int n_tok, int n_blocks, int n_kh, int n_vh, int dk,
+    cudaStream_t stream, struct rs_err *err)
+{
+	if (n_tok < 0 || n_blocks < 1 || n_kh < 1 || n_vh < 1 ||
+	    n_vh % n_kh != 0 || n_snap < 1 || first < 0 || n_tok > n_snap)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "deltanet replay: %d tokens from %d, a ring of %d, %d "
+		    "blocks, %d/%d heads", n_tok, first, n_snap, n_blocks,
+		    n_kh, n_vh));
+	switch (dk) {
+	case 64:
+		deltanet_replay_kernel<64><<<dim3(n_vh, 64 / DN_COLS,
+		    n_blocks), DN_THREADS, 0, stream>>>(d_s, s_stride, d_base,
+		    d_rec, rec_len, rec_stride, n_snap, first, n_tok, n_kh,
+		    n_vh);
+		break;
+	case 128:
+		deltanet_replay_kernel<128><<<dim3(n_vh, 128 / DN_COLS,
+		    n_blocks), DN_THREADS, 0, stream>>>(d_s, s_stride, d_base,
+		    d_rec, rec_len, rec_stride, n_snap, first, n_tok, n_kh,
+		    n_vh);
+		break;
+	default:
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "deltanet replay: head dim %d (only 64 and 128)", dk));
+	}
+	RS_LAUNCH_CHECK(err, "deltanet replay");
 	return (RS_OK);
 }

@@ -28,11 +28,30 @@ extern "C" {
 /*
  * Per-call parameters in device memory, so that a captured CUDA graph can
  * be replayed at any position: [0] the position of the first token,
- * [1] the first position whose GDN state is snapshotted (INT32_MAX: none).
+ * [1] the first position recorded into the snapshot ring (INT32_MAX:
+ * none), [2] the position whose recurrent state the call writes in full
+ * (−1: none; rs_state_snap_begin).
  */
 #define RS_K_PARAM_POS0		0
 #define RS_K_PARAM_SNAP_FROM	1
-#define RS_K_N_PARAMS		2
+#define RS_K_PARAM_SNAP_BASE	2
+#define RS_K_N_PARAMS		3
+
+/*
+ * One GDN block's view of a state's snapshot ring (rs_state.h): FULL its
+ * recurrent-state entry in ring slot 0 (slot i FULL_STRIDE floats on), REC
+ * its replay record in slot 0 (slot i REC_STRIDE on), N slots.  A record
+ * is k of every key head (L2-normalised), v of every value head, β of
+ * every value head, then the decay e^g of every value head:
+ * (n_kh + n_vh)·dk + 2·n_vh floats.  FULL NULL: no ring.
+ */
+struct rs_k_gdn_ring {
+	float	*full;
+	int64_t	 full_stride;
+	float	*rec;
+	int64_t	 rec_stride;
+	int	 n;
+};
 
 /*
  * X's columns in the 16-bit format of rs_xq.h for the integer matvec:
@@ -286,14 +305,29 @@ enum rs_status	rs_k_conv(float *d_state, const float *d_w, const float *d_x,
  * (n_vh·dv)]; B and A (n_tok, ldba) the beta and alpha projections; DT and
  * SSM_A (n_vh).  Value head n reads q/k head n mod n_kh (tiled order).  S
  * is (n_vh, dk, dv), S[i][j] with i the key index, updated.  O (n_tok,
- * n_vh·dv).  Snapshots of S as in rs_k_conv.  DK = DV in {64, 128}.
- * deltanet.cu.
+ * n_vh·dv).  RING (NULL: none): the token at position p >= params[1]
+ * leaves its record in slot p mod n, and S after position params[2] goes
+ * to that position's full entry.  DK = DV in {64, 128}.  deltanet.cu.
  */
 enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
 		    const float *d_b, const float *d_a, int64_t ldba,
 		    const float *d_dt, const float *d_ssm_a, int n_kh, int n_vh,
-		    int dk, int n_tok, float eps, float *d_o, float *d_snap,
-		    int64_t snap_stride, int n_snap, const int32_t *d_params,
+		    int dk, int n_tok, float eps, float *d_o,
+		    const struct rs_k_gdn_ring *ring, const int32_t *d_params,
+		    cudaStream_t stream, struct rs_err *err);
+
+/*
+ * The recurrent state of N_BLOCKS GDN blocks (block b's S at D_S +
+ * b·S_STRIDE) rebuilt from their full ring entries D_BASE (the same
+ * stride; NULL: the zero state) and the records of positions FIRST ..
+ * FIRST + N_TOK − 1 (N_TOK <= N_SNAP; position p's record of block b at
+ * D_REC + (p mod N_SNAP)·REC_STRIDE + b·REC_LEN), bit for bit the state
+ * rs_k_deltanet left after those tokens.  deltanet.cu.
+ */
+enum rs_status	rs_k_deltanet_replay(float *d_s, int64_t s_stride,
+		    const float *d_base, const float *d_rec, int64_t rec_len,
+		    int64_t rec_stride, int n_snap, int first, int n_tok,
+		    int n_blocks, int n_kh, int n_vh, int dk,
 		    cudaStream_t stream, struct rs_err *err);
 
 /*

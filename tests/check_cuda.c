@@ -88,7 +88,7 @@ expect_close(const char *what, const float *got, const float *ref, int64_t n,
 static int32_t *
 params_dev(int32_t pos0, int32_t snap_from)
 {
-	int32_t p[RS_K_N_PARAMS] = { pos0, snap_from };
+	int32_t p[RS_K_N_PARAMS] = { pos0, snap_from, -1 };
 
 	return (dup_dev(p, sizeof(p)));
 }
@@ -1470,6 +1470,93 @@ START_TEST(conv)
 }
 END_TEST
 
+/* check_deltanet's inputs on the device. */
+struct dn_in {
+	int		 dk, kh, vh;
+	int64_t		 ch;
+	const float	*u, *b, *a, *dt, *A;
+	float		*out;
+};
+
+/*
+ * DS ← S0 (SB bytes) after the first J tokens of IN at positions P ..,
+ * recording into RING (NULL: none) with base BASE.
+ */
+static void
+scan_state(float *ds, const float *s0, size_t sb, const struct dn_in *in,
+    int j, const struct rs_k_gdn_ring *ring, int32_t p, int32_t base)
+{
+	int32_t		 prm[RS_K_N_PARAMS] = { p, ring != NULL ? p : INT32_MAX,
+	    base };
+	int32_t		*dq = dup_dev(prm, sizeof(prm));
+	struct rs_err	 err;
+
+	cudaMemcpy(ds, s0, sb, cudaMemcpyHostToDevice);
+	if (j > 0)
+		ck_assert_msg(rs_k_deltanet(ds, in->u, in->ch, in->b, in->a,
+		    in->vh, in->dt, in->A, in->kh, in->vh, in->dk, j, 1e-6f,
+		    in->out, ring, dq, 0, &err) == RS_OK, "%s", err.msg);
+	cudaFree(dq);
+}
+
+/*
+ * The snapshot ring of rs_k_deltanet against the scan itself, bit for bit
+ * (rs_state.h): T tokens at positions P .. P + T − 1 recorded, the full
+ * state written before the first token (BASE P − 1) or after the second
+ * (P + 1, a call longer than its ring); every prefix of the records
+ * replayed on that full state (rs_k_deltanet_replay) must give the state
+ * the scan reached after the same tokens, and the ring must not change
+ * the scan's own state.  S0: the initial state.
+ */
+static void
+check_deltanet_ring(const struct dn_in *in, int T, const float *s0)
+{
+	enum { P = 7 };
+	const int	 N = T + 1, dk = in->dk;
+	const int64_t	 sl = (int64_t)in->vh * dk * dk;
+	const int64_t	 rl = (int64_t)(in->kh + in->vh) * dk + 2 * in->vh;
+	const size_t	 sb = (size_t)sl * 4;
+	float		*want = malloc(sb), *got = malloc(sb);
+	float		*dfull = dup_dev(NULL, N * sb);
+	float		*drec = dup_dev(NULL, (size_t)(N * rl) * 4);
+	float		*ds = dup_dev(NULL, sb);
+	struct rs_k_gdn_ring ring = { dfull, sl, drec, rl, N };
+	struct rs_err	 err;
+
+	for (int base = P - 1; base <= P + 1; base += 2) {
+		float *full = dfull + (base % N) * sl;
+
+		/* the ring leaves the state the scan leaves without one */
+		scan_state(ds, s0, sb, in, T, NULL, P, -1);
+		to_host(want, ds, sb);
+		scan_state(ds, s0, sb, in, T, &ring, P, base);
+		to_host(got, ds, sb);
+		ck_assert_msg(memcmp(got, want, sb) == 0, "deltanet dk %d: the "
+		    "ring changed the state", dk);
+		for (int j = base - P + 1; j <= T; j++) {
+			scan_state(ds, s0, sb, in, j, NULL, P, -1);
+			to_host(want, ds, sb);
+			if (j == base - P + 1) {
+				to_host(got, full, sb);
+				ck_assert_msg(memcmp(got, want, sb) == 0,
+				    "deltanet dk %d: the full entry of base "
+				    "%d", dk, base);
+			}
+			cudaMemset(ds, 0xff, sb);
+			ck_assert_int_eq(rs_k_deltanet_replay(ds, sl, full, drec,
+			    rl, rl, N, base + 1, P + j - 1 - base, 1, in->kh,
+			    in->vh, dk, 0, &err), RS_OK);
+			ck_assert(cudaDeviceSynchronize() == cudaSuccess);
+			to_host(got, ds, sb);
+			ck_assert_msg(memcmp(got, want, sb) == 0, "deltanet dk "
+			    "%d: replay of positions %d..%d on base %d",
+			    dk, base + 1, P + j - 1, base);
+		}
+	}
+	cudaFree(dfull); cudaFree(drec); cudaFree(ds);
+	free(want); free(got);
+}
+
 static void
 check_deltanet(int dk)
 {
@@ -1514,13 +1601,15 @@ check_deltanet(int dk)
 	float *dout = dup_dev(NULL, T * VH * dk * 4);
 	int32_t *dp = params_dev(0, INT32_MAX);
 	ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH, ddt, dA, KH, VH,
-	    dk, T, 1e-6f, dout, NULL, 0, 0, dp, 0, &err), RS_OK);
+	    dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_OK);
 	to_host(got, dout, T * VH * dk * 4);
 	snprintf(what, sizeof(what), "deltanet dk %d output", dk);
 	expect_close(what, got, ref, T * VH * dk, 1e-5);
 	to_host(gs, ds, VH * dk * dk * 4);
 	snprintf(what, sizeof(what), "deltanet dk %d state", dk);
 	expect_close(what, gs, s, VH * dk * dk, 1e-5);
+	const struct dn_in in = { dk, KH, VH, ch, du, db, da, ddt, dA, dout };
+	check_deltanet_ring(&in, T, s0);
 	cudaFree(ds); cudaFree(du); cudaFree(db); cudaFree(da); cudaFree(ddt);
 	cudaFree(dA); cudaFree(dout); cudaFree(dp);
 	free(u); free(s0); free(s); free(ref); free(got); free(gs); free(q);

@@ -562,7 +562,7 @@ rs_ckcache_restore(struct rs_ckcache *c, struct rs_state *st,
 	st->pos = e->pos;
 	if (st->mtp_pos > st->pos)
 		st->mtp_pos = st->pos;
-	st->snap_lo = st->pos;
+	rs_state_snap_drop(st);
 	if (st->ck_pos > st->pos)
 		st->ck_pos = -1;
 	c->s.hits++;

@@ -148,8 +148,35 @@ struct gdn_run {
 };
 
 /*
+ * Head VH's share of the snapshot ring (rs_state.h) for position P: its
+ * recurrent state in full when P is the pass's base, its replay record
+ * (v, β, g; k too for the first n_kh heads, one per key head) when P is
+ * recorded.  The record's layout is host_gdn_replay's (rs_state.c).
+ */
+static void
+gdn_snap(const struct gdn_run *r, int64_t vh, int32_t p, const float *s,
+    const float *k, const float *v, float beta, float g)
+{
+	const struct rs_hparams *hp = &r->e->model->hp;
+	const int64_t	 ds = hp->ssm_d_state;
+	const int64_t	 nkh = hp->ssm_n_kh, nvh = hp->ssm_n_vh;
+
+	if (p >= 0 && p == r->st->snap_base)
+		memcpy(rs_state_snap_ssm(r->st, p, r->slot) + vh * ds * ds, s,
+		    (size_t)(ds * ds) * sizeof(float));
+	if (p < r->snap_from || p < r->p0)
+		return;
+	float *rec = rs_state_snap_rec(r->st, p, r->slot);
+	if (vh < nkh)
+		memcpy(rec + vh * ds, k, (size_t)ds * sizeof(float));
+	memcpy(rec + (nkh + vh) * ds, v, (size_t)ds * sizeof(float));
+	rec[(nkh + nvh) * ds + vh] = beta;
+	rec[(nkh + nvh) * ds + nvh + vh] = g;
+}
+
+/*
  * Value head VH over all tokens in order: gates, delta rule (state in
- * place, snapshots of recorded positions), gated RMSNorm into c->mix.
+ * place, the snapshot ring's base and records), gated RMSNorm into c->mix.
  */
 static void
 gdn_head(void *arg, int64_t vh, int ith)
@@ -168,6 +195,8 @@ gdn_head(void *arg, int64_t vh, int ith)
 	float		*s = rs_state_ssm(r->st, r->slot) + vh * ds * ds;
 
 	(void)ith;
+	/* the state before the first token: position p0 − 1's */
+	gdn_snap(r, vh, r->p0 - 1, s, NULL, NULL, 0.0f, 0.0f);
 	for (int64_t t = 0; t < r->n; t++) {
 		const float *ut = c->u + t * ch;
 		float	*o = c->mix + t * di + vh * ds;
@@ -178,9 +207,8 @@ gdn_head(void *arg, int64_t vh, int ith)
 
 		rs_cpu_deltanet(s, ut + qk, ut + kdim + qk,
 		    ut + 2 * kdim + vh * ds, g, beta, ds, ds, scale, o);
-		if (p >= r->snap_from)
-			memcpy(rs_state_snap_ssm(r->st, p, r->slot) +
-			    vh * ds * ds, s, (size_t)ds * ds * sizeof(float));
+		gdn_snap(r, vh, p, s, ut + kdim + qk, ut + 2 * kdim + vh * ds,
+		    beta, g);
 		rs_cpu_gated_rmsnorm_ref(o, c->z + t * di + vh * ds,
 		    f32(r->l->ssm_norm), ds, hp->rms_eps, o);
 	}

@@ -407,7 +407,7 @@ rs_engine_forward(struct rs_engine *e, struct rs_state *st,
 	if (mode != RS_LOGITS_NONE && logits == NULL)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "logits requested into a NULL buffer"));
-	snap_from = rs_state_snap_begin(st, st->pos + n);
+	snap_from = rs_state_snap_begin(st, st->pos, st->pos + n);
 	for (int32_t i = 0; i < n; i += e->max_batch) {
 		int32_t	 c = n - i < e->max_batch ? n - i : e->max_batch;
 		float	*lg = NULL;
@@ -515,7 +515,7 @@ rs_engine_forward_top(struct rs_engine *e, struct rs_state *st,
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "top-k of every row of "
 		    "%d tokens: at most %d", n, RS_ENGINE_EXACT_MAX));
 	skip = skip && e->top_skip != NULL;
-	snap_from = rs_state_snap_begin(st, st->pos + n);
+	snap_from = rs_state_snap_begin(st, st->pos, st->pos + n);
 	/* ALL: chunks of at most CHUNK rows; LAST: max_batch chunks, the
 	   last one's last row */
 	for (int32_t i = 0; i < n;) {

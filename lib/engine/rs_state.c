@@ -10,9 +10,11 @@
  * (rs_state_impl.h): calloc on the host (so untouched KV pages of a long
  * context are never faulted in), cudaMalloc for the CUDA backend.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rs_cpu.h"
 #include "rs_state_impl.h"
 
 #define MAX_CTX		(1 << 24)
@@ -35,6 +37,46 @@ host_zero(void *p, size_t bytes)
 	memset(p, 0, bytes);
 }
 
+/*
+ * The CPU forward pass's records (rs_cpu_forward.c): k of every key head
+ * (L2-normalised), v of every value head, β, then g (the log decay, as
+ * rs_cpu_deltanet takes it).  Each token runs rs_cpu_deltanet itself, k
+ * standing in for q: the state's update does not read q, and the output
+ * is dropped.
+ */
+static enum rs_status
+host_gdn_replay(struct rs_state *st, struct rs_state_part *q, int32_t base,
+    int32_t last, struct rs_err *err)
+{
+	const struct rs_hparams *hp = &st->model->hp;
+	const int	 ds = (int)hp->ssm_d_state;
+	const int64_t	 nkh = hp->ssm_n_kh, nvh = hp->ssm_n_vh;
+	float		 o[256];
+
+	if (ds > (int)(sizeof(o) / sizeof(o[0])))
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "replay: d_state %d", ds));
+	for (int32_t slot = q->gdn0; slot < q->gdn0 + q->n_gdn; slot++) {
+		float *S = rs_state_ssm(st, slot);
+		if (base >= 0)
+			memcpy(S, rs_state_snap_ssm(st, base, slot),
+			    (size_t)st->ssm_len * sizeof(float));
+		else
+			memset(S, 0, (size_t)st->ssm_len * sizeof(float));
+		for (int32_t p = base + 1; p <= last; p++) {
+			const float *r = rs_state_snap_rec(st, p, slot);
+			const float *v = r + nkh * ds, *b = v + nvh * ds;
+			for (int64_t vh = 0; vh < nvh; vh++) {
+				const float *k = r + (vh % nkh) * ds;
+				rs_cpu_deltanet(S + vh * ds * ds, k, k,
+				    v + vh * ds, b[nvh + vh], b[vh], ds, ds,
+				    1.0f, o);
+			}
+		}
+	}
+	return (RS_OK);
+}
+
 const struct rs_state_mem rs_state_host_mem = {
 	.name = "host",
 	.alloc = host_alloc,
@@ -44,6 +86,7 @@ const struct rs_state_mem rs_state_host_mem = {
 	.kv_elem = sizeof(float),
 	.to_host = host_copy,
 	.from_host = host_copy,
+	.gdn_replay = host_gdn_replay,
 };
 
 /* N elements of ELEM bytes from ST's memory; NULL for none. */
@@ -72,10 +115,13 @@ rs_state_free(struct rs_state *st)
 		return;
 	free(st->tokens);
 	free(st->slot);
+	free(st->snap_full);
+	free(st->snap_rec);
+	free(st->snap_rbase);
 	for (int j = 0; st->mem != NULL && j < st->n_part; j++) {
 		struct rs_state_part *q = &st->part[j];
 		void *bufs[] = { q->k, q->v, q->conv, q->ssm, q->snap_conv,
-		    q->snap_ssm, q->ck_conv, q->ck_ssm,
+		    q->snap_ssm, q->snap_rec, q->ck_conv, q->ck_ssm,
 		    j == st->n_part - 1 ? st->mtp_k : NULL,
 		    j == st->n_part - 1 ? st->mtp_v : NULL };
 		rs_state_on(st, q);
@@ -166,6 +212,8 @@ alloc_part(struct rs_state *st, struct rs_state_part *q, int64_t ctx,
 	    st->conv_len, fail);
 	q->snap_ssm = alloc_floats(st, (int64_t)n_snap * q->n_gdn *
 	    st->ssm_len, fail);
+	q->snap_rec = alloc_floats(st, (int64_t)n_snap * q->n_gdn *
+	    st->rec_len, fail);
 	if (ck) {
 		q->ck_conv = alloc_floats(st, q->n_gdn * st->conv_len, fail);
 		q->ck_ssm = alloc_floats(st, q->n_gdn * st->ssm_len, fail);
@@ -209,6 +257,8 @@ rs_state_new_split(struct rs_state **out, const struct rs_model *m,
 	st->serial = __atomic_add_fetch(&state_serial, 1, __ATOMIC_RELAXED);
 	st->n_ctx = (int32_t)ctx;
 	st->n_snap = o.n_snap;
+	st->snap_base = -1;
+	st->rec_len = rs_state_rec_len(hp);
 	st->ck_pos = -1;
 	channels = 2 * (int64_t)hp->ssm_n_kh * hp->ssm_d_state +
 	    hp->ssm_d_inner;
@@ -220,6 +270,12 @@ rs_state_new_split(struct rs_state **out, const struct rs_model *m,
 	st->ck_room = o.checkpoint != 0;
 	if (number_layers(st, m) != 0 ||
 	    (st->tokens = calloc((size_t)ctx, sizeof(int32_t))) == NULL)
+		fail = 1;
+	if (o.n_snap > 0 && ((st->snap_full = malloc((size_t)o.n_snap *
+	    sizeof(int32_t))) == NULL || (st->snap_rec = malloc(
+	    (size_t)o.n_snap * sizeof(int32_t))) == NULL ||
+	    (st->snap_rbase = malloc((size_t)o.n_snap *
+	    sizeof(int32_t))) == NULL))
 		fail = 1;
 	number_parts(st, m);
 	for (int j = 0; j < st->n_part; j++)
@@ -247,6 +303,7 @@ rs_state_new_split(struct rs_state **out, const struct rs_model *m,
 		    "out of %s memory for a state of %lld positions",
 		    mem->name, (long long)ctx));
 	}
+	rs_state_snap_drop(st);
 	*out = st;
 	return (RS_OK);
 }
@@ -296,7 +353,7 @@ rs_state_reset(struct rs_state *st)
 	zero_gdn(st);
 	st->pos = 0;
 	st->mtp_pos = 0;
-	st->snap_lo = 0;
+	rs_state_snap_drop(st);
 	st->ck_pos = -1;
 }
 
@@ -343,18 +400,60 @@ rs_state_gdn_bytes(const struct rs_state *st)
 	    sizeof(float));
 }
 
-int32_t
-rs_state_snap_begin(struct rs_state *st, int32_t end)
+int64_t
+rs_state_rec_len(const struct rs_hparams *hp)
 {
-	int32_t from;
+	return (((int64_t)hp->ssm_n_kh + hp->ssm_n_vh) * hp->ssm_d_state +
+	    2 * (int64_t)hp->ssm_n_vh);
+}
 
-	if (st->n_snap == 0) {
+void
+rs_state_snap_drop(struct rs_state *st)
+{
+	st->snap_lo = st->pos;
+	st->snap_base = -1;
+	for (int32_t i = 0; i < st->n_snap; i++)
+		st->snap_full[i] = st->snap_rec[i] = st->snap_rbase[i] = -1;
+}
+
+/* Forget what the ring holds for positions FROM on (a branch undone). */
+static void
+snap_forget(struct rs_state *st, int32_t from)
+{
+	for (int32_t i = 0; i < st->n_snap; i++) {
+		if (st->snap_full[i] >= from)
+			st->snap_full[i] = -1;
+		if (st->snap_rec[i] >= from)
+			st->snap_rec[i] = -1;
+	}
+}
+
+int32_t
+rs_state_snap_begin(struct rs_state *st, int32_t p0, int32_t end)
+{
+	const int32_t n = st->n_snap;
+	int32_t from, f;
+
+	st->snap_base = -1;
+	if (n == 0) {
 		st->snap_lo = end;
 		return (INT32_MAX);
 	}
-	from = end - st->n_snap;
+	from = end - n;
 	if (st->snap_lo < from)
 		st->snap_lo = from;
+	/* positions f .. end − 1 get records replayed on the state after
+	   f − 1, which this pass writes in full (unless it is the zero state
+	   before position 0) */
+	f = from > p0 ? from : p0;
+	for (int32_t p = f; p < end; p++) {
+		st->snap_rec[p % n] = p;
+		st->snap_rbase[p % n] = f - 1;
+	}
+	if (f > 0) {
+		st->snap_base = f - 1;
+		st->snap_full[(f - 1) % n] = f - 1;
+	}
 	return (from);
 }
 
@@ -382,7 +481,8 @@ rs_state_plan(const struct rs_model *m, const struct rs_state_opts *opts,
 	out->gdn = n_gdn * (ch * (hp->ssm_conv_kernel - 1) +
 	    (uint64_t)hp->ssm_n_vh * hp->ssm_d_state * hp->ssm_d_state) *
 	    sizeof(float);
-	out->snapshots = opts != NULL ? (uint64_t)opts->n_snap * out->gdn : 0;
+	out->snapshots = opts != NULL ? (uint64_t)opts->n_snap * (out->gdn +
+	    n_gdn * (uint64_t)rs_state_rec_len(hp) * sizeof(float)) : 0;
 	out->checkpoint = opts != NULL && opts->checkpoint ? out->gdn : 0;
 	out->tokens = ctx * sizeof(int32_t);
 	out->total = out->kv + out->mtp_kv + out->gdn + out->snapshots +
@@ -400,25 +500,70 @@ rs_state_bytes(const struct rs_state *st)
 	return (p.total);
 }
 
+/* What the ring restores the state after position T from. */
+enum snap_way { SNAP_NONE, SNAP_FULL, SNAP_REPLAY };
+
+static enum snap_way
+snap_way(const struct rs_state *st, int32_t t)
+{
+	const int32_t n = st->n_snap;
+	int32_t b;
+
+	if (n == 0 || t < st->snap_lo || t >= st->pos)
+		return (SNAP_NONE);
+	if (st->snap_full[t % n] == t)
+		return (SNAP_FULL);
+	if (st->snap_rec[t % n] != t)
+		return (SNAP_NONE);
+	b = st->snap_rbase[t % n];
+	if (b >= 0 && st->snap_full[b % n] != b)
+		return (SNAP_NONE);
+	for (int32_t p = b + 1; p < t; p++)
+		if (st->snap_rec[p % n] != p)
+			return (SNAP_NONE);
+	return (SNAP_REPLAY);
+}
+
 int32_t
 rs_state_snap_floor(const struct rs_state *st)
 {
-	return (st->snap_lo < st->pos ? st->snap_lo : st->pos);
+	int32_t p = st->pos;
+
+	/* truncating to P − 1 needs the state after P − 2, or a reset */
+	while (p > 0 && (p == 1 || snap_way(st, p - 2) != SNAP_NONE))
+		p--;
+	return (p);
 }
 
-/* Copy the GDN state saved for position P - 1 back into the live state. */
-static void
-restore_snapshot(struct rs_state *st, int32_t p)
+/*
+ * The GDN state after position T back into the live state, part by part:
+ * the conv state from its slot, the recurrent state from its full copy or
+ * replayed by the backend.
+ */
+static enum rs_status
+restore_snapshot(struct rs_state *st, int32_t t, enum snap_way way,
+    struct rs_err *err)
 {
-	for (int32_t s = 0; s < st->n_gdn; s++) {
-		rs_state_on(st, rs_state_gdn_part(st, s));
-		st->mem->copy(rs_state_conv(st, s),
-		    rs_state_snap_conv(st, p - 1, s),
-		    (size_t)st->conv_len * sizeof(float));
-		st->mem->copy(rs_state_ssm(st, s),
-		    rs_state_snap_ssm(st, p - 1, s),
-		    (size_t)st->ssm_len * sizeof(float));
+	const int64_t at = t % st->n_snap;
+	enum rs_status s;
+
+	for (int j = 0; j < st->n_part; j++) {
+		struct rs_state_part *q = &st->part[j];
+		if (q->n_gdn == 0)
+			continue;
+		rs_state_on(st, q);
+		st->mem->copy(q->conv, q->snap_conv + at * q->n_gdn *
+		    st->conv_len, (size_t)(q->n_gdn * st->conv_len) *
+		    sizeof(float));
+		if (way == SNAP_FULL)
+			st->mem->copy(q->ssm, q->snap_ssm + at * q->n_gdn *
+			    st->ssm_len, (size_t)(q->n_gdn * st->ssm_len) *
+			    sizeof(float));
+		else if ((s = st->mem->gdn_replay(st, q,
+		    st->snap_rbase[at], t, err)) != RS_OK)
+			return (s);
 	}
+	return (RS_OK);
 }
 
 static void
@@ -436,11 +581,15 @@ set_pos(struct rs_state *st, int32_t pos)
 		st->mtp_pos = pos;
 	if (st->ck_pos > pos)
 		st->ck_pos = -1;
+	snap_forget(st, pos);
 }
 
 enum rs_status
 rs_state_truncate(struct rs_state *st, int32_t pos, struct rs_err *err)
 {
+	enum snap_way way;
+	enum rs_status s;
+
 	if (pos < 0 || pos > st->pos)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "cannot truncate to position %d: the sequence has %d",
@@ -450,15 +599,16 @@ rs_state_truncate(struct rs_state *st, int32_t pos, struct rs_err *err)
 	} else if (pos == 0) {
 		zero_gdn(st);
 		st->snap_lo = 0;
-	} else if (st->n_snap > 0 && pos - 1 >= st->snap_lo)
-		restore_snapshot(st, pos);
-	else if (st->ck_pos == pos && st->ck_room)
+	} else if ((way = snap_way(st, pos - 1)) != SNAP_NONE) {
+		if ((s = restore_snapshot(st, pos - 1, way, err)) != RS_OK)
+			return (s);
+	} else if (st->ck_pos == pos && st->ck_room)
 		restore_checkpoint(st);
-	else if (st->snap_lo < st->pos)
+	else if (rs_state_snap_floor(st) < st->pos)
 		return (rs_errf(err, RS_ERR_LIMIT,
 		    "cannot truncate to position %d: recurrent-state snapshots "
-		    "cover positions %d..%d only", pos, st->snap_lo + 1,
-		    st->pos));
+		    "cover positions %d..%d only", pos,
+		    rs_state_snap_floor(st), st->pos));
 	else
 		return (rs_errf(err, RS_ERR_LIMIT,
 		    "cannot truncate to position %d: no recurrent-state "
@@ -489,6 +639,7 @@ rs_state_rollback(struct rs_state *st, struct rs_err *err)
 	st->pos = st->ck_pos;
 	if (st->mtp_pos > st->pos)
 		st->mtp_pos = st->pos;
+	snap_forget(st, st->pos);
 	return (RS_OK);
 }
 
@@ -548,7 +699,7 @@ rs_state_copy(struct rs_state *dst, const struct rs_state *src,
 	memcpy(dst->tokens, src->tokens, (size_t)src->pos * sizeof(int32_t));
 	dst->pos = src->pos;
 	dst->mtp_pos = src->mtp_pos;
-	dst->snap_lo = dst->pos;
+	rs_state_snap_drop(dst);
 	dst->ck_pos = -1;
 	return (RS_OK);
 }

@@ -23,14 +23,21 @@
  * mechanisms:
  *
  * - Snapshots (rs_state_truncate): with opts.n_snap = S > 0, every forward
- *   call copies the conv and recurrent state of every GDN block after each
- *   of its last S tokens into a ring of S slots.  Truncating to any
- *   position whose snapshot is still in the ring is then one state copy,
- *   and exact.  Cost: memory S × gdn_bytes (27B: 149.6 MiB per slot;
- *   tiny: 590 KiB), and a gdn_bytes memcpy per recorded token (only the
- *   last S tokens of each call are recorded, so a long prefill pays S
- *   copies, a decode step one).  For a verification batch of k drafts use
- *   S >= k + 1.
+ *   call records its last S tokens into a ring of S slots: for each, the
+ *   conv state after it (small) and a replay record, the delta rule's
+ *   inputs of that token (k, v, β and the decay of every head: 27B 1.5
+ *   MiB a position); and once a call, the full recurrent state before its
+ *   first recorded token (the base: 149.6 MiB on the 27B).  Truncating to
+ *   a recorded position is then the conv copy plus the base state with the
+ *   records after it replayed by the backend's own delta rule (the same
+ *   arithmetic, so the same bits), and exact.  A call of k tokens so
+ *   writes one full state instead of k: a 16-token verification pass on
+ *   the 27B 0.15 GB where it wrote 2.4.  What the ring can restore is the
+ *   recorded positions whose base is still there: a slot's full state is
+ *   overwritten by a later base S positions on (rs_state_snap_floor says
+ *   how far back truncation reaches).  Cost: memory S × (gdn_bytes +
+ *   record) (27B: 151 MiB per slot; tiny: 600 KiB).  For a verification
+ *   batch of k drafts use S >= k + 1.
  * - A checkpoint (rs_state_checkpoint / rs_state_rollback): one copy of the
  *   GDN state (gdn_bytes, allocated at rs_state_new when opts.checkpoint is
  *   set) plus the position.  Rolling back to it is exact; reaching a later
@@ -94,7 +101,8 @@ struct rs_state_plan {
 	uint64_t	kv;		/* trunk K and V caches, all layers */
 	uint64_t	mtp_kv;		/* the MTP block's own cache */
 	uint64_t	gdn;		/* conv + recurrent state, one copy */
-	uint64_t	snapshots;	/* n_snap more copies of gdn */
+	uint64_t	snapshots;	/* n_snap more copies of gdn, with
+					   their replay records */
 	uint64_t	checkpoint;	/* one more copy, if asked for */
 	uint64_t	tokens;		/* the token history (host) */
 	uint64_t	total;		/* all of the above but tokens */
@@ -132,7 +140,8 @@ enum rs_status	rs_state_truncate(struct rs_state *st, int32_t pos,
 
 /*
  * Lowest position P such that truncating to any position in [P, pos]
- * succeeds through a snapshot (or POS itself when there are none).
+ * succeeds through the snapshot ring or a reset (pos itself when no
+ * earlier position does).
  */
 int32_t		rs_state_snap_floor(const struct rs_state *st);
 

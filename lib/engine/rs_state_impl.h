@@ -31,7 +31,14 @@
  * part's buffers (a layer split, rs_split.h), never with DEV < 0 (one
  * part on the current device: today's engine).  Copies between two
  * devices' buffers are ordered after and before both devices' work.
+ * GDN_REPLAY rebuilds part Q's recurrent state after position LAST from
+ * the full snapshot of position BASE (−1: the zero state) and the replay
+ * records of positions BASE + 1 .. LAST (rs_state.h: snapshots), with the
+ * backend's own delta rule, so that the result is bit for bit what its
+ * forward pass computed; ordered like copy.
  */
+struct rs_state_part;
+
 struct rs_state_mem {
 	const char	*name;
 	void		*(*alloc)(size_t bytes);
@@ -49,6 +56,9 @@ struct rs_state_mem {
 			    size_t bytes);
 	void		 (*sync)(void);
 	void		 (*set_device)(int dev);
+	enum rs_status	 (*gdn_replay)(struct rs_state *st,
+			    struct rs_state_part *q, int32_t base,
+			    int32_t last, struct rs_err *err);
 };
 
 extern const struct rs_state_mem rs_state_host_mem;
@@ -84,6 +94,7 @@ struct rs_state_part {
 	float	*ssm;			/* (n_gdn, ssm_len) */
 	float	*snap_conv;		/* (n_snap, n_gdn, conv_len) */
 	float	*snap_ssm;		/* (n_snap, n_gdn, ssm_len) */
+	float	*snap_rec;		/* (n_snap, n_gdn, rec_len) */
 	float	*ck_conv;		/* (n_gdn, conv_len); NULL: no room */
 	float	*ck_ssm;		/* (n_gdn, ssm_len) */
 };
@@ -116,10 +127,23 @@ struct rs_state {
 	float	*conv;			/* (n_gdn, conv_len) */
 	float	*ssm;			/* (n_gdn, ssm_len) */
 
-	/* snapshot ring: slot p mod n_snap holds the state after position p
-	 * for snap_lo <= p < pos */
+	/*
+	 * Snapshot ring (rs_state.h): slot i's conv entry holds the conv
+	 * state after the recorded position p ≡ i (mod n_snap), snap_lo <=
+	 * p < pos; its recurrent entry the full state after position
+	 * snap_full[i] (−1: none), its replay record position snap_rec[i]'s
+	 * inputs to the delta rule (−1: none), to be replayed on the full
+	 * state of position snap_rbase[i].  snap_base: the position whose
+	 * full state the current forward call writes (−1: none), set by
+	 * rs_state_snap_begin().
+	 */
 	int32_t	 n_snap;
 	int32_t	 snap_lo;
+	int32_t	 snap_base;
+	int32_t	*snap_full;		/* (n_snap) */
+	int32_t	*snap_rec;		/* (n_snap) */
+	int32_t	*snap_rbase;		/* (n_snap) */
+	int64_t	 rec_len;		/* floats of a replay record */
 	float	*snap_conv;		/* (n_snap, n_gdn, conv_len) */
 	float	*snap_ssm;		/* (n_snap, n_gdn, ssm_len) */
 
@@ -217,6 +241,16 @@ rs_state_snap_ssm(struct rs_state *st, int32_t p, int32_t slot)
 	    slot - q->gdn0) * st->ssm_len);
 }
 
+/* The replay record of GDN block SLOT for position P (rs_state.h). */
+static inline float *
+rs_state_snap_rec(struct rs_state *st, int32_t p, int32_t slot)
+{
+	struct rs_state_part *q = rs_state_gdn_part(st, slot);
+
+	return (q->snap_rec + ((int64_t)(p % st->n_snap) * q->n_gdn +
+	    slot - q->gdn0) * st->rec_len);
+}
+
 /* Make part Q's device current for ST's memory operations. */
 static inline void
 rs_state_on(const struct rs_state *st, const struct rs_state_part *q)
@@ -226,11 +260,24 @@ rs_state_on(const struct rs_state *st, const struct rs_state_part *q)
 }
 
 /*
- * Called by a backend before a forward pass that will end at position END:
- * it will record snapshots for positions >= the returned value (INT32_MAX:
- * none), and the ring keeps only those from now on, because their slots
- * overwrite older ones.
+ * Called before a forward pass over positions P0 .. END − 1: the backend
+ * will record positions >= the returned value F (INT32_MAX: none) into
+ * the ring (conv snapshot and replay record), and write the full
+ * recurrent state after position st->snap_base (F − 1 or P0 − 1,
+ * whichever is larger; −1: none) into that position's slot; the ring
+ * keeps only what the pass leaves valid from now on.
  */
-int32_t		rs_state_snap_begin(struct rs_state *st, int32_t end);
+int32_t		rs_state_snap_begin(struct rs_state *st, int32_t p0,
+		    int32_t end);
+
+/*
+ * Floats of a replay record of one GDN block (the delta rule's inputs of
+ * one token, rs_state.h): k of every key head, v of every value head, β
+ * and the decay of every value head.
+ */
+int64_t		rs_state_rec_len(const struct rs_hparams *hp);
+
+/* The ring holds nothing from now on (the state's sequence was replaced). */
+void		rs_state_snap_drop(struct rs_state *st);
 
 #endif /* RS_STATE_IMPL_H */
