@@ -1420,7 +1420,7 @@ END_TEST
 static void
 check_conv(int T)
 {
-	enum { CH = 300, K = 4, NSNAP = 3, TMAX = 9, P0 = 8 };
+	enum { CH = 300, K = 4, NSNAP = 3, TMAX = 17, P0 = 8 };
 	float	x[TMAX * CH], w[CH * K], st0[CH * (K - 1)], st[CH * (K - 1)];
 	float	ref[TMAX * CH], got[TMAX * CH], snaps[NSNAP][CH * (K - 1)];
 	float	gsnap[NSNAP * CH * (K - 1)];
@@ -1463,7 +1463,7 @@ check_conv(int T)
 
 START_TEST(conv)
 {
-	static const int ts[] = { 1, 2, 3, 4, 5, 9 };
+	static const int ts[] = { 1, 2, 3, 4, 5, 9, 16, 17 };
 
 	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
 		check_conv(ts[i]);
