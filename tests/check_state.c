@@ -138,6 +138,57 @@ START_TEST(truncate_after_steps)
 }
 END_TEST
 
+/*
+ * The ring across calls (rs_state.h): a call's records replay on its own
+ * base, a later call's base leaves them usable until it lands in the same
+ * slot, and then rs_state_snap_floor stops above them and truncation says
+ * so instead of restoring a wrong state.
+ */
+START_TEST(truncate_across_calls)
+{
+	struct t_lm	 lm;
+	struct t_ref	 ref;
+	struct rs_err	 err;
+	int32_t		 n, *tok;
+	float		*want;
+
+	t_ref_load(&ref);
+	tok = sequence(&ref, &n);
+	t_lm_open(&lm, "tiny/model-f16.gguf", 0, 0, 4, 0);
+	/* verification-like calls: 4 tokens, keep 2, 3 more, keep 1 */
+	run(&lm, lm.st, tok, n - 10, NULL);
+	run(&lm, lm.st, tok + n - 10, 4, NULL);
+	ck_assert_msg(rs_state_truncate(lm.st, n - 8, &err) == RS_OK, "%s",
+	    err.msg);
+	run(&lm, lm.st, tok + n - 8, 3, NULL);
+	ck_assert_int_eq(rs_state_snap_floor(lm.st), n - 8);
+	want = expected_after(&lm, tok, n - 7);
+	ck_assert_msg(rs_state_truncate(lm.st, n - 7, &err) == RS_OK, "%s",
+	    err.msg);
+	assert_after(&lm, lm.st, want, "truncate across calls", n - 7);
+	free(want);
+
+	/* a call of 4 (base n − 10), then one token, whose base (n − 6)
+	   takes the same slot: n − 9 .. n − 7 are in the ring's range but
+	   have lost their base */
+	rs_state_reset(lm.st);
+	run(&lm, lm.st, tok, n - 9, NULL);
+	run(&lm, lm.st, tok + n - 9, 4, NULL);
+	run(&lm, lm.st, tok + n - 5, 1, NULL);
+	ck_assert_int_eq(rs_state_snap_floor(lm.st), n - 5);
+	ck_assert_int_eq(rs_state_truncate(lm.st, n - 6, &err), RS_ERR_LIMIT);
+	ck_assert_int_eq(rs_state_pos(lm.st), n - 4);
+	want = expected_after(&lm, tok, n - 5);
+	ck_assert_msg(rs_state_truncate(lm.st, n - 5, &err) == RS_OK, "%s",
+	    err.msg);
+	assert_after(&lm, lm.st, want, "truncate to a base", n - 5);
+	free(want);
+	free(tok);
+	t_lm_close(&lm);
+	t_ref_free(&ref);
+}
+END_TEST
+
 /* Checkpoint, step, roll back, step other tokens. */
 START_TEST(checkpoint_rollback)
 {
@@ -409,6 +460,7 @@ state_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, truncate_snapshot);
 	tcase_add_test(tc, truncate_after_steps);
+	tcase_add_test(tc, truncate_across_calls);
 	tcase_add_test(tc, checkpoint_rollback);
 	tcase_add_test(tc, truncate_replay);
 	tcase_add_test(tc, kv_only_truncation_is_wrong);

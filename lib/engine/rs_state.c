@@ -515,6 +515,8 @@ snap_way(const struct rs_state *st, int32_t t)
 		return (SNAP_FULL);
 	if (st->snap_rec[t % n] != t)
 		return (SNAP_NONE);
+	/* the base, then every record after it (a later base in the base's
+	   slot also takes the next record's: the chain breaks there too) */
 	b = st->snap_rbase[t % n];
 	if (b >= 0 && st->snap_full[b % n] != b)
 		return (SNAP_NONE);
