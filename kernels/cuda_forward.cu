@@ -19,8 +19,9 @@
  * attention, bit-identical to single steps; longer calls (prompts) run
  * the products on tensor cores (rs_k_mm) and the attention as causal
  * flash attention over the chunk (rs_k_attn_prefill).
- * The token loop never allocates.  A call copies its tokens and its two
- * parameters (first position, first snapshotted position) to the device,
+ * The token loop never allocates.  A call copies its tokens and its three
+ * parameters (first position, first recorded position, the position whose
+ * recurrent state it writes in full: rs_kernels.h) to the device,
  * runs every kernel on one stream and copies logits / hidden rows back.
  * Calls of the exact path (decode steps, verification passes) run as one
  * CUDA graph launch, graphs kept per token count for the last few states

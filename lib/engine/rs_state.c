@@ -10,7 +10,6 @@
  * (rs_state_impl.h): calloc on the host (so untouched KV pages of a long
  * context are never faulted in), cudaMalloc for the CUDA backend.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
