@@ -1423,6 +1423,12 @@ static const struct bad {
 	    "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
 	    "{\"name\": \"f\", \"arguments\": \"[1]\"}}]}]}",
 	    "messages[1].tool_calls[0].function.arguments", "JSON object" },
+	/* a wide number does not make malformed arguments acceptable */
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+	    "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
+	    "{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1e400, "
+	    "\\\"b\\\": -}\"}}]}]}",
+	    "messages[1].tool_calls[0].function.arguments", "JSON object" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
 	    "{\"role\": \"assistant\", \"tool_calls\": [{\"function\": "
 	    "{\"name\": \"f\", \"arguments\": \"{\\\"a>\\\": 1}\"}}]}]}",
@@ -1864,6 +1870,22 @@ START_TEST(normalize)
 	    "\"f\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]");
 	free(s);
 	ck_assert_int_eq(r.tool_choice, RS_GEN_TOOLS_AUTO);
+	rs_gen_req_cleanup(&r);
+	/* numbers past rs_json's range, as the model's own calls keep them
+	   (serving.md §6, 46), come back as strings of their lexeme */
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"u\"}, {\"role\": \"assistant\", \"tool_calls\": "
+	    "[{\"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": "
+	    "18446744073709551615, \\\"b\\\": [1e400, -2.5], \\\"c\\\": "
+	    "\\\"9e999\\\", \\\"d\\\": 7}\"}}]}]}", &ge) == RS_OK);
+	s = rs_json_dumps(r.messages);
+	ck_assert_str_eq(s, "[{\"role\":\"user\",\"content\":\"u\"},"
+	    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+	    "[{\"type\":\"function\",\"function\":{\"name\":\"f\","
+	    "\"arguments\":{\"a\":\"18446744073709551615\",\"b\":"
+	    "[\"1e400\",-2.5],\"c\":\"9e999\",\"d\":7}}}]}]");
+	free(s);
 	rs_gen_req_cleanup(&r);
 	/* tool_choice none leaves the tools out; [] is no tools */
 	rs_gen_req_init(&r, x.g);
