@@ -20,8 +20,9 @@
  * holds every token of CONV_BC channels, one thread each, and its threads
  * move the last K−1 entries into the state after a barrier; beyond that
  * (prompts) a second launch moves them, after every thread of the first
- * has read the old state.  One launch saves ~2.6 µs a layer against two
- * (27B, 5-16 tokens: 0.12 ms a pass).  The same sums in all three.  K ≤ 8.
+ * has read the old state.  One launch instead of two: ncu timed the
+ * second at 2.6 µs a layer, the 27B's 8- and 16-token passes gained 0.06
+ * ms on the H200 (docs/perf-log.md).  The same sums in all three.  K ≤ 8.
  * Oracle:
  * rs_cpu_conv_ref; test: tests/check_cuda.c "conv".  27B: 10240 channels ×
  * (K + 2·T) floats per layer, a few hundred KB.
