@@ -55,6 +55,9 @@ extern "C" {
 /* one column of Q6_K runs the tensor-core kernel up to this many rows
    (the layers' products), dp4a above (the head; go_xq) */
 #define MMA_Q6_ONE_ROWS	65536
+/* launches above this many rows (the head) run 5-8 columns of Q6_K on
+   4-warp CTAs (go_mma) */
+#define MMA_TALL_ROWS	65536
 
 
 /*
@@ -394,7 +397,8 @@ struct matvec_launch {
 		/* a host runtime call: NVRTC's check of the kernels
 		   (scripts/cuda129-nvrtc.sh) compiles without it */
 #ifndef __CUDACC_RTC__
-		mma = mma && xq.nb * n_in <= MMA_MAX_IN && has_mma_matvec();
+		mma = mma && xq.nb * n_in <= MMA_MAX_IN && (NT <= 4 ||
+		    xq.bm) && has_mma_matvec();
 #else
 		mma = 0;
 #endif
@@ -467,42 +471,55 @@ struct matvec_launch {
 	go_mma(void)
 	{
 		/*
-		 * One super-block per warp and step, in CTAs of 8 warps.
-		 * Registers for three CTAs an SM (80) where a quad of columns
-		 * fits them: up to 4 columns (Q6_K too: ffn_down 30.7 against
-		 * 34.0 µs at two CTAs, the head 319 against 367), and Q4_K /
-		 * Q5_K up to 8 on launches of few rows (5,120: ffn_down,
-		 * ssm_out, attn_o, too few warp tasks for two rounds of the
-		 * warp slots); two CTAs (128) for 5-8 columns of Q6_K and of
-		 * the tall launches; 16 columns unbounded (spills otherwise)
-		 * on the 5,120-row launches, two CTAs an SM (some spills) on
-		 * the tall ones, where the second CTA's loads win: ffn_up
-		 * 54.6 against 63.5 µs, gdn_qkv 34.0 against 36.9, the head
-		 * 840 against 1,018.  Measured on x's block-major batches with
-		 * kernels/dev/matvec_xq.cu (docs/perf-log.md; two super-blocks
-		 * a warp no longer win anywhere, nor one CTA for each quad of
-		 * columns).
+		 * CTAs of 8 warps (G = 1) or 4 (G = 2: each warp two groups of
+		 * virtual lanes, matvec_mma.cuh).  Registers for three CTAs
+		 * of 8 an SM (80) where a quad of columns fits them: up to 4
+		 * columns (Q6_K too: ffn_down 30.7 against 34.0 µs at two
+		 * CTAs, the head 319 against 367), and Q4_K / Q5_K up to 8 on
+		 * launches of few rows (5,120: ffn_down, ssm_out, attn_o, too
+		 * few warp tasks for two rounds of the warp slots); two CTAs
+		 * (128) for 5-8 columns of Q6_K and of the tall Q4_K / Q5_K
+		 * launches.  On 4-warp CTAs: 5-8 columns of the head (Q6_K,
+		 * 248,320 rows: 423 against 479 µs) and 16 columns of
+		 * everything but the long Q4_K / Q5_K rows (ffn_down: 68
+		 * super-blocks, which balance over 8 warps): ffn_up 46.5
+		 * against 58.6 µs, gdn_qkv 30.7 against 35.6, ssm_out 18.7
+		 * against 22.4, attn_o 20.2 against 23.7, the head 765
+		 * against 845.  5-8 columns of the 5,120-row Q6_K ffn_down
+		 * ran slower there in the engine (verify 8 +0.1 ms).
+		 * Measured on x's block-major batches with
+		 * kernels/dev/matvec_xq.cu and rs-bench (docs/perf-log.md,
+		 * session 16).
 		 */
-		const int64_t n = rows();
-		if (NT <= 4 || (NT <= 8 && TYPE != RS_TYPE_Q6_K && n <= 8192))
-			go_mma_spw<TYPE, NT, 1, 3>();
-		else if (NT <= 8 || n > 8192)
-			go_mma_spw<TYPE, NT, 1, 2>();
-		else
-			go_mma_spw<TYPE, NT, 1, 1>();
+		if constexpr (NT <= 4) {
+			go_mma_g<TYPE, NT, 1, 3>();
+		} else if constexpr (NT <= 8) {
+			const int64_t n = rows();
+			if (TYPE == RS_TYPE_Q6_K && n > MMA_TALL_ROWS)
+				go_mma_g<TYPE, NT, 2, 4>();
+			else if (TYPE != RS_TYPE_Q6_K && n <= 8192)
+				go_mma_g<TYPE, NT, 1, 3>();
+			else
+				go_mma_g<TYPE, NT, 1, 2>();
+		} else {
+			if (TYPE != RS_TYPE_Q6_K && n_in > 6144)
+				go_mma_g<TYPE, NT, 1, 1>();
+			else
+				go_mma_g<TYPE, NT, 2, 3>();
+		}
 	}
 
-	template <int TYPE, int NT, int SPW, int MINB>
+	template <int TYPE, int NT, int G, int MINB>
 	void
-	go_mma_spw(void)
+	go_mma_g(void)
 	{
 		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
 #ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_mma_kernel<TYPE, NT, SPW, MINB>, grid,
-		    8 / SPW * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
+		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB>, grid,
+		    8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
 #else
-		matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
-		    8 / SPW * RS_WARP, 0, stream>>>(parts, n_in, xq);
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB><<<grid,
+		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);
 #endif
 	}
 

@@ -13,13 +13,15 @@
  * block) is the float tail of matvec_xq.cuh's canonical order (about five
  * instructions), which the decode step's memory time hides.
  *
- * Layout: a CTA of 8 / SPW warps owns 16 rows.  Warp w takes SPW
- * consecutive super-blocks of every eight, bi = 8i + SPW·w + s, loads
- * them all (bytes in flight), then multiplies them; chunk c of super-block
- * bi is chunk k = 4·bi + c, whose virtual lane (matvec_xq.cuh) is k % 32
- * = 4·(SPW·w + s) + c, so warp w keeps 4·SPW partial sums per output, one
- * per virtual lane it owns, each adding its chunks in increasing k as
- * that lane would.
+ * Layout: a CTA of W = 8 / G warps owns 16 rows.  Warp w takes the
+ * super-blocks bi = w, w + W, w + 2W, ..., one a step: chunk c of
+ * super-block bi is chunk k = 4·bi + c, whose virtual lane
+ * (matvec_xq.cuh) is k % 32 = 4·(bi % 8) + c, so warp w owns the G groups
+ * of four virtual lanes bi % 8 = w + W·s (s = 0..G − 1) and keeps 4·G
+ * partial sums per output, each adding its chunks in increasing k as that
+ * lane would.  G = 2 balances rows of 20 super-blocks (5,120 values: 3 and
+ * 2 a group) over 4 warps of 5, where 8 warps of 3 and 2 leave half the
+ * CTA waiting at its barrier for a third of its time.
  * At the end the 32 partials of every output meet in shared memory and one
  * thread adds them in warp_sum's tree: the same bits as the dp4a kernel.
  *
@@ -48,7 +50,7 @@
  * low byte was unsigned: one mma per plane of 8 columns, and at 3-4
  * columns half the tail spent on copies of the last one).  Columns
  * beyond NT are computed on a copy of the last column and not written.
- * Measured in docs/perf-log.md; SPW and MINB are the launch's knobs.
+ * Measured in docs/perf-log.md; G and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH
 #define RS_MATVEC_MMA_CUH
@@ -243,51 +245,41 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 };
 
 /*
- * The chunk's two blocks against a quad of 4 columns, high and low bytes
+ * Block BLK of the chunk against a quad of 4 columns, high and low bytes
  * side by side: B column j is plane j % 2 (high, low) of column j / 2, so
  * that lane (g, t) gets both planes of column t for rows g and g + 8 in
  * its own accumulators (C: rows g, g + 8 by B columns 2t, 2t + 1) and
- * P = 256·high + low needs no exchange.  XB: block 0 of lane's B column
- * (plane g % 2 of column g / 2), XM: column t's meta of block 0, in a
- * batch whose block b lies BS slots further (block-major, rs_xq.h: the
- * quad's 4 columns of one block and plane are then one 128-byte line).
- * The two outputs' partial sums P[0] (row g), P[1] (row g + 8).
+ * P = 256·high + low needs no exchange.  BP: the lane's B bytes of the
+ * block (plane g % 2 of column g / 2; 8t for Q4_K / Q5_K, 4t and 4t + 16
+ * for Q6_K), MP: column t's meta of the block.  The two outputs' partial
+ * sums P[0] (row g), P[1] (row g + 8).
  */
 template <int TYPE>
 static __device__ __forceinline__ void
-mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
-    const uint8_t *__restrict__ xm, int64_t bs, int64_t bi, int t,
-    float p[2])
+mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
+    const float2 *mp, float p[2])
 {
-#pragma unroll
-	for (int blk = 0; blk < 2; blk++) {
-		const int64_t b = (bi * 8 + k.xb[blk]) * bs;
-		const float2 m = xq_ld((const float2 *)xm + b);
-		int c[4] = { 0, 0, 0, 0 };
+	const float2 m = xq_ld(mp);
+	int c[4] = { 0, 0, 0, 0 };
 
-		if (TYPE == RS_TYPE_Q6_K) {
-			int c1[4] = { 0, 0, 0, 0 };
-			const uint8_t *bp = xb + 32 * b + 4 * t;
-			mma_k16(c, k.a[blk][0], k.a[blk][1],
-			    xq_ld((const uint32_t *)bp));
-			mma_k16(c1, k.a[blk][2], k.a[blk][3],
-			    xq_ld((const uint32_t *)(bp + 16)));
+	if (TYPE == RS_TYPE_Q6_K) {
+		int c1[4] = { 0, 0, 0, 0 };
+		mma_k16(c, k.a[blk][0], k.a[blk][1],
+		    xq_ld((const uint32_t *)bp));
+		mma_k16(c1, k.a[blk][2], k.a[blk][3],
+		    xq_ld((const uint32_t *)(bp + 16)));
 #pragma unroll
-			for (int r = 0; r < 2; r++)
-				p[r] = xq_term_q6(p[r], k.f[blk][r][0],
-				    k.f[blk][r][1], m.x,
-				    256 * c[2 * r] + c[2 * r + 1],
-				    256 * c1[2 * r] + c1[2 * r + 1]);
-		} else {
-			const uint2 h = xq_ld((const uint2 *)(xb + 32 * b +
-			    8 * t));
-			mma_k32(c, k.a[blk], h.x, h.y);
+		for (int r = 0; r < 2; r++)
+			p[r] = xq_term_q6(p[r], k.f[blk][r][0], k.f[blk][r][1],
+			    m.x, 256 * c[2 * r] + c[2 * r + 1],
+			    256 * c1[2 * r] + c1[2 * r + 1]);
+	} else {
+		const uint2 h = xq_ld((const uint2 *)bp);
+		mma_k32(c, k.a[blk], h.x, h.y);
 #pragma unroll
-			for (int r = 0; r < 2; r++)
-				p[r] = xq_term_min(p[r], k.f[blk][r][0],
-				    k.f[blk][r][1], m,
-				    256 * c[2 * r] + c[2 * r + 1]);
-		}
+		for (int r = 0; r < 2; r++)
+			p[r] = xq_term_min(p[r], k.f[blk][r][0],
+			    k.f[blk][r][1], m, 256 * c[2 * r] + c[2 * r + 1]);
 	}
 }
 
@@ -297,12 +289,12 @@ mma_chunk_dot(const mma_chunk &k, const uint8_t *__restrict__ xb,
  * Y (+)= W·X for NT = 2..16 columns of XC (columns t0 .. t0 + NT − 1 of a
  * batch, rs_xq.h), for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K
  * rows of n_in values (a multiple of 256) in 16-row tiles (rs_tile.h).
- * Grid: one CTA of 8 / SPW warps per tile row of a part (mv_parts_grid).
+ * Grid: one CTA of 8 / G warps per tile row of a part (mv_parts_grid).
  * MINB: CTAs an SM must fit (launch bounds: caps the registers), a tuning
- * knob like SPW.
+ * knob like G.
  */
-template <int TYPE, int NT, int SPW, int MINB = 1>
-static __global__ void __launch_bounds__(8 / SPW * RS_WARP, MINB)
+template <int TYPE, int NT, int G, int MINB = 1>
+static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
     const xq_in xc)
 {
@@ -318,70 +310,105 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int	 accumulate = pt.acc;
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
-	static_assert(SPW == 1 || SPW == 2 || SPW == 4, "8 / SPW warps");
+	static_assert(G == 1 || G == 2 || G == 4, "8 / G warps");
+	constexpr int	 W = 8 / G;		/* warps */
 	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256;
 	const uint8_t	*__restrict__ xq = xc.p;
-	/* x slots between blocks and between columns (xq_at_of) */
-	const int64_t	 xbs = xc.bm ? xc.nb : 1;
-	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
 	/* the CTA's tile row (rs_tile.h; rows past n_out are zeros) */
 	const uint8_t	*tiles = w + pt.blk * nb * TB;
-	float		 p[NQ][4 * SPW][2];
-	/* x offsets in the batch as 32 bits (MMA_MAX_IN), which spares
-	   registers at 16 columns: xb[u] block 0 of the lane's B column,
-	   xm[u] of column t's meta */
-	uint32_t	 xb[NQ], xm[NQ];
+	float		 p[NQ][4 * G][2];
+	/*
+	 * x: the lane's B bytes and column t's meta of block 0 for the
+	 * first quad (XB0, XM0) and the last (XBL, XML); a block's slot
+	 * (32 bits: MMA_MAX_IN) is added to them with one wide multiply-add
+	 * a load.  The quads between lie 4 columns (128 B, 32 B of meta)
+	 * apart in a block-major batch (rs_xq.h), which every launch of
+	 * more than 4 columns takes (the launcher's check), so their loads
+	 * share XB0 and XM0 at constant offsets; the last quad has its own
+	 * pointers where its columns past NT read the last one again.
+	 */
+	constexpr bool	 FULL = NT % 4 == 0;
+	const int	 lb = TYPE == RS_TYPE_Q6_K ? 4 * t : 8 * t;
+	const uint32_t	 xbs = xc.bm ? xc.nb : 1;
+	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
+	const uint8_t	*xb0 = xq + (g & 1) * xc.nb * n_in +
+	    32 * (xc.t0 + (g >> 1)) * xcs + lb;
+	const float2	*xm0 = (const float2 *)(xq + 2 * xc.nb * n_in) +
+	    (xc.t0 + t) * xcs;
+	/* (the last quad's as 32-bit offsets from xq: fewer registers, and
+	   the one-quad loop of the decode step ~15 % shorter) */
+	const uint32_t	 xbl = (uint32_t)((g & 1) * xc.nb * n_in + 32 *
+	    (xc.t0 + min(4 * (NQ - 1) + (g >> 1), NT - 1)) * xcs + lb);
+	const uint32_t	 xml = (uint32_t)(2 * xc.nb * n_in + 8 *
+	    (xc.t0 + min(4 * (NQ - 1) + t, NT - 1)) * xcs);
 
 #pragma unroll
-	for (int u = 0; u < NQ; u++) {
-		/* columns past the last read it again and write nothing */
-		const int cb = xc.t0 + min(4 * u + (g >> 1), NT - 1);
-		const int cm = xc.t0 + min(4 * u + t, NT - 1);
-		xb[u] = (uint32_t)((g & 1) * xc.nb * n_in + 32 * cb * xcs);
-		xm[u] = (uint32_t)(2 * xc.nb * n_in + 8 * cm * xcs);
+	for (int u = 0; u < NQ; u++)
 #pragma unroll
-		for (int c = 0; c < 4 * SPW; c++)
+		for (int c = 0; c < 4 * G; c++)
 			p[u][c][0] = p[u][c][1] = 0.0f;
-	}
 	rs_pdl_trigger();
-	for (int64_t i = 0; 8 * i + SPW * wi < nb; i++) {
-		mma_raw raw[SPW];
+	/* rounds of 8 super-blocks: step s takes group w + W·s */
+	for (int64_t b0 = wi; b0 < nb; b0 += 8) {
 #pragma unroll
-		for (int sb = 0; sb < SPW; sb++)
-			if (8 * i + SPW * wi + sb < nb)
-				mmac<TYPE>::load(tiles + (8 * i + SPW * wi +
-				    sb) * TB, g, t, &raw[sb]);
-		/* launched early (mv_launch), the kernel reads x only after
-		   the wait: the first weights are on their way meanwhile */
-		if (i == 0)
-			rs_pdl_wait();
-#pragma unroll
-		for (int sb = 0; sb < SPW; sb++) {
-			const int64_t bi = 8 * i + SPW * wi + sb;
+		for (int st = 0; st < G; st++) {
+			const int64_t bi = b0 + W * st;
 			if (bi >= nb)
 				break;
+			mma_raw raw;
+			mmac<TYPE>::load(tiles + bi * TB, g, t, &raw);
+			/* launched early (mv_launch), the kernel reads x
+			   only after the wait: the first weights are on
+			   their way meanwhile */
+			if (b0 == wi && st == 0)
+				rs_pdl_wait();
+			const uint32_t s0 = (uint32_t)bi * 8 * xbs;
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
 				mma_chunk k;
-				mmac<TYPE>::chunk(raw[sb], c, &k);
+				mmac<TYPE>::chunk(raw, c, &k);
 #pragma unroll
-				for (int u = 0; u < NQ; u++)
-					mma_chunk_dot<TYPE>(k, xq + xb[u],
-					    xq + xm[u], xbs, bi, t,
-					    p[u][4 * sb + c]);
+				for (int blk = 0; blk < 2; blk++) {
+					if constexpr (NQ == 1) {
+						const int64_t b = (bi * 8 +
+						    k.xb[blk]) * (int64_t)xbs;
+						mma_block_dot<TYPE>(k, blk,
+						    xq + xbl + 32 * b,
+						    (const float2 *)(xq + xml) +
+						    b, p[0][4 * st + c]);
+						continue;
+					}
+					const uint32_t sl = s0 +
+					    (uint32_t)k.xb[blk] * xbs;
+					const uint8_t *bp = xb0 +
+					    (uint64_t)sl * 32;
+					const float2 *mp = xm0 + sl;
+#pragma unroll
+					for (int u = 0; u < NQ; u++)
+						mma_block_dot<TYPE>(k, blk,
+						    u < NQ - 1 || FULL ?
+						    bp + 128 * u : xq + xbl +
+						    32 * (int64_t)sl,
+						    u < NQ - 1 || FULL ?
+						    mp + 4 * u : (const float2 *)
+						    (xq + xml) + sl,
+						    p[u][4 * st + c]);
+				}
 			}
 		}
 	}
-	/* a warp without a super-block (nb < 8) waits here, before y */
+	/* a warp without a super-block (w >= nb) waits here, before y */
 	rs_pdl_wait();
 	/* the 32 virtual lanes of every output, added in warp_sum's tree */
 #pragma unroll
 	for (int u = 0; u < NQ; u++) {
 #pragma unroll
-		for (int c = 0; c < 4 * SPW; c++) {
-			red[4 * SPW * wi + c][g][t] = p[u][c][0];
-			red[4 * SPW * wi + c][g + 8][t] = p[u][c][1];
+		for (int c = 0; c < 4 * G; c++) {
+			/* slot c: chunk c % 4 of group w + W·(c / 4) */
+			const int v = 4 * (wi + W * (c / 4)) + c % 4;
+			red[v][g][t] = p[u][c][0];
+			red[v][g + 8][t] = p[u][c][1];
 		}
 		__syncthreads();
 		for (int el = threadIdx.x; el < MMA_ROWS * 4; el += blockDim.x) {

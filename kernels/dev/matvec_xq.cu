@@ -1,7 +1,8 @@
 /*
  * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu and
  * matvec_mma.cuh): the dp4a kernel's shapes (warps a CTA W, tile rows TR), the
- * tensor-core kernel's (super-blocks a warp SPW, CTAs an SM MINB) and the cost of 1..16 columns through rs_k_matvec, on
+ * tensor-core kernel's (groups of virtual lanes a warp G, CTAs an SM MINB)
+ * and the cost of 1..16 columns through rs_k_matvec, on
  * the shapes of a Qwen3.8-27B Q4_K_M token, weights in the engine's
  * 16-row tiles (rs_tile.h).
  *
@@ -102,15 +103,15 @@ launch(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 	    n_in, xq);
 }
 
-template <int TYPE, int NT, int SPW, int MINB>
+template <int TYPE, int NT, int G, int MINB>
 static void
 launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
     float *y, int64_t ldy)
 {
 	mv_parts p = one_part(w, n_out, y, ldy);
 	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
-	matvec_xq_mma_kernel<TYPE, NT, SPW, MINB><<<grid,
-	    8 / SPW * RS_WARP>>>(p, n_in, xq);
+	matvec_xq_mma_kernel<TYPE, NT, G, MINB><<<grid, 8 / G * RS_WARP>>>(p,
+	    n_in, xq);
 }
 
 struct variant {
@@ -124,23 +125,15 @@ struct variant {
 #define V(nt, w, tr) { "dp4a" #nt "_w" #w "_tr" #tr, nt, { \
 	launch<RS_TYPE_Q4_K, nt, w, tr>, launch<RS_TYPE_Q5_K, nt, w, tr>, \
 	launch<RS_TYPE_Q6_K, nt, w, tr> }, 0 }
-#define VC(nt, w, tr) { "dp4a_cm" #nt "_w" #w "_tr" #tr, nt, { \
-	launch<RS_TYPE_Q4_K, nt, w, tr>, launch<RS_TYPE_Q5_K, nt, w, tr>, \
-	launch<RS_TYPE_Q6_K, nt, w, tr> }, 1 }
-#define MB(nt, spw, mb) { "mma_bm" #nt "_spw" #spw "_minb" #mb, nt, { \
-	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
-	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
-	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> }, 2 }
-#define M(nt, spw, mb) { "mma" #nt "_spw" #spw "_minb" #mb, nt, { \
-	launch_mma<RS_TYPE_Q4_K, nt, spw, mb>, \
-	launch_mma<RS_TYPE_Q5_K, nt, spw, mb>, \
-	launch_mma<RS_TYPE_Q6_K, nt, spw, mb> }, 0 }
+#define M(nt, g, mb) { "mma" #nt "_g" #g "_minb" #mb, nt, { \
+	launch_mma<RS_TYPE_Q4_K, nt, g, mb>, \
+	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
+	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
 
 static const struct variant variants[] = {
-	V(1, 8, 2), M(1, 1, 2), M(1, 1, 3), V(2, 8, 2), VC(4, 8, 1),
-	VC(8, 8, 1), M(2, 1, 2), M(2, 2, 3), MB(2, 1, 2), MB(2, 1, 3),
-	M(3, 1, 2), M(3, 1, 3), M(3, 2, 3), M(4, 1, 2), M(4, 1, 3), M(4, 2, 3),
-	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(16, 1, 1), M(16, 1, 2),
+	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
+	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
+	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12),
 };
 
 static int
