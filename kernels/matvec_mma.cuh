@@ -1,8 +1,9 @@
 /*
  * matvec_mma.cuh - the integer matvec for 1..16 columns on tensor cores
  * (SM80 and later: int8 mma.sync), bit-identical to the one-column dp4a
- * kernel of matvec.cu.  The launcher gives it every column count but one
- * column of Q6_K, which runs faster on dp4a.
+ * kernel of matvec.cu (for finite weight scales: scale_perm).  The
+ * launcher gives it every column count but one column of Q6_K, which runs
+ * faster on dp4a.
  *
  * Why: a verification pass multiplies every weight with k + 1 columns.
  * The dp4a kernel repeats the x loads and dp4a of every weight for each
@@ -48,8 +49,10 @@
  * loads, 4 x loads, 2 mma, 8 nibble operations and ~20 tail instructions:
  * ~310 instructions a super-block for up to 4 columns (~430 while the
  * low byte was unsigned: one mma per plane of 8 columns, and at 3-4
- * columns half the tail spent on copies of the last one).  Columns
- * beyond NT are computed on a copy of the last column and not written.
+ * columns half the tail spent on copies of the last one); at 8 columns
+ * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
+ * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
+ * last column and not written.
  * Measured in docs/perf-log.md; G and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH
