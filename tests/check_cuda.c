@@ -397,9 +397,12 @@ END_TEST
  * loop of matvec_xq_kernel) and, for Q6_K, of 35 (FFN-wide rows, which
  * take two rows a warp and four steps in flight for one column: the main
  * loop's step of 8 super-blocks per set pair, then the tail), 67 rows (a
- * warp's rows cut short), 2, 3 or 16 columns and each column alone
+ * warp's rows cut short), 2, 3, 8 or 16 columns and each column alone
  * (check_matvec_xq), on tiles (rs_tile.h) whose last tile row is short
- * (67) or whole (64).
+ * (67) or whole (64).  16 columns and the head's 5-8 run 4-warp CTAs
+ * whose warps take two groups of virtual lanes (matvec_mma.cuh): 13
+ * super-blocks give each warp both; the head's launch shape needs more
+ * than MMA_TALL_ROWS rows (65,552 of 5 super-blocks, 8 columns).
  */
 START_TEST(matvec_xq_wide)
 {
@@ -417,9 +420,14 @@ START_TEST(matvec_xq_wide)
 		    cases[i].rows);
 		check_matvec(&t, 2, 0);
 		check_matvec(&t, 3, 0);
+		check_matvec(&t, 8, 0);
 		check_matvec(&t, 16, 0);
 		free(buf);
 	}
+	struct rs_gguf_tensor t;
+	void *buf = random_tensor(&t, RS_TYPE_Q6_K, 5 * 256, 65552);
+	check_matvec(&t, 8, 0);
+	free(buf);
 }
 END_TEST
 
