@@ -114,8 +114,9 @@ struct mma_chunk {
 template <int TYPE> struct mmac;
 
 /*
- * P + I·S as one IMAD.WIDE.U32 (left to itself the compiler spent three
- * or four instructions on each x address: a fifth of the 8-column loop)
+ * P + I·S by mad.wide (two instructions in the SASS; left to itself the
+ * compiler spent three or four on each x address, 61 of the 8-column
+ * loop's 442)
  */
 template <unsigned S>
 static __device__ __forceinline__ const void *
@@ -392,8 +393,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	    32 * (xc.t0 + (g >> 1)) * xcs + lb;
 	const float2	*xm0 = (const float2 *)(xq + 2 * xc.nb * n_in) +
 	    (xc.t0 + t) * xcs;
-	/* (the last quad's as 32-bit offsets from xq: fewer registers, and
-	   the one-quad loop of the decode step ~15 % shorter) */
+	/* (the last quad's as 32-bit offsets from xq: as 64-bit pointers,
+	   the first form, they made the decode step 9 % slower) */
 	const uint32_t	 xbl = (uint32_t)((g & 1) * xc.nb * n_in + 32 *
 	    (xc.t0 + min(4 * (NQ - 1) + (g >> 1), NT - 1)) * xcs + lb);
 	const uint32_t	 xml = (uint32_t)(2 * xc.nb * n_in + 8 *
@@ -426,6 +427,10 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 				mmac<TYPE>::chunk(raw, c, &k);
 #pragma unroll
 				for (int blk = 0; blk < 2; blk++) {
+					/* one quad (decode, 2-4 columns):
+					   the addressing of the kernel before
+					   the shared pointers, whose loop was
+					   shorter there than either form */
 					if constexpr (NQ == 1) {
 						const int64_t b = (bi * 8 +
 						    k.xb[blk]) * (int64_t)xbs;
