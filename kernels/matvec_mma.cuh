@@ -167,7 +167,14 @@ k_scales_perm(uint4 hdr, int c, float a[2], float m[2])
 	m[1] = scale_perm(mn, k + 1, dm.y, nm);
 }
 
-/* Q4_K and Q5_K share everything but the fifth bit. */
+/*
+ * Q4_K and Q5_K share everything but the fifth bit.  chunk<PERM>: the
+ * scales by k_scales_perm (PERM) or k_scales, the same values (finite
+ * scales); the kernel takes the shorter form up to 8 columns and
+ * k_scales at 16, where the kernel sits at its register cap and the
+ * shorter form spilled (verify 16 16.18 -> 16.36 ms, docs/perf-log.md
+ * session 16).
+ */
 template <int TYPE>
 struct mmac_k {
 	static constexpr int BB = qtraits<TYPE>::qb;
@@ -200,6 +207,7 @@ struct mmac_k {
 		}
 	}
 
+	template <bool PERM>
 	static __device__ __forceinline__ void
 	chunk(const mma_raw &w, int c, mma_chunk *k)
 	{
@@ -221,8 +229,12 @@ struct mmac_k {
 				k->a[1][r + 2 * i] = hi;
 			}
 			float a[2], m[2];
-			k_scales_perm(make_uint4(w.hd[r][0], w.hd[r][1],
-			    w.hd[r][2], w.hd[r][3]), c, a, m);
+			const uint4 hd = make_uint4(w.hd[r][0], w.hd[r][1],
+			    w.hd[r][2], w.hd[r][3]);
+			if (PERM)
+				k_scales_perm(hd, c, a, m);
+			else
+				k_scales(hd, c, a, m);
 			k->f[0][r][0] = a[0]; k->f[0][r][1] = m[0];
 			k->f[1][r][0] = a[1]; k->f[1][r][1] = m[1];
 		}
@@ -271,6 +283,8 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 		return ((float)(int8_t)(w.hd[r][i >> 2] >> (8 * (i & 3))));
 	}
 
+	/* (PERM: mmac_k's; Q6_K has one form) */
+	template <bool PERM>
 	static __device__ __forceinline__ void
 	chunk(const mma_raw &w, int c, mma_chunk *k)
 	{
@@ -424,7 +438,10 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
 				mma_chunk k;
-				mmac<TYPE>::chunk(raw, c, &k);
+				/* (the forms of mmac_k at 16 columns:
+				   fewer registers, no spills) */
+				mmac<TYPE>::template chunk<NQ <= 2>(raw, c,
+				    &k);
 #pragma unroll
 				for (int blk = 0; blk < 2; blk++) {
 					/* one quad (decode, 2-4 columns):
@@ -442,10 +459,12 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 					}
 					const uint32_t sl = s0 +
 					    (uint32_t)k.xb[blk] * xbs;
-					const uint8_t *bp = (const uint8_t *)
-					    mad_wide<32>(sl, xb0);
-					const float2 *mp = (const float2 *)
-					    mad_wide<8>(sl, xm0);
+					const uint8_t *bp = NQ <= 2 ?
+					    (const uint8_t *)mad_wide<32>(sl,
+					    xb0) : xb0 + (uint64_t)sl * 32;
+					const float2 *mp = NQ <= 2 ?
+					    (const float2 *)mad_wide<8>(sl,
+					    xm0) : xm0 + sl;
 #pragma unroll
 					for (int u = 0; u < NQ; u++)
 						mma_block_dot<TYPE>(k, blk,
