@@ -395,7 +395,10 @@ struct matvec_launch {
 		    rows() <= MMA_Q6_ONE_ROWS;
 
 		/* a host runtime call: NVRTC's check of the kernels
-		   (scripts/cuda129-nvrtc.sh) compiles without it */
+		   (scripts/cuda129-nvrtc.sh) compiles without it; more
+		   than one quad of columns needs block-major x, whose
+		   quads the kernel reads at fixed offsets (every batch of
+		   more than 4 columns is block-major there) */
 #ifndef __CUDACC_RTC__
 		mma = mma && xq.nb * n_in <= MMA_MAX_IN && (NT <= 4 ||
 		    xq.bm) && has_mma_matvec();
