@@ -148,16 +148,9 @@ scale_perm(uint32_t w, int k, float f, float nf)
 static __device__ __forceinline__ void
 k_scales_perm(uint4 hdr, int c, float a[2], float m[2])
 {
-	const uint32_t s0 = hdr.y, s1 = hdr.z, s2 = hdr.w;
 	uint32_t sc, mn;
 
-	if (c < 2) {
-		sc = s0 & 0x3F3F3F3Fu;
-		mn = s1 & 0x3F3F3F3Fu;
-	} else {
-		sc = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
-		mn = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
-	}
+	k_scale_words(hdr, c, &sc, &mn);
 	const int k = 2 * (c & 1);
 	const float2 dm = __half22float2(*(const __half2 *)&hdr.x);
 	const float nd = dm.x * -0x1p23f, nm = dm.y * -0x1p23f;

@@ -234,19 +234,28 @@ dp4a_us(unsigned a, int b, int c)
  * low six bits of bytes 0..3 and 4..7; sub-blocks 4..7 combine a nibble of
  * bytes 8..11 with the top two bits of bytes 0..7).
  */
+/* the 6-bit fields of chunk C's half of the sub-blocks: SC and MN hold
+   four each, one a byte (bytes 2(c % 2), 2(c % 2) + 1 are the chunk's) */
+static __device__ __forceinline__ void
+k_scale_words(uint4 hdr, int c, uint32_t *sc, uint32_t *mn)
+{
+	const uint32_t s0 = hdr.y, s1 = hdr.z, s2 = hdr.w;
+
+	if (c < 2) {
+		*sc = s0 & 0x3F3F3F3Fu;
+		*mn = s1 & 0x3F3F3F3Fu;
+	} else {
+		*sc = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
+		*mn = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
+	}
+}
+
 static __device__ __forceinline__ void
 k_scales(uint4 hdr, int c, float a[2], float m[2])
 {
-	const uint32_t s0 = hdr.y, s1 = hdr.z, s2 = hdr.w;
 	uint32_t sc, mn;
 
-	if (c < 2) {
-		sc = s0 & 0x3F3F3F3Fu;
-		mn = s1 & 0x3F3F3F3Fu;
-	} else {
-		sc = (s2 & 0x0F0F0F0Fu) | ((s0 >> 2) & 0x30303030u);
-		mn = ((s2 >> 4) & 0x0F0F0F0Fu) | ((s1 >> 2) & 0x30303030u);
-	}
+	k_scale_words(hdr, c, &sc, &mn);
 	const int sh = 16 * (c & 1);
 	float2 dm = __half22float2(*(const __half2 *)&hdr.x);
 	a[0] = dm.x * (float)((sc >> sh) & 0xFF);
