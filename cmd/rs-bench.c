@@ -29,7 +29,7 @@
 #include "rs_time.h"
 
 #define USAGE	"rs-bench -m MODEL [--backend B] [-c N] [-t N] [--max-batch N] [--json]\n" \
-	"       [--devices LIST [--split LIST]] [-q] [--quick | --prefill N]\n" \
+	"       [--devices LIST [--split LIST]] [-q] [--quick | --prefill N | --depth LIST]\n" \
 	"       rs-bench -m MODEL --spec [--draft D] [--draft-max K] [--oracle-k N]\n" \
 	"       [--alpha LIST] [--spec-tokens N] [--reps N] [--draft-vocab N]\n" \
 	"       [--backend B] [--devices LIST [--split LIST]] [-t N]\n" \
@@ -46,6 +46,8 @@ struct opts {
 	double		 alphas[RS_BENCH_SPEC_MAX_ALPHA];
 	int		 n_alphas;	/* 0: the defaults */
 	int64_t		 prefill;	/* --prefill: that row alone */
+	int		 depths[RS_BENCH_MAX_LIST];	/* --depth: those rows */
+	int		 n_depths;
 	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
 };
 
@@ -66,6 +68,8 @@ usage_full(void)
 	    "  -j, --json           JSON lines instead of a table\n"
 	    "      --quick          small sizes (decode 16, groups 1 2 4, prefill 64,\n"
 	    "                       depth 256) for a fast check\n"
+	    "      --depth LIST     only the probe and decode after each depth in LIST\n"
+	    "                       (comma-separated, at most 8): long-context decode\n"
 	    "      --prefill N      only the probe and a prefill of N tokens (to\n"
 	    "                       profile or compare one prompt length)\n"
 	    "      --spec           speculative decoding: greedy generation after a\n"
@@ -505,6 +509,28 @@ parse_alphas(struct opts *o, const char *list)
 	}
 }
 
+/* --depth: at most RS_BENCH_MAX_LIST positive depths. */
+static void
+parse_depths(struct opts *o, const char *list)
+{
+	const char	*p = list;
+	char		*end;
+
+	o->n_depths = 0;
+	for (;;) {
+		long long d = strtoll(p, &end, 10);
+		if (end == p || d < 1 || d > 1 << 24 || (*end != ',' &&
+		    *end != '\0') || o->n_depths == RS_BENCH_MAX_LIST)
+			rs_cli_usage_error(USAGE, "--depth: '%s' is not a list of "
+			    "at most %d depths in 1..%d", list,
+			    RS_BENCH_MAX_LIST, 1 << 24);
+		o->depths[o->n_depths++] = (int)d;
+		if (*end == '\0')
+			return;
+		p = end + 1;
+	}
+}
+
 /* ---- -m: benchmark ---- */
 
 static int
@@ -581,6 +607,11 @@ fit(const struct opts *o, const struct rs_model *m, struct rs_bench_opts *bo)
 	if (o->prefill > n_ctx)
 		rs_cli_fatal("%s: --prefill %lld does not fit the context, "
 		    "%lld", o->model, (long long)o->prefill, (long long)n_ctx);
+	for (int i = 0; i < o->n_depths; i++)
+		if ((int64_t)o->depths[i] + bo->depth_tokens > n_ctx)
+			rs_cli_fatal("%s: --depth %d and its %d decoded tokens "
+			    "do not fit the context, %lld", o->model,
+			    o->depths[i], bo->depth_tokens, (long long)n_ctx);
 	if (rs_bench_fit(bo, (int32_t)n_ctx, note, sizeof(note)) > 0 &&
 	    !o->quiet)
 		rs_cli_warn("%s: context %lld: %s", o->model,
@@ -612,6 +643,11 @@ bench(const struct opts *o)
 		static const struct rs_bench_opts p = { .n_prefills = 1 };
 		bo = p;
 		bo.prefills[0] = (int)o->prefill;
+	} else if (o->n_depths > 0) {
+		static const struct rs_bench_opts d = { .depth_tokens = 32 };
+		bo = d;
+		memcpy(bo.depths, o->depths, sizeof(bo.depths));
+		bo.n_depths = o->n_depths;
 	}
 	bo.seed = (uint64_t)o->seed;
 	rs_cli_progress("loading the model", 0, 0);
@@ -647,6 +683,7 @@ main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "quick", no_argument, NULL, 'Q' },
 		{ "prefill", required_argument, NULL, 'F' },
+		{ "depth", required_argument, NULL, 'E' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "plan", no_argument, NULL, 'P' },
 		{ "ctx-size", required_argument, NULL, 'c' },
@@ -685,6 +722,7 @@ main(int argc, char **argv)
 			o.prefill = rs_cli_num_opt("--prefill", optarg,
 			    1, 1 << 24, USAGE);
 			break;
+		case 'E': parse_depths(&o, optarg); break;
 		case 'P': o.plan = 1; break;
 		case 'c':
 			o.ctx = rs_cli_num_opt("--ctx-size", optarg, 1, 1 << 24,
@@ -744,9 +782,9 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		rs_cli_usage_error(USAGE, "unexpected operand '%s'", argv[optind]);
-	if (o.quick && o.prefill > 0)
-		rs_cli_usage_error(USAGE, "--quick and --prefill exclude each "
-		    "other");
+	if (o.quick + (o.prefill > 0) + (o.n_depths > 0) > 1)
+		rs_cli_usage_error(USAGE, "--quick, --prefill and --depth exclude "
+		    "each other");
 	if ((o.model == NULL) == (o.preset == NULL))
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
 	if (o.ctx > 0 && o.preset != NULL)
@@ -757,9 +795,10 @@ main(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "--draft, --draft-max, --oracle-k, "
 		    "--alpha, --spec-tokens, --reps and --draft-vocab go with "
 		    "--spec");
-	if (o.spec && (o.preset != NULL || o.plan || o.quick || o.prefill > 0))
+	if (o.spec && (o.preset != NULL || o.plan || o.quick || o.prefill > 0 ||
+	    o.n_depths > 0))
 		rs_cli_usage_error(USAGE, "--spec excludes --synth, --plan, "
-		    "--quick and --prefill");
+		    "--quick, --prefill and --depth");
 	if (o.devices != NULL && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--devices is for -m, not --synth");
 	rs_cli_devices_check(o.devices, o.split, USAGE);

@@ -140,6 +140,25 @@ START_TEST(cmd_context)
 	ck_assert_int_eq(t_run(c, &out), 2);
 	ck_assert_msg(strstr(out, "does not fit") != NULL, "%s", out);
 	free(out);
+	snprintf(c, sizeof(c), "%s -m %s --depth 100,4070 2>&1",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "--depth 4070 and its 32 decoded tokens do "
+	    "not fit the context, 4096") != NULL, "%s", out);
+	free(out);
+	snprintf(c, sizeof(c), "%s -m %s --depth 100,4x 2>&1",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, &out), 2);
+	free(out);
+	snprintf(c, sizeof(c), "%s -m %s -b cpu -t 1 --depth 40,8 --json "
+	    "2>&1", t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, &out), 0);
+	ck_assert_msg(strstr(out, "\"depth\":40") != NULL &&
+	    strstr(out, "\"depth\":8") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "\"test\":\"verify\"") == NULL &&
+	    strstr(out, "\"test\":\"prefill\"") == NULL &&
+	    strstr(out, "\"test\":\"probe\"") != NULL, "%s", out);
+	free(out);
 	snprintf(c, sizeof(c), "%s --synth tiny -o /dev/null -c 10 2>&1",
 	    t_bin("rs-bench"));
 	ck_assert_int_eq(t_run(c, &out), 2);
