@@ -16,7 +16,9 @@
  * KV head, split) reads each K/V row of its split once for its GB heads:
  * lane i owns dims [i·d/32, (i+1)·d/32) of q, K and V (one 16-byte load
  * per row at d = 256).  Each of the four warps takes tiles of 32 keys:
- * the GB scores of each key (a warp sum), then one online-softmax rescale
+ * the GB scores of each key (lane partials summed across the warp eight
+ * keys at a time by warp_sum_rows: 9 shuffles a head where eight
+ * warp_sums take 40, the same bits), then one online-softmax rescale
  * per tile (max, e^(s − m), kept per lane), then the tile's V rows
  * weighted by the probabilities, broadcast from shared memory.  The
  * warps merge in shared memory into a (m, l, o) partial per (token,
@@ -39,10 +41,15 @@
  * 2·P·1024 halves = 4 KB per position (K and V rows read once per KV
  * head, not once per query head: GB = 6), 16 layers: 64 KB per position;
  * at P = 32768 that is 2.1 GB per token, 0.45 ms at the H200's 4.8 TB/s,
- * 2.3 ms at the V100's 0.9 TB/s.  Per key and KV head a warp issues ~180
- * instructions (2 loads, 96 FMA, 30 shuffles for the 6 score sums, the
- * V weights): at 32,768 keys ~1,000 keys per SM per layer, ~25 µs on an
- * H200, about the memory time.
+ * 2.3 ms at the V100's 0.9 TB/s.  Per key and KV head a warp issues
+ * ~140 instructions (2 loads, 16 conversions, 96 FMA, ~7 shuffles and
+ * ~16 adds and selects for the 6 score sums, the V weights; ~180 with a
+ * warp_sum a score): at 32,768 keys ~1,000 keys per SM per layer, ~20 µs
+ * of issue on an H200 at full rate, but the 253 registers of GB = 6 leave
+ * 8 warps an SM, so the loads' latency shows: measured ~55 µs a layer
+ * (perf-log, session 17).  Three heads a block (168 registers, 12 warps)
+ * read each row twice through L2 and were slower (9.5 against 8.7 ms a
+ * decode step at 32,768).
  */
 #include <math.h>
 
@@ -51,6 +58,7 @@
 
 #define ATTN_WARPS	4
 #define ATTN_UNROLL	8	/* K or V rows loaded ahead per warp */
+#define ATTN_CHUNKS	(RS_WARP / ATTN_UNROLL)	/* of a 32-key tile */
 
 /* S(n): the keys per split of a row of N keys (the top comment). */
 static __host__ __device__ __forceinline__ int64_t
@@ -140,11 +148,13 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	    base += ATTN_WARPS * RS_WARP) {
 		const int nk = (int)min((int64_t)RS_WARP, k1 - base);
 		float	  sc[GB];	/* the scores of key base + lane */
+		float	  sr[GB];	/* a key's score as warp_sum_rows left it */
 
 		for (int g = 0; g < GB; g++)
-			sc[g] = -INFINITY;
+			sr[g] = 0.0f;
 		for (int c = 0; c < nk; c += ATTN_UNROLL) {
 			uint32_t w[ATTN_UNROLL][nw];
+			float	 acc[GB][ATTN_UNROLL];
 #pragma unroll
 			for (int u = 0; u < ATTN_UNROLL; u++)
 				if (c + u < nk)
@@ -152,20 +162,30 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 					    w[u]);
 #pragma unroll
 			for (int u = 0; u < ATTN_UNROLL; u++) {
-				if (c + u >= nk)
-					break;
 				float kf[DPL];
 				for (int i = 0; i < DPL; i++)
-					kf[i] = word_half(w[u], i);
+					kf[i] = c + u < nk ? word_half(w[u], i) :
+					    0.0f;
 				for (int g = 0; g < GB; g++) {
-					float acc = 0.0f;
+					acc[g][u] = 0.0f;
 					for (int i = 0; i < DPL; i++)
-						acc = fmaf(qr[g][i], kf[i], acc);
-					acc = warp_sum(acc);
-					if (lane == c + u)
-						sc[g] = acc;
+						acc[g][u] = fmaf(qr[g][i], kf[i],
+						    acc[g][u]);
 				}
 			}
+			for (int g = 0; g < GB; g++) {
+				float s = warp_sum_rows<ATTN_UNROLL>(acc[g], lane);
+				if (lane % ATTN_CHUNKS == c / ATTN_UNROLL)
+					sr[g] = s;
+			}
+		}
+		/* lane L's key is held by lane (L % C)·(32 / C) + L / C */
+		for (int g = 0; g < GB; g++) {
+			sc[g] = __shfl_sync(0xffffffffu, sr[g],
+			    (lane % ATTN_UNROLL) * ATTN_CHUNKS +
+			    lane / ATTN_UNROLL);
+			if (lane >= nk)
+				sc[g] = -INFINITY;
 		}
 		/* one rescale per tile; l stays a per-lane partial sum */
 		for (int g = 0; g < GB; g++) {

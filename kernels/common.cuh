@@ -67,6 +67,41 @@ warp_sum(float v)
 	return (v);
 }
 
+/*
+ * C warp sums at once (C a power of two, at most 32): lane l returns
+ * Σ over the warp of v[l / (32 / C)], the same bits warp_sum(v[that])
+ * would give.  warp_sum's butterfly adds, at offsets 16, 8, ..., 1, a
+ * lane's partial and its partner's; here, at each of the first log2 C
+ * offsets, a lane keeps one half of its values (the upper half where its
+ * offset bit is set), sends the other half, and adds what the partner
+ * sent for the half it kept: the same pairs added in the same order, one
+ * shuffle for two of warp_sum's sums.  The last 5 − log2 C offsets are
+ * warp_sum's.  31 shuffles at C = 32 where C warp_sums take 5·C.
+ */
+template <int C>
+static __device__ __forceinline__ float
+warp_sum_rows(float (&v)[C], int lane)
+{
+	int n = C;
+
+#pragma unroll
+	for (int o = RS_WARP / 2; o >= RS_WARP / C; o >>= 1) {
+		const bool up = (lane & o) != 0;
+
+		n /= 2;
+#pragma unroll
+		for (int i = 0; i < n; i++) {
+			float keep = up ? v[i + n] : v[i];
+			float send = up ? v[i] : v[i + n];
+			v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+		}
+	}
+#pragma unroll
+	for (int o = RS_WARP / C / 2; o > 0; o >>= 1)
+		v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+	return (v[0]);
+}
+
 static __device__ __forceinline__ float
 warp_max(float v)
 {

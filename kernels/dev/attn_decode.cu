@@ -8,7 +8,8 @@
  * First, batch invariance: 8 tokens in one call against the same 8 one at
  * a time (grid sized for 131,072 keys, as the decode graph does), bit for
  * bit, around the 16,384-key split-size step (the CPU oracle comparison is
- * tests/check_cuda.c "attn").  Then rs_k_attn is timed at depths 4,096,
+ * tests/check_cuda.c "attn"), and an FNV-1a hash of those outputs' bits,
+ * to tell whether two builds compute the same bits.  Then rs_k_attn is timed at depths 4,096,
  * 32,768 and 131,072 for 1, 4, 16 and 32 query tokens (CUDA events, 20
  * repeats after a warm-up, L2 flushed before each).  One JSON line per
  * case: µs for the layer, the KV bytes it must read (2·depth·1024 halves),
@@ -86,8 +87,12 @@ main(void)
 		    (size_t)NH * HD * 4, cudaMemcpyDeviceToHost));
 	}
 	int same = memcmp(a, b, (size_t)vt * NH * HD * 4) == 0;
+	uint64_t fnv = 14695981039346656037ULL;	/* the outputs' bits */
+	for (size_t i = 0; i < (size_t)vt * NH * HD * 4; i++)
+		fnv = (fnv ^ ((const unsigned char *)a)[i]) * 1099511628211ULL;
 	printf("{\"check\":\"batch vs single\",\"tokens\":%d,\"after\":%d,"
-	    "\"identical\":%s}\n", vt, vp0, same ? "true" : "false");
+	    "\"identical\":%s,\"fnv1a\":\"%016llx\"}\n", vt, vp0,
+	    same ? "true" : "false", (unsigned long long)fnv);
 	if (!same)
 		return (1);
 	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++)
