@@ -289,14 +289,11 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 			for (int half = 0; half < 2; half++) {
 				const uint32_t ql = w.q[r][c][half];
 				const uint32_t qh = w.h[r][h][half];
-				const uint32_t lo = (ql & 0x0F0F0F0Fu) |
-				    ((qh >> (2 * kk)) & 0x03030303u) << 4;
-				const uint32_t hi = ((ql >> 4) & 0x0F0F0F0Fu) |
-				    ((qh >> (2 * kk + 4)) & 0x03030303u) << 4;
-				k->a[0][2 * half + r] = __vsub4(lo,
-				    0x20202020u);
-				k->a[1][2 * half + r] = __vsub4(hi,
-				    0x20202020u);
+				k->a[0][2 * half + r] = q6_centre(ql & 0x0F0F0F0Fu,
+				    ((qh >> (2 * kk)) & 0x03030303u) << 4);
+				k->a[1][2 * half + r] = q6_centre((ql >> 4) &
+				    0x0F0F0F0Fu, ((qh >> (2 * kk + 4)) &
+				    0x03030303u) << 4);
 			}
 			k->f[0][r][0] = w.d[r] * scale(w, r, s);
 			k->f[0][r][1] = w.d[r] * scale(w, r, s + 1);
