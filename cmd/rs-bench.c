@@ -68,8 +68,9 @@ usage_full(void)
 	    "  -j, --json           JSON lines instead of a table\n"
 	    "      --quick          small sizes (decode 16, groups 1 2 4, prefill 64,\n"
 	    "                       depth 256) for a fast check\n"
-	    "      --depth LIST     only the probe and decode after each depth in LIST\n"
-	    "                       (comma-separated, at most 8): long-context decode\n"
+	    "      --depth LIST     only the probe, decode and verification groups of\n"
+	    "                       1 2 4 8 16 after each depth in LIST (comma-separated,\n"
+	    "                       at most 8): long-context decode and drafting\n"
 	    "      --prefill N      only the probe and a prefill of N tokens (to\n"
 	    "                       profile or compare one prompt length)\n"
 	    "      --spec           speculative decoding: greedy generation after a\n"
@@ -644,7 +645,9 @@ bench(const struct opts *o)
 		bo = p;
 		bo.prefills[0] = (int)o->prefill;
 	} else if (o->n_depths > 0) {
-		static const struct rs_bench_opts d = { .depth_tokens = 32 };
+		static const struct rs_bench_opts d = { .depth_tokens = 32,
+			.groups = { 1, 2, 4, 8, 16 }, .n_groups = 5,
+			.verify_reps = 8, .depth_verify = 1 };
 		bo = d;
 		memcpy(bo.depths, o->depths, sizeof(bo.depths));
 		bo.n_depths = o->n_depths;

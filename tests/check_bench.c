@@ -155,7 +155,10 @@ START_TEST(cmd_context)
 	ck_assert_int_eq(t_run(c, &out), 0);
 	ck_assert_msg(strstr(out, "\"depth\":40") != NULL &&
 	    strstr(out, "\"depth\":8") != NULL, "%s", out);
-	ck_assert_msg(strstr(out, "\"test\":\"verify\"") == NULL &&
+	ck_assert_msg(strstr(out, "\"test\":\"verify\",\"tokens\":16,"
+	    "\"depth\":40") != NULL &&
+	    strstr(out, "\"test\":\"verify\",\"tokens\":4,\"depth\":8") !=
+	    NULL && strstr(out, "\"depth\":16") == NULL &&
 	    strstr(out, "\"test\":\"prefill\"") == NULL &&
 	    strstr(out, "\"test\":\"probe\"") != NULL, "%s", out);
 	free(out);

@@ -82,6 +82,18 @@ fit_list(int *v, int *n, int extra, int32_t n_ctx, const char *what,
 	return (changed);
 }
 
+/* Positions a long-depth row needs past its depth. */
+static int
+depth_extra(const struct rs_bench_opts *o)
+{
+	int	extra = o->depth_tokens;
+
+	for (int i = 0; i < o->n_groups && o->depth_verify; i++)
+		if (o->groups[i] > extra)
+			extra = o->groups[i];
+	return (extra);
+}
+
 int
 rs_bench_fit(struct rs_bench_opts *o, int32_t n_ctx, char *note, size_t cap)
 {
@@ -104,7 +116,7 @@ rs_bench_fit(struct rs_bench_opts *o, int32_t n_ctx, char *note, size_t cap)
 		o->ttft_tokens = n_ctx - 1 > 0 ? n_ctx - 1 : 0;
 		changed++;
 	}
-	changed += fit_list(o->depths, &o->n_depths, o->depth_tokens, n_ctx,
+	changed += fit_list(o->depths, &o->n_depths, depth_extra(o), n_ctx,
 	    "depth", note, cap);
 	return (changed);
 }
@@ -249,14 +261,15 @@ decode_sampled(struct bench *b, const char *test, struct rs_err *err)
 }
 
 /*
- * Groups of G drafts verified at the decode depth, rolled back each time.
+ * Groups of G drafts verified after DEPTH tokens, rolled back each time.
  * A greedy verification needs the argmax of every row, which is what comes
  * back (rs_engine_forward_top, K = 1): the pass a speculative round pays.
+ * The cost is relative to the last group of 1 timed (at the same depth:
+ * the groups run in order, 1 first).
  */
 static enum rs_status
-verify(struct bench *b, int g, struct rs_err *err)
+verify(struct bench *b, int g, int64_t depth, struct rs_err *err)
 {
-	const int64_t depth = b->o->decode_depth;
 	struct rs_bench_row r = { .test = "verify", .n = g, .depth = depth };
 	struct rs_top top[RS_ENGINE_EXACT_MAX];
 	enum rs_status s;
@@ -339,8 +352,8 @@ plan(const struct rs_engine *e, const struct rs_bench_opts *o, int32_t *ctx,
 	if (o->ttft_tokens + 1 > need)
 		need = o->ttft_tokens + 1;
 	for (int i = 0; i < o->n_depths; i++)
-		if ((int64_t)o->depths[i] + o->depth_tokens > need)
-			need = (int64_t)o->depths[i] + o->depth_tokens;
+		if ((int64_t)o->depths[i] + depth_extra(o) > need)
+			need = (int64_t)o->depths[i] + depth_extra(o);
 	if (need > rs_engine_model(e)->hp.n_ctx_train)
 		return (rs_errf(err, RS_ERR_LIMIT,
 		    "the benchmark needs %lld positions, the model has %u",
@@ -367,8 +380,9 @@ run_all(struct bench *b, struct rs_err *err)
 	    (s = decode_sampled(b, "greedy", err)) != RS_OK ||
 	    (s = decode_sampled(b, "sampled", err)) != RS_OK))
 		return (s);
-	for (int i = 0; i < o->n_groups; i++)
-		if ((s = verify(b, o->groups[i], err)) != RS_OK)
+	for (int i = 0; i < o->n_groups && o->decode_tokens > 0; i++)
+		if ((s = verify(b, o->groups[i], o->decode_depth, err)) !=
+		    RS_OK)
 			return (s);
 	for (int i = 0; i < o->n_prefills; i++)
 		if ((s = prefill(b, "prefill", o->prefills[i], err)) != RS_OK)
@@ -376,9 +390,14 @@ run_all(struct bench *b, struct rs_err *err)
 	if (o->ttft_tokens > 0 &&
 	    (s = prefill(b, "ttft", o->ttft_tokens, err)) != RS_OK)
 		return (s);
-	for (int i = 0; i < o->n_depths; i++)
+	for (int i = 0; i < o->n_depths; i++) {
 		if ((s = decode(b, o->depths[i], o->depth_tokens, err)) != RS_OK)
 			return (s);
+		for (int k = 0; k < o->n_groups && o->depth_verify; k++)
+			if ((s = verify(b, o->groups[k], o->depths[i], err)) !=
+			    RS_OK)
+				return (s);
+	}
 	memset(&r, 0, sizeof(r));
 	r.test = "memory";
 	rs_engine_memory(b->e, &r.mem_weights, &r.mem_scratch);

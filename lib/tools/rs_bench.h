@@ -28,7 +28,10 @@ struct rs_bench_opts {
 	int		decode_tokens;		/* timed decode steps (128; 0:
 					   no decode rows) */
 	int		decode_depth;		/* context before them (16) */
-	int		groups[RS_BENCH_MAX_LIST];	/* verify sizes */
+	int		groups[RS_BENCH_MAX_LIST];	/* verify sizes, at
+					   the decode depth when there are
+					   decode steps, at each long depth
+					   with depth_verify */
 	int		n_groups;
 	int		verify_reps;		/* calls per group (8) */
 	int		prefills[RS_BENCH_MAX_LIST];	/* prefill lengths */
@@ -36,6 +39,8 @@ struct rs_bench_opts {
 	int		depths[RS_BENCH_MAX_LIST];	/* long-depth decode */
 	int		n_depths;
 	int		depth_tokens;		/* steps timed there (32) */
+	int		depth_verify;		/* the verify groups at each
+						   long depth too (0) */
 	int		ttft_tokens;		/* a prompt timed to its first
 						   token (30000; 0: none) */
 	uint64_t	seed;
