@@ -1154,9 +1154,9 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
 /*
  * Short rows (one split, a tile of fewer than 32 keys), the GQA groups
  * the launcher maps to 6, 4, 2 and 1 heads per block, rows that cross the
- * minimum split size, 5,000 keys (40 splits of 128, the last one partial)
- * and rows on both sides of 16,384 keys, where the split size doubles;
- * then the arguments it must refuse.
+ * minimum split size, 5,000 keys (40 splits of 128, the last one partial),
+ * and rows on both sides of 16,384 and 32,768 keys, where the split size
+ * doubles; then the arguments it must refuse.
  */
 START_TEST(attn)
 {
@@ -1171,6 +1171,11 @@ START_TEST(attn)
 	check_attn(256, 6, 4, 16, 4990);
 	check_attn(256, 6, 2, 5, 16382);
 	check_attn(64, 8, 1, 3, 16383);
+	/* across 32,768 keys, where the split size doubles again (512) */
+	check_attn(256, 6, 2, 5, 32766);
+	check_attn(256, 6, 4, 16, 33000);
+	check_attn(128, 4, 2, 9, 32765);
+	check_attn(64, 8, 1, 3, 32767);
 	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 96, 96, 1,
 	    NULL, 1, 1.0f, NULL, NULL, 0, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_k_attn(NULL, 0, 0, 0, NULL, NULL, 4, 2, 128, 64,
