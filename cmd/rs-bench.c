@@ -792,6 +792,9 @@ main(int argc, char **argv)
 		rs_cli_usage_error(USAGE, "give either -m MODEL or --synth PRESET");
 	if (o.ctx > 0 && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--ctx-size is for -m, not --synth");
+	if (o.preset != NULL && (o.quick || o.prefill > 0 || o.n_depths > 0))
+		rs_cli_usage_error(USAGE, "--quick, --prefill and --depth are for "
+		    "-m, not --synth");
 	if (!o.spec && (o.draft.given || o.draft.max > 0 || o.oracle_k > 0 ||
 	    o.n_alphas > 0 ||
 	    o.spec_tokens > 0 || o.reps > 0 || o.draft_vocab > 0))

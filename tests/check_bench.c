@@ -166,6 +166,12 @@ START_TEST(cmd_context)
 	    t_bin("rs-bench"));
 	ck_assert_int_eq(t_run(c, &out), 2);
 	free(out);
+	snprintf(c, sizeof(c), "%s --synth tiny -o /dev/null --depth 10 2>&1",
+	    t_bin("rs-bench"));
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "are for -m, not --synth") != NULL, "%s",
+	    out);
+	free(out);
 }
 END_TEST
 
