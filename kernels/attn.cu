@@ -53,6 +53,7 @@
  */
 #include <math.h>
 
+#include "attn_mma.cuh"
 #include "common.cuh"
 #include "rs_kernels.h"
 
@@ -319,6 +320,34 @@ launch_dpl(int gb, dim3 grid, cudaStream_t stream, const float *d_q,
 	}
 }
 
+template <int D>
+static void
+launch_mma(dim3 grid, cudaStream_t stream, const float *d_q, int64_t ldq,
+    int64_t qs, const uint16_t *d_kc, const uint16_t *d_vc, int n_head,
+    int n_head_kv, int n_tok, const int32_t *d_params, float scale,
+    float *d_scratch)
+{
+	attn_split_mma_kernel<D><<<grid, AM_WARPS * RS_WARP,
+	    am_layout<D>::BYTES, stream>>>(d_q, ldq, qs, d_kc, d_vc, n_head,
+	    n_head_kv, n_tok, d_params, scale, d_scratch);
+}
+
+/* Whether head dim D takes attn_mma.cuh's kernel on this device. */
+static int
+attn_mma(int d)
+{
+#ifdef __CUDACC_RTC__
+	(void)d;
+	return (1);	/* NVRTC's check: instantiate both kernels */
+#else
+	switch (d) {
+	case 64: return (attn_mma_runs<64>());
+	case 128: return (attn_mma_runs<128>());
+	default: return (attn_mma_runs<256>());
+	}
+#endif
+}
+
 extern "C" enum rs_status
 rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
     const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
@@ -344,16 +373,37 @@ rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	/* splits of the longest row: at most ⌈n / S_min⌉ and MAX_SPLITS */
 	ns = (max_keys + RS_K_ATTN_SPLIT_MIN - 1) / RS_K_ATTN_SPLIT_MIN;
 	ns = ns < RS_K_ATTN_MAX_SPLITS ? ns : RS_K_ATTN_MAX_SPLITS;
-	dim3 grid((unsigned)n_tok, (unsigned)(n_head / gb), (unsigned)ns);
-	switch (d) {
-	case 64: launch_dpl<2>(gb, grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
-	case 128: launch_dpl<4>(gb, grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
-	default: launch_dpl<8>(gb, grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	if (attn_mma(d)) {
+		dim3 g2((unsigned)((n_tok * group + AM_ROWS - 1) / AM_ROWS),
+		    (unsigned)n_head_kv, (unsigned)ns);
+		switch (d) {
+		case 64: launch_mma<64>(g2, stream, d_q, ldq, qs, d_kc, d_vc,
+		    n_head, n_head_kv, n_tok, d_params, scale, d_scratch);
+		    break;
+		case 128: launch_mma<128>(g2, stream, d_q, ldq, qs, d_kc, d_vc,
+		    n_head, n_head_kv, n_tok, d_params, scale, d_scratch);
+		    break;
+		default: launch_mma<256>(g2, stream, d_q, ldq, qs, d_kc, d_vc,
+		    n_head, n_head_kv, n_tok, d_params, scale, d_scratch);
+		    break;
+		}
+		RS_LAUNCH_CHECK(err, "attn split (mma.sync)");
+	} else {
+		dim3 grid((unsigned)n_tok, (unsigned)(n_head / gb),
+		    (unsigned)ns);
+		switch (d) {
+		case 64: launch_dpl<2>(gb, grid, stream, d_q, ldq, qs, d_kc,
+		    d_vc, n_head, n_head_kv, d_params, scale, d_scratch);
+		    break;
+		case 128: launch_dpl<4>(gb, grid, stream, d_q, ldq, qs, d_kc,
+		    d_vc, n_head, n_head_kv, d_params, scale, d_scratch);
+		    break;
+		default: launch_dpl<8>(gb, grid, stream, d_q, ldq, qs, d_kc,
+		    d_vc, n_head, n_head_kv, d_params, scale, d_scratch);
+		    break;
+		}
+		RS_LAUNCH_CHECK(err, "attn split");
 	}
-	RS_LAUNCH_CHECK(err, "attn split");
 	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head), 128, 0,
 	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params,
 	    d_o);
