@@ -60,6 +60,13 @@
 #define ATTN_WARPS	4
 #define ATTN_UNROLL	8	/* K or V rows loaded ahead per warp */
 #define ATTN_CHUNKS	(RS_WARP / ATTN_UNROLL)	/* of a 32-key tile */
+/*
+ * Rows of at least this many keys take the mma path from SM80 on (split
+ * size 512 and up: 16 tiles a split).  Measured on the H200 (perf-log,
+ * session 17): faster there for every pass size; at 4,096 keys (128-key
+ * splits, one tile a warp) slower from 4 tokens on.
+ */
+#define ATTN_MMA_FROM	32769
 
 /* S(n): the keys per split of a row of N keys (the top comment). */
 static __host__ __device__ __forceinline__ int64_t
@@ -108,19 +115,22 @@ word_half(const uint32_t *w, int i)
 }
 
 /*
- * One (token, GB query heads of one KV head, split).  DPL = d / 32 dims
- * per lane.  Partial record per head: m (max score), l (Σ e^(s − m)),
- * o[d] (Σ e^(s − m)·V[s]).
+ * One (token T, GB query heads HG·GB.. of one KV head, split) on the FMA
+ * path: rows of fewer than FROM keys.  DPL = d / 32 dims per lane.
+ * Partial record per head: m (max score), l (Σ e^(s − m)), o[d]
+ * (Σ e^(s − m)·V[s]); WPART: ATTN_WARPS·GB·(2 + d) floats of shared
+ * memory.
  */
 template <int DPL, int GB>
-static __global__ void __launch_bounds__(ATTN_WARPS * RS_WARP)
-attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
-    const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
-    int n_head, int n_head_kv, const int32_t *__restrict__ pos0,
-    float scale, float *__restrict__ part)
+static __device__ __forceinline__ void
+attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
+    int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
+    const uint16_t *__restrict__ vc, int n_head, int n_head_kv,
+    const int32_t *__restrict__ pos0, int64_t from, float scale,
+    float *__restrict__ part, float *wpart)
 {
 	const int	d = DPL * RS_WARP, nw = DPL / 2;
-	const int	t = blockIdx.x, h0 = blockIdx.y * GB, split = blockIdx.z;
+	const int	h0 = hg * GB;
 	const int	lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
 	const int	j = h0 / (n_head / n_head_kv);
 	const int64_t	n_keys = (int64_t)*pos0 + t + 1, sk = split_keys(n_keys);
@@ -130,12 +140,10 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	const uint16_t	*vb = vc + (int64_t)j * d + lane * DPL;
 	/* the tile's probabilities, [warp][key][head] */
 	__shared__ float sp[ATTN_WARPS][RS_WARP][GB];
-	/* per warp and head m, l, o[d], merged at the end */
-	extern __shared__ float wpart[];
 	float		qr[GB][DPL], o[GB][DPL], m[GB], l[GB];
 
-	if (k0 >= n_keys)
-		return;		/* past this row's last split */
+	if (n_keys >= from || k0 >= n_keys)
+		return;		/* the mma path's, or past its last split */
 	for (int g = 0; g < GB; g++) {
 		const float *qh = q + t * ldq + (h0 + g) * qs + lane * DPL;
 		for (int i = 0; i < DPL; i++) {
@@ -253,6 +261,33 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	}
 }
 
+/*
+ * The split partials of a call: blocks x < N_TOK are the FMA path's
+ * (token x, head group y), the rest the mma path's (rows 8·(x − N_TOK)
+ * .., KV head y; attn_mma.cuh), each block computing only the rows its
+ * path owns: rows of at least FROM keys on the mma path.  A row's path
+ * and arithmetic depend on its key count alone, so a pass still equals
+ * its tokens' single steps bit for bit.
+ */
+template <int DPL, int GB>
+static __global__ void __launch_bounds__(ATTN_WARPS * RS_WARP)
+attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
+    const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
+    int n_head, int n_head_kv, int n_tok, const int32_t *__restrict__ pos0,
+    int64_t from, float scale, float *__restrict__ part)
+{
+	extern __shared__ __align__(16) unsigned char smem[];
+
+	if ((int)blockIdx.x < n_tok)
+		attn_split_fma<DPL, GB>(blockIdx.x, blockIdx.y, blockIdx.z, q,
+		    ldq, qs, kc, vc, n_head, n_head_kv, pos0, from, scale,
+		    part, (float *)smem);
+	else if ((int)blockIdx.y < n_head_kv)
+		attn_split_mma<DPL * RS_WARP>(blockIdx.x - n_tok, blockIdx.y,
+		    blockIdx.z, q, ldq, qs, kc, vc, n_head, n_head_kv, n_tok,
+		    pos0, from, scale, part, smem);
+}
+
 /* Merge the splits of (token, head) in split order, normalise, gate. */
 static __global__ void
 attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
@@ -287,65 +322,60 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 	}
 }
 
+/*
+ * The split kernel for GB heads a block at d = 32·DPL: the FMA path for
+ * every row, and from SM80 on (the code this device runs for it was
+ * compiled for compute_80 or later) the mma path for rows of at least
+ * ATTN_MMA_FROM keys where MAX_KEYS reaches them.
+ */
 template <int DPL, int GB>
 static void
-launch_split(dim3 grid, cudaStream_t stream, const float *d_q, int64_t ldq,
-    int64_t qs, const uint16_t *d_kc, const uint16_t *d_vc, int n_head,
-    int n_head_kv, const int32_t *d_params, float scale, float *d_scratch)
+launch_split(int64_t ns, int64_t max_keys, cudaStream_t stream,
+    const float *d_q, int64_t ldq, int64_t qs, const uint16_t *d_kc,
+    const uint16_t *d_vc, int n_head, int n_head_kv, int n_tok,
+    const int32_t *d_params, float scale, float *d_scratch)
 {
-	size_t shm = (size_t)ATTN_WARPS * GB * (2 + DPL * RS_WARP) *
-	    sizeof(float);
+	const int d = DPL * RS_WARP;
+	size_t	  shm = (size_t)ATTN_WARPS * GB * (2 + d) * sizeof(float);
+	int64_t	  from = INT64_MAX;
+	unsigned  nx = (unsigned)n_tok;
 
-	attn_split_kernel<DPL, GB><<<grid, ATTN_WARPS * RS_WARP, shm,
-	    stream>>>(d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, d_params,
-	    scale, d_scratch);
+#ifndef __CUDACC_RTC__
+	static signed char known[RS_MAX_DEVICES];
+
+	if (max_keys >= ATTN_MMA_FROM &&
+	    rs_runs_ptx(attn_split_kernel<DPL, GB>, 80, known))
+#endif
+	{
+		from = ATTN_MMA_FROM;
+		nx += (unsigned)(((int64_t)n_tok * (n_head / n_head_kv) +
+		    AM_ROWS - 1) / AM_ROWS);
+		if (shm < (size_t)am_layout<DPL * RS_WARP>::BYTES)
+			shm = am_layout<DPL * RS_WARP>::BYTES;
+	}
+	attn_split_kernel<DPL, GB><<<dim3(nx, (unsigned)(n_head / GB),
+	    (unsigned)ns), ATTN_WARPS * RS_WARP, shm, stream>>>(d_q, ldq, qs,
+	    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, from, scale,
+	    d_scratch);
 }
 
 template <int DPL>
 static void
-launch_dpl(int gb, dim3 grid, cudaStream_t stream, const float *d_q,
-    int64_t ldq, int64_t qs, const uint16_t *d_kc, const uint16_t *d_vc,
-    int n_head, int n_head_kv, const int32_t *d_params, float scale,
-    float *d_scratch)
+launch_dpl(int gb, int64_t ns, int64_t max_keys, cudaStream_t stream,
+    const float *d_q, int64_t ldq, int64_t qs, const uint16_t *d_kc,
+    const uint16_t *d_vc, int n_head, int n_head_kv, int n_tok,
+    const int32_t *d_params, float scale, float *d_scratch)
 {
 	switch (gb) {
-	case 6: launch_split<DPL, 6>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
-	case 4: launch_split<DPL, 4>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
-	case 2: launch_split<DPL, 2>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
-	default: launch_split<DPL, 1>(grid, stream, d_q, ldq, qs, d_kc, d_vc,
-	    n_head, n_head_kv, d_params, scale, d_scratch); break;
+	case 6: launch_split<DPL, 6>(ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
+	case 4: launch_split<DPL, 4>(ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
+	case 2: launch_split<DPL, 2>(ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
+	default: launch_split<DPL, 1>(ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
 	}
-}
-
-template <int D>
-static void
-launch_mma(dim3 grid, cudaStream_t stream, const float *d_q, int64_t ldq,
-    int64_t qs, const uint16_t *d_kc, const uint16_t *d_vc, int n_head,
-    int n_head_kv, int n_tok, const int32_t *d_params, float scale,
-    float *d_scratch)
-{
-	attn_split_mma_kernel<D><<<grid, AM_WARPS * RS_WARP,
-	    am_layout<D>::BYTES, stream>>>(d_q, ldq, qs, d_kc, d_vc, n_head,
-	    n_head_kv, n_tok, d_params, scale, d_scratch);
-}
-
-/* Whether head dim D takes attn_mma.cuh's kernel on this device. */
-static int
-attn_mma(int d)
-{
-#ifdef __CUDACC_RTC__
-	(void)d;
-	return (1);	/* NVRTC's check: instantiate both kernels */
-#else
-	switch (d) {
-	case 64: return (attn_mma_runs<64>());
-	case 128: return (attn_mma_runs<128>());
-	default: return (attn_mma_runs<256>());
-	}
-#endif
 }
 
 extern "C" enum rs_status
@@ -373,37 +403,15 @@ rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	/* splits of the longest row: at most ⌈n / S_min⌉ and MAX_SPLITS */
 	ns = (max_keys + RS_K_ATTN_SPLIT_MIN - 1) / RS_K_ATTN_SPLIT_MIN;
 	ns = ns < RS_K_ATTN_MAX_SPLITS ? ns : RS_K_ATTN_MAX_SPLITS;
-	if (attn_mma(d)) {
-		dim3 g2((unsigned)((n_tok * group + AM_ROWS - 1) / AM_ROWS),
-		    (unsigned)n_head_kv, (unsigned)ns);
-		switch (d) {
-		case 64: launch_mma<64>(g2, stream, d_q, ldq, qs, d_kc, d_vc,
-		    n_head, n_head_kv, n_tok, d_params, scale, d_scratch);
-		    break;
-		case 128: launch_mma<128>(g2, stream, d_q, ldq, qs, d_kc, d_vc,
-		    n_head, n_head_kv, n_tok, d_params, scale, d_scratch);
-		    break;
-		default: launch_mma<256>(g2, stream, d_q, ldq, qs, d_kc, d_vc,
-		    n_head, n_head_kv, n_tok, d_params, scale, d_scratch);
-		    break;
-		}
-		RS_LAUNCH_CHECK(err, "attn split (mma.sync)");
-	} else {
-		dim3 grid((unsigned)n_tok, (unsigned)(n_head / gb),
-		    (unsigned)ns);
-		switch (d) {
-		case 64: launch_dpl<2>(gb, grid, stream, d_q, ldq, qs, d_kc,
-		    d_vc, n_head, n_head_kv, d_params, scale, d_scratch);
-		    break;
-		case 128: launch_dpl<4>(gb, grid, stream, d_q, ldq, qs, d_kc,
-		    d_vc, n_head, n_head_kv, d_params, scale, d_scratch);
-		    break;
-		default: launch_dpl<8>(gb, grid, stream, d_q, ldq, qs, d_kc,
-		    d_vc, n_head, n_head_kv, d_params, scale, d_scratch);
-		    break;
-		}
-		RS_LAUNCH_CHECK(err, "attn split");
+	switch (d) {
+	case 64: launch_dpl<2>(gb, ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
+	case 128: launch_dpl<4>(gb, ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
+	default: launch_dpl<8>(gb, ns, max_keys, stream, d_q, ldq, qs, d_kc,
+	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
 	}
+	RS_LAUNCH_CHECK(err, "attn split");
 	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head), 128, 0,
 	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params,
 	    d_o);

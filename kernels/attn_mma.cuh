@@ -1,8 +1,9 @@
 /*
- * attn_mma.cuh - the SM80+ kernel of rs_k_attn (attn.cu): the same split
- * partials (m, l, o) for the same splits, with Q·Kᵀ and P·V on mma.sync
- * m16n8k16 (f16 operands, f32 sums) so that the query rows of a whole
- * verification pass share each K and V row a block reads.
+ * attn_mma.cuh - the SM80+ path of rs_k_attn's split kernel (attn.cu) for
+ * rows of at least ATTN_MMA_FROM keys: the same split partials (m, l, o)
+ * for the same splits, with Q·Kᵀ and P·V on mma.sync m16n8k16 (f16
+ * operands, f32 sums) so that the query rows of a whole verification pass
+ * share each K and V row a block reads.
  *
  * Why.  attn.cu's kernel holds one token's GB heads a block: a pass of T
  * tokens reads every K/V row T times (through L2) and pays T times the
@@ -11,8 +12,8 @@
  * at depth 16 they cost 1.42 and 2.13.
  *
  * Rows.  Query row r = t·G + i is head j·G + i of token t (G = n_head /
- * n_head_kv), as in the prefill kernel.  A block owns 8 rows (blockIdx.x),
- * one KV head j (y) and one split index s (z), four warps.  In the
+ * n_head_kv), as in the prefill kernel.  A block owns 8 rows, one KV
+ * head j and one split index s, four warps.  In the
  * m16n8k16 tiles, A's rows 0-7 are those 8 rows rounded to f16 (hi) and
  * rows 8-15 the f16 rounding of what that left (lo: q − hi), so a lane's
  * accumulators c0 + c2 and c1 + c3 are the scores (then the outputs) of
@@ -59,21 +60,15 @@
  * head and split, each reading the split's K/V (the first from DRAM, the
  * others mostly from L2).
  *
- * Status (branch attn-mma, session 17; H200, perf-log): check_cuda 28/28
- * (the oracle at 1e-5, batch = single bit for bit) and the sm_70 JIT build
- * (which keeps attn.cu's kernel).  kernels/dev/attn_decode, µs a layer
- * (FMA kernel -> this): depth 32,768: 1 token 87.1 -> 83.5, 4: 230.8 ->
- * 171.8, 16: 731 -> 515; 131,040: 1: 267 -> 222, 16: 2591 -> 1411; but
- * depth 4,096: 4 tokens 51.5 -> 73.2, 16: 141 -> 219.  rs-bench --depth:
- * verify 8 / 16 at 32,768 16.66 / 27.24 -> 14.81 / 23.71 ms, at 4,096
- * 11.65 / 17.85 -> 12.25 / 19.09.  Why slower on short splits: 250
- * registers (2 blocks an SM), and a tile is latency-bound: Q·Kᵀ is four
- * chains of D/16 dependent mma, K arrives 8 loads at a time and V is only
- * loaded after the softmax, so a warp with one tile a split (128-key
- * splits below 16,384 keys) waits on each in turn.  Next: two accumulator
- * chains a key tile, V's loads issued before the softmax, then a
- * position threshold (both kernels launched, each skipping the other's
- * rows, so T = 1 and T > 1 at one position take the same kernel).
+ * Measured alone (session 17, H200, perf-log; kernels/dev/attn_decode, µs
+ * a layer, FMA path -> this): depth 32,768: 1 token 87.1 -> 83.5, 4:
+ * 230.8 -> 171.8, 16: 731 -> 515; 131,040: 1: 267 -> 222, 16: 2591 ->
+ * 1411; but depth 4,096: 4 tokens 51.5 -> 73.2, 16: 141 -> 219.  On
+ * short splits a tile is latency-bound (250 registers, 2 blocks an SM;
+ * Q·Kᵀ is four chains of D/16 dependent mma, K arrives 8 loads at a
+ * time, V only after the softmax) and one tile a warp hides nothing;
+ * hence the threshold.  Next: two accumulator chains, V's loads before
+ * the softmax, then a lower threshold.
  */
 #ifndef RS_ATTN_MMA_CUH
 #define RS_ATTN_MMA_CUH
@@ -247,24 +242,25 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 #endif /* __CUDA_ARCH__ >= 800 */
 
 /*
- * Partials of rows 8·blockIdx.x .. +7 of KV head blockIdx.y, split
- * blockIdx.z, into PART as attn_split_kernel writes them.
+ * Partials of rows 8·MB .. +7 of KV head J, split SPLIT, into PART as
+ * attn.cu's FMA path writes them, for the rows of at least FROM keys (the
+ * others are that path's).  SMEM: am_layout<D>::BYTES.
  */
 template <int D>
-static __global__ void __launch_bounds__(AM_WARPS * RS_WARP)
-attn_split_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
-    const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
-    int n_head, int n_head_kv, int n_tok, const int32_t *__restrict__ pos0,
-    float scale, float *__restrict__ part)
+static __device__ __forceinline__ void
+attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
+    int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
+    const uint16_t *__restrict__ vc, int n_head, int n_head_kv, int n_tok,
+    const int32_t *__restrict__ pos0, int64_t from, float scale,
+    float *__restrict__ part, unsigned char *smem)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	typedef am_layout<D> L;
-	extern __shared__ __align__(16) unsigned char am_smem[];
-	half	*sqh = (half *)am_smem, *sql = sqh + AM_ROWS * L::LDQ;
+	half	*sqh = (half *)smem, *sql = sqh + AM_ROWS * L::LDQ;
 	float	*wpart = (float *)(sql + AM_ROWS * L::LDQ);
 	const int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
-	const int g = lane / 4, G = n_head / n_head_kv, j = blockIdx.y;
-	const int split = blockIdx.z, r0 = AM_ROWS * blockIdx.x;
+	const int g = lane / 4, G = n_head / n_head_kv;
+	const int r0 = AM_ROWS * mb;
 	const int n_rows = n_tok * G;
 	const int64_t p0 = *pos0, row = (int64_t)n_head_kv * D;
 	const uint16_t *kb = kc + (int64_t)j * D, *vb = vc + (int64_t)j * D;
@@ -275,6 +271,9 @@ attn_split_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	const int64_t s_lo = am_split_keys(p0 + r0 / G + 1);
 	const int64_t s_hi = am_split_keys(p0 + rl / G + 1);
 	float	o[D / 64][8][4], m = -INFINITY, l = 0.0f;
+
+	if (p0 + rl / G + 1 < from)
+		return;		/* every row on the FMA path */
 
 	/* Q of the 8 rows, scaled, as f16 hi and lo (zeros past the last) */
 	for (int x = threadIdx.x; x < AM_ROWS * D / 2; x += blockDim.x) {
@@ -303,7 +302,7 @@ attn_split_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 		const int S = (int)(pass == 0 ? s_lo : s_hi);
 		const int k0 = split * S;
 		const int kend = (int)min(p0 + rl / G + 1, (int64_t)k0 + S);
-		const bool active = r <= rl && s_r == S;
+		const bool active = r <= rl && s_r == S && n_r >= from;
 		const int last = (int)min(n_r, (int64_t)k0 + S);
 
 		for (int kt = k0 + AM_TILE * warp; kt < kend;
@@ -337,8 +336,8 @@ attn_split_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 		if (rw >= n_rows)
 			break;
 		const int64_t n = p0 + rw / G + 1, S = am_split_keys(n);
-		if (split * S >= n)
-			continue;	/* past this row's last split */
+		if (n < from || split * S >= n)
+			continue;	/* the FMA path's, or past its splits */
 		float M = -INFINITY, Lsum = 0.0f, out = 0.0f;
 		for (int w = 0; w < AM_WARPS; w++)
 			M = fmaxf(M, wpart[w * L::PART + rr * (2 + D)]);
@@ -357,30 +356,11 @@ attn_split_mma_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 		dst[2 + i] = out;
 	}
 #else
-	/* the host pass and archs before SM80: never launched there */
-	(void)q; (void)ldq; (void)qs; (void)kc; (void)vc; (void)n_head;
-	(void)n_head_kv; (void)n_tok; (void)pos0; (void)scale; (void)part;
-#ifdef __CUDA_ARCH__
-	__trap();
-#endif
+	/* archs before SM80: the launcher gives them no rows here */
+	(void)mb; (void)j; (void)split; (void)q; (void)ldq; (void)qs;
+	(void)kc; (void)vc; (void)n_head; (void)n_head_kv; (void)n_tok;
+	(void)pos0; (void)from; (void)scale; (void)part; (void)smem;
 #endif
 }
-
-#ifndef __CUDACC_RTC__
-/* Whether the mma kernel for head dim D runs on this device (as
-   attn_prefill_mma.cuh's has_mma_path decides it). */
-template <int D>
-static int
-attn_mma_runs(void)
-{
-	static signed char known[RS_MAX_DEVICES];
-
-	if (!rs_runs_ptx(attn_split_mma_kernel<D>, 80, known))
-		return (0);
-	return (cudaFuncSetAttribute(attn_split_mma_kernel<D>,
-	    cudaFuncAttributeMaxDynamicSharedMemorySize,
-	    am_layout<D>::BYTES) == cudaSuccess || (cudaGetLastError(), 0));
-}
-#endif
 
 #endif /* RS_ATTN_MMA_CUH */

@@ -1155,8 +1155,9 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
  * Short rows (one split, a tile of fewer than 32 keys), the GQA groups
  * the launcher maps to 6, 4, 2 and 1 heads per block, rows that cross the
  * minimum split size, 5,000 keys (40 splits of 128, the last one partial),
- * and rows on both sides of 16,384 and 32,768 keys, where the split size
- * doubles; then the arguments it must refuse.
+ * rows on both sides of 16,384 keys, where the split size doubles, and of
+ * 32,768, where rows take attn.cu's mma path from SM80 on; then the
+ * arguments it must refuse.
  */
 START_TEST(attn)
 {
@@ -1171,7 +1172,8 @@ START_TEST(attn)
 	check_attn(256, 6, 4, 16, 4990);
 	check_attn(256, 6, 2, 5, 16382);
 	check_attn(64, 8, 1, 3, 16383);
-	/* across 32,768 keys, where the split size doubles again (512) */
+	/* across 32,768 keys, where rows move to the mma path from SM80 on
+	   (and the split size doubles): both paths in one call */
 	check_attn(256, 6, 2, 5, 32766);
 	check_attn(256, 6, 4, 16, 33000);
 	check_attn(128, 4, 2, 9, 32765);
