@@ -68,7 +68,11 @@
  * Q·Kᵀ is four chains of D/16 dependent mma, K arrives 8 loads at a
  * time, V only after the softmax) and one tile a warp hides nothing;
  * hence the threshold.  Next: two accumulator chains, V's loads before
- * the softmax, then a lower threshold.
+ * the softmax, then a lower threshold.  Registers bound these: O takes
+ * 128 of the 250 at d = 256; a second Q·Kᵀ chain (the odd k-steps into
+ * their own accumulators) still fits, 254 and no spills (ptxas, not
+ * timed); more in flight would need O's dims split between two warps
+ * that share a key stream, or O in two halves with P·V run twice.
  */
 #ifndef RS_ATTN_MMA_CUH
 #define RS_ATTN_MMA_CUH
