@@ -50,6 +50,16 @@
  * (perf-log, session 17).  Three heads a block (168 registers, 12 warps)
  * read each row twice through L2 and were slower (9.5 against 8.7 ms a
  * decode step at 32,768).
+ *
+ * Two things for calls of several tokens, both from SM80 on.  Each tile
+ * first asks L2 for its K and V rows (tile_prefetch).  Rows of at least
+ * RS_K_ATTN_MMA_FROM keys take the tensor-core path of attn_mma.cuh
+ * instead, in the same launch (blocks past the FMA path's): 8 query rows
+ * a block share each K/V row, where the FMA path reads it once a token.
+ * Each path keeps its own arithmetic, and a row's path depends on its
+ * key count alone.  H200, 27B (perf-log, session 18): a verification
+ * pass of 8 / 16 tokens at depth 32,768 16.79 / 27.50 -> 15.05 / 24.16
+ * ms, decode there unchanged (8.63 ms).
  */
 #include <math.h>
 
@@ -61,12 +71,13 @@
 #define ATTN_UNROLL	8	/* K or V rows loaded ahead per warp */
 #define ATTN_CHUNKS	(RS_WARP / ATTN_UNROLL)	/* of a 32-key tile */
 /*
- * Rows of at least this many keys take the mma path from SM80 on (split
- * size 512 and up: 16 tiles a split).  Measured on the H200 (perf-log,
- * session 17): faster there for every pass size; at 4,096 keys (128-key
- * splits, one tile a warp) slower from 4 tokens on.
+ * RS_K_ATTN_MMA_FROM (rs_kernels.h): rows of at least 32,769 keys take
+ * the mma path from SM80 on (split size 512 and up: 16 tiles a split).
+ * Measured on the H200 (perf-log, sessions 17 and 18): faster there for
+ * every pass size (27B, depth 32,768: verify 8 / 16 tokens 16.79 / 27.50
+ * -> 15.11 / 24.27 ms, decode unchanged); at 4,096 keys (128-key splits,
+ * one tile a warp) slower from 4 tokens on.
  */
-#define ATTN_MMA_FROM	32769
 
 /* S(n): the keys per split of a row of N keys (the top comment). */
 static __host__ __device__ __forceinline__ int64_t
@@ -115,19 +126,49 @@ word_half(const uint32_t *w, int i)
 }
 
 /*
+ * Ask L2 for one key's K and V rows of a KV head (32·DPL halves each, whole
+ * 128-byte lines: d = 64, 128, 256) at the start of a tile, so that the
+ * tile's K rows after the first eight and all its V rows, which the warp
+ * loads eight at a time and V only after the softmax, arrive while it
+ * works instead of one round trip after another.  Only in calls of
+ * several tokens, whose blocks read each row in turn: measured on the
+ * H200 (perf-log, session 18, kernels/dev/attn_decode, µs a layer),
+ * depth 32,768: 4 / 16 tokens 231 -> 211, 731 -> 685, but one token 87 ->
+ * 94 (its one reader waits on the same DRAM trip either way, and the
+ * prefetches add requests); depth 4,096: 16 tokens 141 -> 136.  From SM80
+ * on only: the 32 KB a warp asks for (27B) times 8 warps an SM fit the
+ * 40-50 MB L2s there, not the V100's 6 MB.  Values are untouched (the
+ * same bits).
+ */
+template <int DPL>
+static __device__ __forceinline__ void
+tile_prefetch(const uint16_t *k, const uint16_t *v)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#pragma unroll
+	for (int i = 0; i < DPL * RS_WARP; i += 64) {
+		asm volatile("prefetch.global.L2 [%0];" : : "l"(k + i));
+		asm volatile("prefetch.global.L2 [%0];" : : "l"(v + i));
+	}
+#else
+	(void)k; (void)v;
+#endif
+}
+
+/*
  * One (token T, GB query heads HG·GB.. of one KV head, split) on the FMA
  * path: rows of fewer than FROM keys.  DPL = d / 32 dims per lane.
  * Partial record per head: m (max score), l (Σ e^(s − m)), o[d]
  * (Σ e^(s − m)·V[s]); WPART: ATTN_WARPS·GB·(2 + d) floats of shared
- * memory.
+ * memory.  PREFETCH: the call has several tokens (tile_prefetch).
  */
 template <int DPL, int GB>
 static __device__ __forceinline__ void
 attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
     int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
     const uint16_t *__restrict__ vc, int n_head, int n_head_kv,
-    const int32_t *__restrict__ pos0, int64_t from, float scale,
-    float *__restrict__ part, float *wpart)
+    const int32_t *__restrict__ pos0, int64_t from, bool prefetch,
+    float scale, float *__restrict__ part, float *wpart)
 {
 	const int	d = DPL * RS_WARP, nw = DPL / 2;
 	const int	h0 = hg * GB;
@@ -159,6 +200,9 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 		float	  sc[GB];	/* the scores of key base + lane */
 		float	  sr[GB];	/* a key's score as warp_sum_rows left it */
 
+		if (prefetch && lane < nk)
+			tile_prefetch<DPL>(kb + (base + lane) * row - lane * DPL,
+			    vb + (base + lane) * row - lane * DPL);
 		for (int g = 0; g < GB; g++)
 			sr[g] = 0.0f;
 		for (int c = 0; c < nk; c += ATTN_UNROLL) {
@@ -267,9 +311,13 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
  * .., KV head y; attn_mma.cuh), each block computing only the rows its
  * path owns: rows of at least FROM keys on the mma path.  A row's path
  * and arithmetic depend on its key count alone, so a pass still equals
- * its tokens' single steps bit for bit.
+ * its tokens' single steps bit for bit.  MMA false: the FMA path alone
+ * (FROM past every row), compiled without the mma path so that it keeps
+ * its own register count (the mma path's 250 would halve the warps of
+ * the GB = 1, 2 and 4 kernels); the launcher takes it for calls that
+ * cannot reach RS_K_ATTN_MMA_FROM keys.
  */
-template <int DPL, int GB>
+template <int DPL, int GB, bool MMA>
 static __global__ void __launch_bounds__(ATTN_WARPS * RS_WARP)
 attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
     const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
@@ -280,9 +328,9 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 
 	if ((int)blockIdx.x < n_tok)
 		attn_split_fma<DPL, GB>(blockIdx.x, blockIdx.y, blockIdx.z, q,
-		    ldq, qs, kc, vc, n_head, n_head_kv, pos0, from, scale,
-		    part, (float *)smem);
-	else if ((int)blockIdx.y < n_head_kv)
+		    ldq, qs, kc, vc, n_head, n_head_kv, pos0, from, n_tok > 1,
+		    scale, part, (float *)smem);
+	else if (MMA && (int)blockIdx.y < n_head_kv)
 		attn_split_mma<DPL * RS_WARP>(blockIdx.x - n_tok, blockIdx.y,
 		    blockIdx.z, q, ldq, qs, kc, vc, n_head, n_head_kv, n_tok,
 		    pos0, from, scale, part, smem);
@@ -326,7 +374,7 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
  * The split kernel for GB heads a block at d = 32·DPL: the FMA path for
  * every row, and from SM80 on (the code this device runs for it was
  * compiled for compute_80 or later) the mma path for rows of at least
- * ATTN_MMA_FROM keys where MAX_KEYS reaches them.
+ * RS_K_ATTN_MMA_FROM keys where MAX_KEYS reaches them.
  */
 template <int DPL, int GB>
 static void
@@ -339,21 +387,32 @@ launch_split(int64_t ns, int64_t max_keys, cudaStream_t stream,
 	size_t	  shm = (size_t)ATTN_WARPS * GB * (2 + d) * sizeof(float);
 	int64_t	  from = INT64_MAX;
 	unsigned  nx = (unsigned)n_tok;
+	int	  mma = 0;
 
+	/* host runtime calls: NVRTC's check of the kernels (scripts/
+	   cuda129-nvrtc.sh, device runtime only) compiles without them, and
+	   both launches (so both kernels) */
 #ifndef __CUDACC_RTC__
 	static signed char known[RS_MAX_DEVICES];
 
-	if (max_keys >= ATTN_MMA_FROM &&
-	    rs_runs_ptx(attn_split_kernel<DPL, GB>, 80, known))
+	mma = max_keys >= RS_K_ATTN_MMA_FROM &&
+	    rs_runs_ptx(attn_split_kernel<DPL, GB, true>, 80, known);
+#else
+	(void)max_keys;
 #endif
-	{
-		from = ATTN_MMA_FROM;
-		nx += (unsigned)(((int64_t)n_tok * (n_head / n_head_kv) +
-		    AM_ROWS - 1) / AM_ROWS);
-		if (shm < (size_t)am_layout<DPL * RS_WARP>::BYTES)
-			shm = am_layout<DPL * RS_WARP>::BYTES;
+	if (!mma) {
+		attn_split_kernel<DPL, GB, false><<<dim3(nx,
+		    (unsigned)(n_head / GB), (unsigned)ns), ATTN_WARPS *
+		    RS_WARP, shm, stream>>>(d_q, ldq, qs, d_kc, d_vc, n_head,
+		    n_head_kv, n_tok, d_params, from, scale, d_scratch);
+		return;
 	}
-	attn_split_kernel<DPL, GB><<<dim3(nx, (unsigned)(n_head / GB),
+	from = RS_K_ATTN_MMA_FROM;
+	nx += (unsigned)(((int64_t)n_tok * (n_head / n_head_kv) + AM_ROWS -
+	    1) / AM_ROWS);
+	if (shm < (size_t)am_layout<DPL * RS_WARP>::BYTES)
+		shm = am_layout<DPL * RS_WARP>::BYTES;
+	attn_split_kernel<DPL, GB, true><<<dim3(nx, (unsigned)(n_head / GB),
 	    (unsigned)ns), ATTN_WARPS * RS_WARP, shm, stream>>>(d_q, ldq, qs,
 	    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, from, scale,
 	    d_scratch);

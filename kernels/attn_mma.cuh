@@ -1,6 +1,6 @@
 /*
  * attn_mma.cuh - the SM80+ path of rs_k_attn's split kernel (attn.cu) for
- * rows of at least ATTN_MMA_FROM keys: the same split partials (m, l, o)
+ * rows of at least RS_K_ATTN_MMA_FROM keys: the same split partials (m, l, o)
  * for the same splits, with Q·Kᵀ and P·V on mma.sync m16n8k16 (f16
  * operands, f32 sums) so that the query rows of a whole verification pass
  * share each K and V row a block reads.
@@ -67,9 +67,12 @@
  * short splits a tile is latency-bound (250 registers, 2 blocks an SM;
  * Q·Kᵀ is four chains of D/16 dependent mma, K arrives 8 loads at a
  * time, V only after the softmax) and one tile a warp hides nothing;
- * hence the threshold.  Next: two accumulator chains, V's loads before
- * the softmax, then a lower threshold.  Registers bound these: O takes
- * 128 of the 250 at d = 256; a second Q·Kᵀ chain (the odd k-steps into
+ * hence the threshold.  In the engine (session 18, rs-bench --depth,
+ * with attn.cu's prefetch; verify 8 / 16 tokens at 32,768): 16.79 /
+ * 27.50 ms on the FMA path alone, 16.36 / 26.61 with its prefetch, 15.05
+ * / 24.16 with this path.  Next: two accumulator chains, V's loads
+ * before the softmax, then a lower threshold.  Registers bound these: O
+ * takes 128 of the 250 at d = 256; a second Q·Kᵀ chain (the odd k-steps into
  * their own accumulators) still fits, 254 and no spills (ptxas, not
  * timed); more in flight would need O's dims split between two warps
  * that share a key stream, or O in two halves with P·V run twice.

@@ -75,6 +75,7 @@ struct pass_graph {
 	uint64_t	 used;
 	int32_t		 from;
 	int		 logits, hidden, top, skip;
+	int64_t		 reach;		/* the attention's MAX_KEYS */
 };
 
 /*
@@ -897,13 +898,13 @@ upload_inputs(struct rs_engine *e, const int32_t *tokens, int64_t n,
  * slot the head on rows FROM .. N − 1 and the outputs to pinned memory
  * (LOGITS: the one row N − 1, into c->h_logits; TOP_K: each row's
  * candidates and first bad index; HIDDEN: the N hidden rows).  The
- * attention's grid is sized for the state's whole context (MAX_KEYS
- * n_ctx): the position changes between launches of the graph.
+ * attention's grid is sized for REACH keys (graph_reach): the position
+ * changes between launches of the graph.
  */
 static enum rs_status
 pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
     int32_t from, int want_logits, int top_k, int skip, int want_hidden,
-    struct rs_err *err)
+    int64_t reach, struct rs_err *err)
 {
 	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
@@ -914,7 +915,7 @@ pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 	    (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
 	RS_CUDA_TRY(err, cudaMemcpyAsync(c->d_params, c->h_params,
 	    RS_K_N_PARAMS * sizeof(int32_t), cudaMemcpyHostToDevice, c->s));
-	TRY(trunk_part(e, st, j, n, st->n_ctx, err));
+	TRY(trunk_part(e, st, j, n, reach, err));
 	if (j < n_slots(e) - 1)
 		return (RS_OK);
 	if (want_logits || top_k > 0)
@@ -932,15 +933,32 @@ pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 	return (RS_OK);
 }
 
-/* Whether PG was captured for this state and these outputs. */
+/*
+ * The keys a graph's attention is sized for when its rows end at END
+ * (position + tokens): the state's n_ctx, but below RS_K_ATTN_MMA_FROM
+ * only that many minus one, so that a graph of short rows launches
+ * rs_k_attn's FMA kernel alone (rs_kernels.h) and does not pay for the
+ * mma path's blocks and registers (perf-log, session 18: +1 % at 4,096
+ * keys for 16 tokens).  A state crossing the bound captures its graphs
+ * once more.
+ */
+static int64_t
+graph_reach(const struct rs_state *st, int64_t end)
+{
+	return (end < RS_K_ATTN_MMA_FROM && st->n_ctx >= RS_K_ATTN_MMA_FROM ?
+	    RS_K_ATTN_MMA_FROM - 1 : st->n_ctx);
+}
+
+/* Whether PG was captured for this state, these outputs and this reach. */
 static int
 graph_fits(const struct pass_graph *pg, const struct rs_state *st,
-    int32_t from, int want_logits, int top_k, int skip, int want_hidden)
+    int32_t from, int want_logits, int top_k, int skip, int want_hidden,
+    int64_t reach)
 {
 	return (pg->exec != NULL && pg->serial == st->serial &&
 	    pg->from == from && pg->logits == want_logits &&
 	    pg->top == top_k && pg->skip == skip &&
-	    pg->hidden == want_hidden);
+	    pg->hidden == want_hidden && pg->reach == reach);
 }
 
 /*
@@ -1005,7 +1023,7 @@ graph_install(struct pass_graph *pg, cudaGraph_t g, struct rs_err *err)
 static enum rs_status
 pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
     int32_t from, int want_logits, int top_k, int skip, int want_hidden,
-    cudaGraphExec_t *exec, struct rs_err *err)
+    int64_t reach, cudaGraphExec_t *exec, struct rs_err *err)
 {
 	struct cuda *c = cc(e);
 	struct pass_graph *ways = c->graph[n - 1], *pg = NULL;
@@ -1014,7 +1032,7 @@ pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 
 	for (int w = 0; w < GRAPH_WAYS && pg == NULL; w++)
 		if (graph_fits(&ways[w], st, from, want_logits, top_k, skip,
-		    want_hidden))
+		    want_hidden, reach))
 			pg = &ways[w];
 	if (pg == NULL) {
 		pg = graph_victim(ways);
@@ -1022,7 +1040,7 @@ pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 		RS_CUDA_TRY(err, cudaStreamBeginCapture(c->s,
 		    cudaStreamCaptureModeThreadLocal));
 		s = pass_body(e, st, j, n, from, want_logits, top_k, skip,
-		    want_hidden, err);
+		    want_hidden, reach, err);
 		cudaError_t ce = cudaStreamEndCapture(c->s, &g);
 		if (s != RS_OK) {
 			if (ce == cudaSuccess)
@@ -1042,6 +1060,7 @@ pass_graph(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 		pg->top = top_k;
 		pg->skip = skip;
 		pg->hidden = want_hidden;
+		pg->reach = reach;
 	}
 	pg->used = ++c->graph_clock;
 	*exec = pg->exec;
@@ -1074,7 +1093,8 @@ launch_graphs(struct rs_engine *e, struct rs_state *st,
 		cudaGraphExec_t exec = NULL;
 
 		TRY(pass_graph(e, st, j, n, from, want_logits, top_k, skip,
-		    want_hidden, &exec, err));
+		    want_hidden, graph_reach(st, (int64_t)p0 + n), &exec,
+		    err));
 		RS_CUDA_TRY(err, cudaGraphLaunch(exec, c->s));
 	}
 	RS_CUDA_TRY(err, cudaStreamSynchronize(cc(e)->s));

@@ -243,12 +243,18 @@ enum rs_status	rs_k_qkv_prep(const struct rs_k_qkv *a, int n_tok,
  * rs_k_attn_split_keys(n) keys (at most RS_K_ATTN_MAX_SPLITS), one block
  * per (token, heads of a KV head, split), then merged in split order: a
  * row's output depends on its position only, never on N_TOK (batch
- * invariance).  MAX_KEYS bounds params[0] + n_tok (the grid's size; a
- * captured graph passes the cache's n_ctx); a smaller value leaves keys
- * out.  SCRATCH: rs_k_attn_scratch() floats.  attn.cu.
+ * invariance).  From SM80 on, rows of at least RS_K_ATTN_MMA_FROM keys
+ * take a tensor-core path (attn_mma.cuh) that shares each K/V row among
+ * a call's tokens; a row's path depends on its key count alone, so the
+ * invariance holds.  MAX_KEYS bounds params[0] + n_tok (the grid's size;
+ * a captured graph passes the cache's n_ctx, or RS_K_ATTN_MMA_FROM − 1
+ * while its rows are shorter: below it the FMA kernel runs alone); a
+ * smaller value leaves keys out.  SCRATCH: rs_k_attn_scratch() floats.
+ * attn.cu.
  */
 #define RS_K_ATTN_MAX_SPLITS	128
 #define RS_K_ATTN_SPLIT_MIN	128
+#define RS_K_ATTN_MMA_FROM	32769
 int64_t		rs_k_attn_split_keys(int64_t n_keys);
 size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);
 enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,

@@ -2406,6 +2406,72 @@ START_TEST(engine_graph_states)
 END_TEST
 
 /*
+ * Graphs across RS_K_ATTN_MMA_FROM keys: a graph of rows shorter than that
+ * sizes its attention below it (the FMA kernel alone), one of longer rows
+ * for the whole context (the mma path from SM80 on), so a state crossing
+ * it must capture again.  Three states of one prefill of GR_PRE tokens:
+ * single steps (graphs) across the bound, calls of 4 (graphs; the first
+ * ends below it, the second above), and one call of 8 with every row's
+ * logits (no graph: the attention sized for exactly its keys).  Rows at
+ * the same position must agree bit for bit; a graph reused past the
+ * bound would run the FMA path where the call of 8 runs the mma path.
+ */
+#define GR_PRE	(RS_K_ATTN_MMA_FROM - 5)
+
+START_TEST(engine_graph_reach)
+{
+	struct rs_model	*m;
+	struct rs_state	*st[3];
+	struct rs_err	 err;
+
+	ck_assert_int_eq(rs_model_open(&m, t_fixture("tiny/model-q4_k_m.gguf"),
+	    &err), RS_OK);
+	struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
+	const int64_t V = m->hp.n_vocab;
+	const struct rs_state_opts so = { .n_ctx = GR_PRE + 40 };
+	int32_t *tok = malloc((GR_PRE + 8) * sizeof(int32_t));
+	float *one = malloc((size_t)(8 * V) * sizeof(float));
+	float *four = malloc((size_t)(2 * V) * sizeof(float));
+	float *all = malloc((size_t)(8 * V) * sizeof(float));
+
+	for (int i = 0; i < GR_PRE + 8; i++)
+		tok[i] = (int32_t)((i * 7919 + 13) % 2000);
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(rs_engine_state_new(gpu, &so, &st[k], &err),
+		    RS_OK);
+		ck_assert_msg(rs_engine_forward(gpu, st[k], tok, GR_PRE, NULL,
+		    RS_LOGITS_NONE, NULL, &err) == RS_OK, "%s", err.msg);
+	}
+	for (int t = 0; t < 8; t++)
+		ck_assert_msg(rs_engine_forward(gpu, st[0], tok + GR_PRE + t, 1,
+		    one + t * V, RS_LOGITS_LAST, NULL, &err) == RS_OK, "%s",
+		    err.msg);
+	for (int c = 0; c < 2; c++)
+		ck_assert_msg(rs_engine_forward(gpu, st[1], tok + GR_PRE + 4 * c,
+		    4, four + c * V, RS_LOGITS_LAST, NULL, &err) == RS_OK, "%s",
+		    err.msg);
+	ck_assert_msg(rs_engine_forward(gpu, st[2], tok + GR_PRE, 8, all,
+	    RS_LOGITS_ALL, NULL, &err) == RS_OK, "%s", err.msg);
+	for (int t = 0; t < 8; t++)
+		ck_assert_msg(memcmp(one + t * V, all + t * V, (size_t)V *
+		    sizeof(float)) == 0, "single step at %d keys differs from "
+		    "the call of 8", GR_PRE + t + 1);
+	for (int c = 0; c < 2; c++)
+		ck_assert_msg(memcmp(four + c * V, all + (4 * c + 3) * V,
+		    (size_t)V * sizeof(float)) == 0, "call of 4 ending at %d "
+		    "keys differs from the call of 8", GR_PRE + 4 * c + 4);
+	for (int k = 0; k < 3; k++)
+		rs_state_free(st[k]);
+	free(tok);
+	free(one);
+	free(four);
+	free(all);
+	rs_engine_free(gpu);
+	rs_model_close(m);
+}
+END_TEST
+
+/*
  * The prefill path (calls of more than RS_ENGINE_EXACT_MAX tokens) against
  * the CPU reference at every chunk boundary class: prompts of 1, 31-33,
  * 63-65, chunk − 1 .. chunk + 1 and 2·chunk + 44 tokens with a chunk of
@@ -2733,6 +2799,7 @@ cuda_suite(void)
 	tcase_add_test(e, engine_drafters);
 	tcase_add_test(e, engine_batch_invariant);
 	tcase_add_test(e, engine_graph_states);
+	tcase_add_test(e, engine_graph_reach);
 	tcase_add_test(e, engine_pass_costs);
 	tcase_add_test(e, engine_prefill_chunks);
 	tcase_add_test(e, engine_ckcache);
