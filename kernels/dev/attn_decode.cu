@@ -9,9 +9,12 @@
  * a time (grid sized for 131,072 keys, as the decode graph does), bit for
  * bit, around the 16,384-key split-size step (the CPU oracle comparison is
  * tests/check_cuda.c "attn"), and an FNV-1a hash of those outputs' bits,
- * to tell whether two builds compute the same bits.  Then rs_k_attn is timed at depths 4,096,
- * 32,768 and 131,072 for 1, 4, 16 and 32 query tokens (CUDA events, 20
- * repeats after a warm-up, L2 flushed before each).  One JSON line per
+ * to tell whether two builds compute the same bits.  Then rs_k_attn is
+ * timed at depths 4,096, 32,768 and 131,072 for 1, 4, 16 and 32 query
+ * tokens (CUDA events, 20 repeats after a warm-up, L2 flushed before
+ * each), with MAX_KEYS as the engine's graphs pass it (cuda_forward.cu
+ * graph_reach: RS_K_ATTN_MMA_FROM − 1 while the rows end below that, so
+ * the FMA kernel alone; else 131,072, with the mma path from SM80 on).  One JSON line per
  * case: µs for the layer, the KV bytes it must read (2·depth·1024 halves),
  * GB/s and µs for the 16 layers.  Decode at depth 32,768 should cost
  * little more than the bytes: 128 MB a layer, ~30 µs on an H200.
@@ -46,8 +49,11 @@ attn_call(void *ctx)
 	const struct call	*c = (const struct call *)ctx;
 	struct rs_err		 err;
 
+	const int64_t		 reach = c->d + c->n < RS_K_ATTN_MMA_FROM ?
+	    RS_K_ATTN_MMA_FROM - 1 : CTX;
+
 	check("attn", rs_k_attn(c->dq, LDQ, 2 * HD, HD, c->dk, c->dv, NH,
-	    NKV, HD, HD, c->n, c->dpos + c->d, CTX, 1.0f / 16.0f, c->dout,
+	    NKV, HD, HD, c->n, c->dpos + c->d, reach, 1.0f / 16.0f, c->dout,
 	    c->scr, 0, &err), &err);
 }
 
