@@ -362,7 +362,9 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	constexpr int	 NQ = (NT + 3) / 4;	/* quads of columns */
 	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
-	__shared__ float red[RS_WARP][MMA_ROWS][4];
+	/* the reduction's rounds take QR quads each (see its loop) */
+	constexpr int	 QR = NQ < 2 ? NQ : 2;
+	__shared__ float red[RS_WARP][MMA_ROWS][4 * QR];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
 	float		*__restrict__ y = pt.y;
@@ -471,19 +473,28 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	}
 	/* a warp without a super-block (w >= nb) waits here, before y */
 	rs_pdl_wait();
-	/* the 32 virtual lanes of every output, added in warp_sum's tree */
+	/*
+	 * The 32 virtual lanes of every output, added in warp_sum's tree, QR
+	 * quads a round: at 8 columns one round of 128 adding threads where
+	 * a round a quad had 64 and twice the barriers, with 16 KB of shared
+	 * memory at most (a round for all four quads of 16 columns would take
+	 * 32 KB, at the L1's expense).
+	 */
 #pragma unroll
-	for (int u = 0; u < NQ; u++) {
+	for (int u0 = 0; u0 < NQ; u0 += QR) {
 #pragma unroll
-		for (int c = 0; c < 4 * G; c++) {
-			/* slot c: chunk c % 4 of group w + W·(c / 4) */
-			const int v = 4 * (wi + W * (c / 4)) + c % 4;
-			red[v][g][t] = p[u][c][0];
-			red[v][g + 8][t] = p[u][c][1];
-		}
+		for (int u = u0; u < u0 + QR; u++)
+#pragma unroll
+			for (int c = 0; c < 4 * G; c++) {
+				/* slot c: chunk c % 4 of group w + W·(c / 4) */
+				const int v = 4 * (wi + W * (c / 4)) + c % 4;
+				red[v][g][4 * (u - u0) + t] = p[u][c][0];
+				red[v][g + 8][4 * (u - u0) + t] = p[u][c][1];
+			}
 		__syncthreads();
-		for (int el = threadIdx.x; el < MMA_ROWS * 4; el += blockDim.x) {
-			const int row = el / 4, col = el % 4;
+		for (int el = threadIdx.x; el < MMA_ROWS * 4 * QR;
+		    el += blockDim.x) {
+			const int row = el / (4 * QR), col = el % (4 * QR);
 			float s[RS_WARP];
 #pragma unroll
 			for (int v = 0; v < RS_WARP; v++)
@@ -495,13 +506,14 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 					if (v < (RS_WARP / 2 >> lv))
 						s[v] += s[v + (RS_WARP / 2 >> lv)];
 			const int64_t orow = o0 + row;
-			const int tc = 4 * u + col;
+			const int tc = 4 * u0 + col;
 			if (orow < n_out && tc < NT) {
 				float *dst = y + tc * ldy + orow;
 				*dst = accumulate ? *dst + s[0] : s[0];
 			}
 		}
-		__syncthreads();
+		if (u0 + QR < NQ)
+			__syncthreads();	/* red is written again */
 	}
 #else
 	/* the host pass and archs before SM80: the launcher never picks
