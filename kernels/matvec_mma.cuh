@@ -483,7 +483,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 	for (int u0 = 0; u0 < NQ; u0 += QR) {
 #pragma unroll
-		for (int u = u0; u < u0 + QR; u++)
+		for (int u = u0; u < u0 + QR && u < NQ; u++)
 #pragma unroll
 			for (int c = 0; c < 4 * G; c++) {
 				/* slot c: chunk c % 4 of group w + W·(c / 4) */
