@@ -51,15 +51,21 @@
  * read each row twice through L2 and were slower (9.5 against 8.7 ms a
  * decode step at 32,768).
  *
- * Two things for calls of several tokens, both from SM80 on.  Each tile
- * first asks L2 for its K and V rows (tile_prefetch).  Rows of at least
- * RS_K_ATTN_MMA_FROM keys take the tensor-core path of attn_mma.cuh
+ * From SM80 on, three things.  A warp's K and V rows pass through a
+ * ring in shared memory filled by cp.async a few chunks ahead (kv_stream),
+ * where two blocks with their rings fit an SM (A100, H100, H200; not the
+ * 100 KB SMs of SM86/89/120); elsewhere, in calls of several tokens, each
+ * tile first asks L2 for its K and V rows (tile_prefetch).  Rows of at
+ * least RS_K_ATTN_MMA_FROM keys take the tensor-core path of attn_mma.cuh
  * instead, in the same launch (blocks past the FMA path's): 8 query rows
  * a block share each K/V row, where the FMA path reads it once a token.
  * Each path keeps its own arithmetic, and a row's path depends on its
  * key count alone.  H200, 27B (perf-log, session 18): a verification
  * pass of 8 / 16 tokens at depth 32,768 16.79 / 27.50 -> 15.05 / 24.16
- * ms, decode there unchanged (8.63 ms).
+ * ms, decode there unchanged (8.63 ms).  The ring (session 19, depth
+ * 4,096, kernels/dev/attn_decode, µs a layer): 1 / 4 / 16 / 32 tokens
+ * 34.4 / 49.7 / 137.1 / 256.7 -> 32.5 / 47.6 / 131.0 / 246.2, the same
+ * bits; in the engine verify 16 at depth 4,096 -0.12 ms.
  */
 #include <math.h>
 
@@ -137,8 +143,9 @@ word_half(const uint32_t *w, int i)
  * 94 (its one reader waits on the same DRAM trip either way, and the
  * prefetches add requests); depth 4,096: 16 tokens 141 -> 136.  From SM80
  * on only: the 32 KB a warp asks for (27B) times 8 warps an SM fit the
- * 40-50 MB L2s there, not the V100's 6 MB.  Values are untouched (the
- * same bits).
+ * 40-50 MB L2s there, not the V100's 6 MB; and only where the rows do not
+ * pass through a ring (kv_stream), which keeps them in flight itself.
+ * Values are untouched (the same bits).
  */
 template <int DPL>
 static __device__ __forceinline__ void
@@ -156,6 +163,151 @@ tile_prefetch(const uint16_t *k, const uint16_t *v)
 }
 
 /*
+ * Where a warp's K and V rows come from, one chunk of ATTN_UNROLL rows at
+ * a time, in the order the warp uses them: for each of its tiles the K
+ * chunks, then the V chunks (ceil(nk / 8) of each, nk the tile's keys).
+ * Without a ring each chunk is loaded when it is needed, so the warp
+ * waits one DRAM round trip a chunk, eight a full tile (V cannot be
+ * loaded into registers before the softmax frees them).  With a ring
+ * (SM80 on: cp.async) the chunks are copied into ATTN_STAGES slots of
+ * shared memory up to ATTN_STAGES − 1 chunks ahead of the one in use, V's
+ * while the scores are still being summed, so a warp keeps ~12 KB in
+ * flight (27B) instead of 4 KB part of the time: 64 KB of ring a block at
+ * d = 256, two blocks an SM as the registers allow.  Each lane copies and
+ * reads only its own DPL halves of a row, so no barrier is needed
+ * between a copy and its use, only the lane's cp.async.wait_group.  The
+ * values, and every sum made of them, are the same bits either way.
+ */
+#define ATTN_STAGES	4
+
+template <int DPL>
+struct kv_stream {
+	const uint16_t	*kb, *vb;	/* this lane's dims of key 0's rows */
+	int		 row;		/* halves between two keys' rows */
+	int		 first, k1;	/* the warp's first key; the split's end */
+	uint32_t	 ring;		/* shared address of this lane's first
+					   DPL halves of [STAGES][UNROLL][32][DPL] */
+	bool		 staged;	/* false: plain loads, no ring */
+	int		 total, used;	/* chunks: in all, taken */
+};
+
+/* Halves of the ring a warp uses. */
+#define ATTN_RING(DPL)	(ATTN_STAGES * ATTN_UNROLL * RS_WARP * (DPL))
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* B bytes (4, 8 or 16) global → shared address S, asynchronous. */
+template <int B>
+static __device__ __forceinline__ void
+cp_async_b(uint32_t s, const void *src)
+{
+	if (B == 16)
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::
+		    "r"(s), "l"(src) : "memory");
+	else
+		asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::
+		    "r"(s), "l"(src), "n"(B) : "memory");
+}
+
+/* W 32-bit words from shared address S, 4·W-byte aligned. */
+template <int W>
+static __device__ __forceinline__ void
+lds_words(uint32_t s, uint32_t *w)
+{
+	if (W == 4)
+		asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" :
+		    "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(s));
+	else if (W == 2)
+		asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" :
+		    "=r"(w[0]), "=r"(w[1]) : "r"(s));
+	else
+		asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[0]) :
+		    "r"(s));
+}
+
+/* Copy chunk I of the stream (if any) into its slot; one group always. */
+template <int DPL>
+static __device__ __forceinline__ void
+kv_issue(const kv_stream<DPL> &s, int i)
+{
+	if (i < s.total) {
+		const int	j = i % (2 * ATTN_CHUNKS);
+		/* every tile but the warp's last has 32 keys, 8 chunks */
+		const int	base = s.first + i / (2 * ATTN_CHUNKS) *
+		    ATTN_WARPS * RS_WARP;
+		const int	nk = min(RS_WARP, s.k1 - base);
+		const int	nc = (nk + ATTN_UNROLL - 1) / ATTN_UNROLL;
+		const int	c = ATTN_UNROLL * (j < nc ? j : j - nc);
+		const uint16_t	*src = (j < nc ? s.kb : s.vb) +
+		    (int64_t)(base + c) * s.row;
+		const uint32_t	dst = s.ring + (i % ATTN_STAGES) *
+		    (ATTN_UNROLL * RS_WARP * DPL * 2);
+
+#pragma unroll
+		for (int u = 0; u < ATTN_UNROLL; u++)
+			if (c + u < nk)
+				cp_async_b<2 * DPL>(dst + u * RS_WARP * DPL *
+				    2, src + (int64_t)u * s.row);
+	}
+	asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+#endif
+
+/* The warp's chunks: 8 for each full tile, 2·ceil(nk / 8) for the last. */
+template <int DPL>
+static __device__ __forceinline__ void
+kv_start(kv_stream<DPL> &s)
+{
+	s.total = s.used = 0;
+	if (s.first >= s.k1)
+		return;
+	const int tiles = (s.k1 - s.first + ATTN_WARPS * RS_WARP - 1) /
+	    (ATTN_WARPS * RS_WARP);
+	const int nk = min(RS_WARP, s.k1 - s.first - (tiles - 1) *
+	    ATTN_WARPS * RS_WARP);
+
+	s.total = (tiles - 1) * 2 * ATTN_CHUNKS +
+	    2 * ((nk + ATTN_UNROLL - 1) / ATTN_UNROLL);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	if (s.staged)
+		for (int i = 0; i < ATTN_STAGES - 1; i++)
+			kv_issue(s, i);
+#endif
+}
+
+/*
+ * Rows C .. C + 7 of the tile at BASE (those below NK), K's or V's, into
+ * W: the stream's next chunk, which they must be.
+ */
+template <int DPL>
+static __device__ __forceinline__ void
+kv_fetch(kv_stream<DPL> &s, bool v, int64_t base, int c, int nk,
+    uint32_t (&w)[ATTN_UNROLL][DPL / 2])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	if (s.staged) {
+		const uint32_t slot = s.ring + (s.used % ATTN_STAGES) *
+		    (ATTN_UNROLL * RS_WARP * DPL * 2);
+
+		kv_issue(s, s.used + ATTN_STAGES - 1);
+		asm volatile("cp.async.wait_group %0;\n" ::
+		    "n"(ATTN_STAGES - 1) : "memory");
+#pragma unroll
+		for (int u = 0; u < ATTN_UNROLL; u++)
+			if (c + u < nk)
+				lds_words<DPL / 2>(slot + u * RS_WARP * DPL * 2,
+				    w[u]);
+		s.used++;
+		return;
+	}
+#endif
+	const uint16_t *b = v ? s.vb : s.kb;
+#pragma unroll
+	for (int u = 0; u < ATTN_UNROLL; u++)
+		if (c + u < nk)
+			load_words<DPL / 2>(b + (base + c + u) * s.row, w[u]);
+}
+
+/*
  * One (token T, GB query heads HG·GB.. of one KV head, split) on the FMA
  * path: rows of fewer than FROM keys.  DPL = d / 32 dims per lane.
  * Partial record per head: m (max score), l (Σ e^(s − m)), o[d]
@@ -168,7 +320,7 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
     int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
     const uint16_t *__restrict__ vc, int n_head, int n_head_kv,
     const int32_t *__restrict__ pos0, int64_t from, bool prefetch,
-    float scale, float *__restrict__ part, float *wpart)
+    float scale, float *__restrict__ part, float *wpart, uint16_t *ring)
 {
 	const int	d = DPL * RS_WARP, nw = DPL / 2;
 	const int	h0 = hg * GB;
@@ -182,9 +334,19 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 	/* the tile's probabilities, [warp][key][head] */
 	__shared__ float sp[ATTN_WARPS][RS_WARP][GB];
 	float		qr[GB][DPL], o[GB][DPL], m[GB], l[GB];
+	kv_stream<DPL>	ks;
 
 	if (n_keys >= from || k0 >= n_keys)
 		return;		/* the mma path's, or past its last split */
+	ks.kb = kb;
+	ks.vb = vb;
+	ks.row = row;
+	ks.first = k0 + warp * RS_WARP;
+	ks.k1 = k1;
+	ks.staged = ring != nullptr;
+	ks.ring = ks.staged ? (uint32_t)__cvta_generic_to_shared(ring +
+	    warp * ATTN_RING(DPL) + lane * DPL) : 0;
+	kv_start(ks);
 	for (int g = 0; g < GB; g++) {
 		const float *qh = q + t * ldq + (h0 + g) * qs + lane * DPL;
 		for (int i = 0; i < DPL; i++) {
@@ -200,7 +362,7 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 		float	  sc[GB];	/* the scores of key base + lane */
 		float	  sr[GB];	/* a key's score as warp_sum_rows left it */
 
-		if (prefetch && lane < nk)
+		if (prefetch && ring == nullptr && lane < nk)
 			tile_prefetch<DPL>(kb + (base + lane) * row - lane * DPL,
 			    vb + (base + lane) * row - lane * DPL);
 		for (int g = 0; g < GB; g++)
@@ -208,11 +370,8 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 		for (int c = 0; c < nk; c += ATTN_UNROLL) {
 			uint32_t w[ATTN_UNROLL][nw];
 			float	 acc[GB][ATTN_UNROLL];
-#pragma unroll
-			for (int u = 0; u < ATTN_UNROLL; u++)
-				if (c + u < nk)
-					load_words<nw>(kb + (base + c + u) * row,
-					    w[u]);
+
+			kv_fetch(ks, false, base, c, nk, w);
 #pragma unroll
 			for (int u = 0; u < ATTN_UNROLL; u++) {
 				float kf[DPL];
@@ -253,11 +412,8 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 		__syncwarp();
 		for (int c = 0; c < nk; c += ATTN_UNROLL) {
 			uint32_t w[ATTN_UNROLL][nw];
-#pragma unroll
-			for (int u = 0; u < ATTN_UNROLL; u++)
-				if (c + u < nk)
-					load_words<nw>(vb + (base + c + u) * row,
-					    w[u]);
+
+			kv_fetch(ks, true, base, c, nk, w);
 #pragma unroll
 			for (int u = 0; u < ATTN_UNROLL; u++) {
 				if (c + u >= nk)
@@ -272,6 +428,8 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 		}
 		__syncwarp();
 	}
+	if (ring != nullptr)
+		__syncthreads();	/* wpart lies over the other warps' rings */
 	for (int g = 0; g < GB; g++) {
 		float *mine = wpart + (warp * GB + g) * (2 + d);
 		float ls = warp_sum(l[g]);
@@ -322,14 +480,15 @@ static __global__ void __launch_bounds__(ATTN_WARPS * RS_WARP)
 attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
     const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
     int n_head, int n_head_kv, int n_tok, const int32_t *__restrict__ pos0,
-    int64_t from, float scale, float *__restrict__ part)
+    int64_t from, bool staged, float scale, float *__restrict__ part)
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 
 	if ((int)blockIdx.x < n_tok)
 		attn_split_fma<DPL, GB>(blockIdx.x, blockIdx.y, blockIdx.z, q,
 		    ldq, qs, kc, vc, n_head, n_head_kv, pos0, from, n_tok > 1,
-		    scale, part, (float *)smem);
+		    scale, part, (float *)smem,
+		    staged ? (uint16_t *)smem : nullptr);
 	else if (MMA && (int)blockIdx.y < n_head_kv)
 		attn_split_mma<DPL * RS_WARP>(blockIdx.x - n_tok, blockIdx.y,
 		    blockIdx.z, q, ldq, qs, kc, vc, n_head, n_head_kv, n_tok,
@@ -370,12 +529,76 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 	}
 }
 
+#ifndef __CUDACC_RTC__
+/*
+ * Whether KERNEL's FMA path stages K and V through rings (kv_stream) on
+ * this device, with BYTES of dynamic shared memory a block: the code the
+ * device runs for it was compiled for compute_80 or later, two blocks
+ * with their rings fit an SM (not the 100 KB of SM86/89/120 at d = 256,
+ * which keep plain loads and their two blocks an SM), and the device
+ * grants a block BYTES.  CACHE: the caller's, one a kernel.
+ */
+template <typename K>
+static int
+ring_ok(K kernel, size_t bytes, signed char cache[RS_MAX_DEVICES])
+{
+	cudaFuncAttributes fa;
+	int dev = 0, per_sm = 0;
+
+	if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 ||
+	    dev >= RS_MAX_DEVICES)
+		dev = 0;
+	if (cache[dev] != 0)
+		return (cache[dev] > 0);
+	cache[dev] = -1;
+	if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess &&
+	    fa.ptxVersion >= 80 && cudaDeviceGetAttribute(&per_sm,
+	    cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) == cudaSuccess &&
+	    (size_t)per_sm >= 2 * (bytes + fa.sharedSizeBytes + 1024) &&
+	    cudaFuncSetAttribute(kernel,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) ==
+	    cudaSuccess)
+		cache[dev] = 1;
+	(void)cudaGetLastError();	/* a refusal is not sticky: clear it */
+	return (cache[dev] > 0);
+}
+#endif
+
 /*
  * The split kernel for GB heads a block at d = 32·DPL: the FMA path for
  * every row, and from SM80 on (the code this device runs for it was
  * compiled for compute_80 or later) the mma path for rows of at least
- * RS_K_ATTN_MMA_FROM keys where MAX_KEYS reaches them.
+ * RS_K_ATTN_MMA_FROM keys where MAX_KEYS reaches them, and the FMA path's
+ * K/V rows staged through rings where ring_ok says so.
  */
+template <int DPL, int GB, bool MMA>
+static void
+launch_kernel(unsigned nx, int64_t ns, int64_t from, size_t shm,
+    cudaStream_t stream, const float *d_q, int64_t ldq, int64_t qs,
+    const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
+    int n_tok, const int32_t *d_params, float scale, float *d_scratch)
+{
+	bool staged = false;
+
+	/* host runtime calls: NVRTC's check of the kernels (scripts/
+	   cuda129-nvrtc.sh, device runtime only) compiles without them */
+#ifndef __CUDACC_RTC__
+	static signed char known[RS_MAX_DEVICES];
+	const size_t ring = (size_t)ATTN_WARPS * ATTN_RING(DPL) *
+	    sizeof(uint16_t);
+
+	if (ring_ok(attn_split_kernel<DPL, GB, MMA>, shm > ring ? shm : ring,
+	    known)) {
+		staged = true;
+		shm = shm > ring ? shm : ring;
+	}
+#endif
+	attn_split_kernel<DPL, GB, MMA><<<dim3(nx, (unsigned)(n_head / GB),
+	    (unsigned)ns), ATTN_WARPS * RS_WARP, shm, stream>>>(d_q, ldq, qs,
+	    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, from, staged,
+	    scale, d_scratch);
+}
+
 template <int DPL, int GB>
 static void
 launch_split(int64_t ns, int64_t max_keys, cudaStream_t stream,
@@ -385,13 +608,11 @@ launch_split(int64_t ns, int64_t max_keys, cudaStream_t stream,
 {
 	const int d = DPL * RS_WARP;
 	size_t	  shm = (size_t)ATTN_WARPS * GB * (2 + d) * sizeof(float);
-	int64_t	  from = INT64_MAX;
 	unsigned  nx = (unsigned)n_tok;
 	int	  mma = 0;
 
-	/* host runtime calls: NVRTC's check of the kernels (scripts/
-	   cuda129-nvrtc.sh, device runtime only) compiles without them, and
-	   both launches (so both kernels) */
+	/* host runtime calls (as above), and both launches (so both
+	   kernels) in NVRTC's check */
 #ifndef __CUDACC_RTC__
 	static signed char known[RS_MAX_DEVICES];
 
@@ -401,21 +622,18 @@ launch_split(int64_t ns, int64_t max_keys, cudaStream_t stream,
 	(void)max_keys;
 #endif
 	if (!mma) {
-		attn_split_kernel<DPL, GB, false><<<dim3(nx,
-		    (unsigned)(n_head / GB), (unsigned)ns), ATTN_WARPS *
-		    RS_WARP, shm, stream>>>(d_q, ldq, qs, d_kc, d_vc, n_head,
-		    n_head_kv, n_tok, d_params, from, scale, d_scratch);
+		launch_kernel<DPL, GB, false>(nx, ns, INT64_MAX, shm, stream,
+		    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, n_tok,
+		    d_params, scale, d_scratch);
 		return;
 	}
-	from = RS_K_ATTN_MMA_FROM;
 	nx += (unsigned)(((int64_t)n_tok * (n_head / n_head_kv) + AM_ROWS -
 	    1) / AM_ROWS);
 	if (shm < (size_t)am_layout<DPL * RS_WARP>::BYTES)
 		shm = am_layout<DPL * RS_WARP>::BYTES;
-	attn_split_kernel<DPL, GB, true><<<dim3(nx, (unsigned)(n_head / GB),
-	    (unsigned)ns), ATTN_WARPS * RS_WARP, shm, stream>>>(d_q, ldq, qs,
-	    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, from, scale,
-	    d_scratch);
+	launch_kernel<DPL, GB, true>(nx, ns, RS_K_ATTN_MMA_FROM, shm, stream,
+	    d_q, ldq, qs, d_kc, d_vc, n_head, n_head_kv, n_tok, d_params,
+	    scale, d_scratch);
 }
 
 template <int DPL>
