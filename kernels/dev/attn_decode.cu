@@ -7,9 +7,10 @@
  *
  * First, batch invariance: 8 tokens in one call against the same 8 one at
  * a time (grid sized for 131,072 keys, as the decode graph does), bit for
- * bit, around the 16,384-key split-size step (the CPU oracle comparison is
- * tests/check_cuda.c "attn"), and an FNV-1a hash of those outputs' bits,
- * to tell whether two builds compute the same bits.  Then rs_k_attn is
+ * bit, around the 16,384-key split-size step and across the mma path's
+ * RS_K_ATTN_MMA_FROM (the CPU oracle comparison is tests/check_cuda.c
+ * "attn"), and an FNV-1a hash of those outputs' bits, to tell whether two
+ * builds compute the same bits.  Then rs_k_attn is
  * timed at depths 4,096, 32,768 and 131,072 for 1, 4, 16 and 32 query
  * tokens (CUDA events, 20 repeats after a warm-up, L2 flushed before
  * each), with MAX_KEYS as the engine's graphs pass it (cuda_forward.cu
@@ -33,6 +34,7 @@
 #define LDQ	(2 * NH * HD)
 #define CTX	131072
 #define MAXT	32
+#define VT	8	/* tokens of the invariance checks */
 
 /* One timed rs_k_attn call: N query tokens after D cached ones. */
 struct call {
@@ -57,30 +59,20 @@ attn_call(void *ctx)
 	    c->scr, 0, &err), &err);
 }
 
-int
-main(void)
+/*
+ * VT tokens after VP0 cached ones in one call (grid sized for VP0 + VT
+ * keys) against the same tokens one call each (grid sized for CTX keys):
+ * bit for bit, and the FNV-1a hash of the outputs' bits.  A and B: host
+ * buffers of VT rows.  False if they differ.
+ */
+static int
+invariance(int vp0, const float *dq, const uint16_t *dk, const uint16_t *dv,
+    const int32_t *dpos, float *dout, float *dout1, float *scr, float *a,
+    float *b)
 {
-	static const int depths[] = { 4096, 32768, 131072 - MAXT };
-	static const int toks[] = { 1, 4, 16, 32 };
-	const int	 reps = 20, vt = 8, vp0 = 16382;
-	float		*dq = (float *)dev_random((size_t)MAXT * LDQ, 0);
-	uint16_t	*dk = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
-	uint16_t	*dv = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
-	float		*dout, *dout1, *scr;
-	float		*a = (float *)malloc((size_t)vt * NH * HD * 4);
-	float		*b = (float *)malloc((size_t)vt * NH * HD * 4);
-	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)CTX * 4);
 	struct rs_err	 err;
+	const int	 vt = VT;
 
-	die("malloc", cudaMalloc(&dout, (size_t)MAXT * NH * HD * 4));
-	die("malloc", cudaMalloc(&dout1, (size_t)NH * HD * 4));
-	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, MAXT, HD) * 4));
-	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
-	die("malloc", cudaMalloc(&dpos, ((size_t)CTX + RS_K_N_PARAMS) * 4));
-	for (int i = 0; i < CTX; i++)
-		pos[i] = i;
-	die("params", cudaMemcpy(dpos, pos, (size_t)CTX * 4,
-	    cudaMemcpyHostToDevice));
 	check("attn", rs_k_attn(dq, LDQ, 2 * HD, HD, dk, dv, NH, NKV, HD, HD,
 	    vt, dpos + vp0, vp0 + vt, 1.0f / 16.0f, dout, scr, 0, &err), &err);
 	die("copy", cudaMemcpy(a, dout, (size_t)vt * NH * HD * 4,
@@ -99,8 +91,38 @@ main(void)
 	printf("{\"check\":\"batch vs single\",\"tokens\":%d,\"after\":%d,"
 	    "\"identical\":%s,\"fnv1a\":\"%016llx\"}\n", vt, vp0,
 	    same ? "true" : "false", (unsigned long long)fnv);
-	if (!same)
-		return (1);
+	return (same);
+}
+
+int
+main(void)
+{
+	static const int depths[] = { 4096, 32768, 131072 - MAXT };
+	static const int toks[] = { 1, 4, 16, 32 };
+	/* the checks: after 16,382 keys the FMA path alone, after 32,764 both
+	   paths (rows of 32,765 .. 32,772 keys, RS_K_ATTN_MMA_FROM = 32,769) */
+	const int	 reps = 20, vp0[2] = { 16382, 32764 };
+	float		*dq = (float *)dev_random((size_t)MAXT * LDQ, 0);
+	uint16_t	*dk = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
+	uint16_t	*dv = (uint16_t *)dev_random((size_t)CTX * NKV * HD, 1);
+	float		*dout, *dout1, *scr;
+	float		*a = (float *)malloc((size_t)VT * NH * HD * 4);
+	float		*b = (float *)malloc((size_t)VT * NH * HD * 4);
+	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)CTX * 4);
+
+	die("malloc", cudaMalloc(&dout, (size_t)MAXT * NH * HD * 4));
+	die("malloc", cudaMalloc(&dout1, (size_t)NH * HD * 4));
+	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, MAXT, HD) * 4));
+	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
+	die("malloc", cudaMalloc(&dpos, ((size_t)CTX + RS_K_N_PARAMS) * 4));
+	for (int i = 0; i < CTX; i++)
+		pos[i] = i;
+	die("params", cudaMemcpy(dpos, pos, (size_t)CTX * 4,
+	    cudaMemcpyHostToDevice));
+	for (int v = 0; v < 2; v++)
+		if (!invariance(vp0[v], dq, dk, dv, dpos, dout, dout1, scr, a,
+		    b))
+			return (1);
 	for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++)
 		for (size_t j = 0; j < sizeof(toks) / sizeof(toks[0]); j++) {
 			int d = depths[i], n = toks[j];
