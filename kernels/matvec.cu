@@ -481,9 +481,12 @@ struct matvec_launch {
 		 * CTAs, the head 319 against 367), and Q4_K / Q5_K up to 8 on
 		 * launches of few rows (5,120: ffn_down, ssm_out, attn_o, too
 		 * few warp tasks for two rounds of the warp slots); two CTAs
-		 * (128) for 5-8 columns of Q6_K and of the tall Q4_K / Q5_K
-		 * launches.  On 4-warp CTAs: 5-8 columns of the head (Q6_K,
-		 * 248,320 rows: 423 against 479 µs) and 16 columns of
+		 * (128) for 5-8 columns of Q6_K.  On 4-warp CTAs, four an SM
+		 * (128 registers): 5-8 columns of the tall Q4_K / Q5_K
+		 * launches (a row of 5,120 inputs has 20 super-blocks: 5 a
+		 * warp, where 8 warps took 3, 3, 3, 3, 2, 2, 2, 2; verify 8
+		 * 10.58 -> 10.36 ms in the engine, session 19) and of the head (Q6_K,
+		 * 248,320 rows: 423 against 479 µs); and 16 columns of
 		 * everything but the long Q4_K / Q5_K rows (ffn_down: 68
 		 * super-blocks, which balance over 8 warps): ffn_up 46.5
 		 * against 58.6 µs, gdn_qkv 30.7 against 35.6, ssm_out 18.7
@@ -502,6 +505,8 @@ struct matvec_launch {
 				go_mma_g<TYPE, NT, 2, 4>();
 			else if (TYPE != RS_TYPE_Q6_K && n <= 8192)
 				go_mma_g<TYPE, NT, 1, 3>();
+			else if (TYPE != RS_TYPE_Q6_K)
+				go_mma_g<TYPE, NT, 2, 4>();
 			else
 				go_mma_g<TYPE, NT, 1, 2>();
 		} else {
