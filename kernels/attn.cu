@@ -184,9 +184,10 @@ template <int DPL>
 struct kv_stream {
 	const uint16_t	*kb, *vb;	/* this lane's dims of key 0's rows */
 	int		 row;		/* halves between two keys' rows */
-	int		 first, k1;	/* the warp's first key; the split's end */
-	uint32_t	 ring;		/* shared address of this lane's first
-					   DPL halves of [STAGES][UNROLL][32][DPL] */
+	int		 first, k1;	/* the warp's first key; split's end */
+	/* the shared address of this lane's first DPL halves of the warp's
+	   ring, [STAGES][UNROLL][32][DPL] */
+	uint32_t	 ring;
 	bool		 staged;	/* false: plain loads, no ring */
 	int		 total, used;	/* chunks: in all, taken */
 };
@@ -429,7 +430,7 @@ attn_split_fma(int t, int hg, int split, const float *__restrict__ q,
 		__syncwarp();
 	}
 	if (ring != nullptr)
-		__syncthreads();	/* wpart lies over the other warps' rings */
+		__syncthreads();	/* wpart lies over the warps' rings */
 	for (int g = 0; g < GB; g++) {
 		float *mine = wpart + (warp * GB + g) * (2 + d);
 		float ls = warp_sum(l[g]);

@@ -485,8 +485,9 @@ struct matvec_launch {
 		 * (128 registers): 5-8 columns of the tall Q4_K / Q5_K
 		 * launches (a row of 5,120 inputs has 20 super-blocks: 5 a
 		 * warp, where 8 warps took 3, 3, 3, 3, 2, 2, 2, 2; verify 8
-		 * 10.58 -> 10.36 ms in the engine, session 19) and of the head (Q6_K,
-		 * 248,320 rows: 423 against 479 µs); and 16 columns of
+		 * 10.58 -> 10.36 ms in the engine, session 19) and of the
+		 * head (Q6_K, 248,320 rows: 423 against 479 µs); and 16
+		 * columns of
 		 * everything but the long Q4_K / Q5_K rows (ffn_down: 68
 		 * super-blocks, which balance over 8 warps): ffn_up 46.5
 		 * against 58.6 µs, gdn_qkv 30.7 against 35.6, ssm_out 18.7
