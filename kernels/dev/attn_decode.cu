@@ -108,17 +108,11 @@ main(void)
 	float		*dout, *dout1, *scr;
 	float		*a = (float *)malloc((size_t)VT * NH * HD * 4);
 	float		*b = (float *)malloc((size_t)VT * NH * HD * 4);
-	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)CTX * 4);
+	const int32_t	*dpos = dev_positions(CTX);
 
 	die("malloc", cudaMalloc(&dout, (size_t)MAXT * NH * HD * 4));
 	die("malloc", cudaMalloc(&dout1, (size_t)NH * HD * 4));
 	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, MAXT, HD) * 4));
-	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
-	die("malloc", cudaMalloc(&dpos, ((size_t)CTX + RS_K_N_PARAMS) * 4));
-	for (int i = 0; i < CTX; i++)
-		pos[i] = i;
-	die("params", cudaMemcpy(dpos, pos, (size_t)CTX * 4,
-	    cudaMemcpyHostToDevice));
 	for (int v = 0; v < 2; v++)
 		if (!invariance(vp0[v], dq, dk, dv, dpos, dout, dout1, scr, a,
 		    b))

@@ -58,7 +58,7 @@ main(void)
 	float		*dout, *dout2, *scr;
 	float		*a = (float *)malloc((size_t)vt * NH * HD * 4);
 	float		*b = (float *)malloc((size_t)vt * NH * HD * 4);
-	int32_t		*dpos, *pos = (int32_t *)malloc((size_t)ctx * 4);
+	const int32_t	*dpos = dev_positions(ctx);
 	struct rs_err	 err;
 	double		 rel;
 	const char	*kernel;
@@ -66,12 +66,6 @@ main(void)
 	die("malloc", cudaMalloc(&dout, (size_t)4096 * NH * HD * 4));
 	die("malloc", cudaMalloc(&dout2, (size_t)vt * NH * HD * 4));
 	die("malloc", cudaMalloc(&scr, rs_k_attn_scratch(NH, vt, HD) * 4));
-	/* dpos + p is a params array of RS_K_N_PARAMS values from [0] = p */
-	die("malloc", cudaMalloc(&dpos, ((size_t)ctx + RS_K_N_PARAMS) * 4));
-	for (int i = 0; i < ctx; i++)
-		pos[i] = i;
-	die("params", cudaMemcpy(dpos, pos, (size_t)ctx * 4,
-	    cudaMemcpyHostToDevice));
 	kernel = rs_k_attn_prefill_mma(HD) ? "mma.sync" : "wmma";
 	check("attn prefill", rs_k_attn_prefill(dq, LDQ, 2 * HD, HD, dk, dv,
 	    NH, NKV, HD, HD, vt, dpos + vp0, 1.0f / 16.0f, dout, 0, &err),

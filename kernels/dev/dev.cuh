@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include "rs_err.h"
+#include "rs_kernels.h"
 
 static uint64_t dev_rng = 88172645463325252ULL;
 
@@ -68,6 +69,24 @@ dev_copy(const void *host, size_t n)
 
 	die("malloc", cudaMalloc(&d, n));
 	die("copy", cudaMemcpy(d, host, n, cudaMemcpyHostToDevice));
+	return (d);
+}
+
+/*
+ * Positions 0 .. N − 1 on the device, then RS_K_N_PARAMS more (N, N + 1,
+ * ...), so that the array + P is a launcher's params array whose [0] is
+ * position P, for every P < N.
+ */
+static inline int32_t *
+dev_positions(int n)
+{
+	const size_t	 m = (size_t)n + RS_K_N_PARAMS;
+	int32_t		*h = (int32_t *)malloc(m * sizeof(int32_t)), *d;
+
+	for (size_t i = 0; i < m; i++)
+		h[i] = (int32_t)i;
+	d = (int32_t *)dev_copy(h, m * sizeof(int32_t));
+	free(h);
 	return (d);
 }
 
