@@ -28,7 +28,12 @@
  * one block of 256 threads per head with per-token loads and four barriers
  * a token took 2.0 µs a token and layer, 42 % of a 2,048-token 27B
  * prefill chunk; the same split over 4 blocks a head, 2.6 µs; staged,
- * 1.0 µs (30 %); 8 threads a column over 8 blocks a head was no faster.
+ * 1.0 µs (30 %); 8 threads a column over 8 blocks a head was no faster;
+ * the stage's loads all in flight at once, 0.75 -> 0.59 µs.  Runs of
+ * four rows a thread (one 16-byte load of q and of k a run) with four
+ * partial sums a dot product were slower (0.70 µs): shared memory
+ * returns 128 bytes a clock to the registers however they are loaded,
+ * and each thread still needs its 64 values of q and k a token.
  *
  * Every sum runs in one order whatever T is, so a batch equals single
  * steps bit for bit.  The snapshot ring (rs_state.h): a token at position
@@ -66,22 +71,63 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
     int n, int n_kh, int j0, int t0, int nt, float eps, float (*sq)[DK],
     float (*sk)[DK], float (*sv)[DN_COLS], float *sbeta, float *sdecay)
 {
+	/* 16-byte pieces a thread: of q and of k, of v */
+	constexpr int QK4 = DN_STAGE * DK / 4 / DN_THREADS;
+	constexpr int V4 = DN_STAGE * DN_COLS / 4 / DN_THREADS;
 	const int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
+	float4 q[QK4], k[QK4], v[V4];
+	float xa = 0.0f, xb = 0.0f;
 
-	__syncthreads();
-	for (int i = threadIdx.x; i < nt * DK; i += DN_THREADS) {
-		const float *ut = u + (int64_t)(t0 + i / DK) * ldu;
-		sq[i / DK][i % DK] = ut[m * DK + i % DK];
-		sk[i / DK][i % DK] = ut[n_kh * DK + m * DK + i % DK];
+	static_assert(QK4 * 4 * DN_THREADS == DN_STAGE * DK &&
+	    V4 * 4 * DN_THREADS == DN_STAGE * DN_COLS, "deltanet: stage");
+	/*
+	 * Every load of the stage is issued before the first store, and
+	 * before the barrier that keeps the previous stage until every thread
+	 * is done with it: one memory round trip a stage.  (A loop of single
+	 * loads and stores waited on one every other iteration, ~0.2 µs a
+	 * token of a long call.)  u is 16-byte aligned (the launcher checks).
+	 */
+#pragma unroll
+	for (int r = 0; r < QK4; r++) {
+		const int f = threadIdx.x + r * DN_THREADS, t = f / (DK / 4);
+		const float *ut = u + (int64_t)(t0 + t) * ldu + 4 * (f % (DK /
+		    4));
+		if (t < nt) {
+			q[r] = __ldg((const float4 *)(ut + m * DK));
+			k[r] = __ldg((const float4 *)(ut + (n_kh + m) * DK));
+		}
 	}
-	for (int i = threadIdx.x; i < nt * DN_COLS; i += DN_THREADS)
-		sv[i / DN_COLS][i % DN_COLS] = u[(int64_t)(t0 + i / DN_COLS) *
-		    ldu + 2 * n_kh * DK + n * DK + j0 + i % DN_COLS];
+#pragma unroll
+	for (int r = 0; r < V4; r++) {
+		const int f = threadIdx.x + r * DN_THREADS, t = f / (DN_COLS / 4);
+		if (t < nt)
+			v[r] = __ldg((const float4 *)(u + (int64_t)(t0 + t) *
+			    ldu + 2 * n_kh * DK + n * DK + j0 + 4 * (f %
+			    (DN_COLS / 4))));
+	}
 	if (threadIdx.x < nt) {
-		int64_t t = t0 + threadIdx.x;
-		float x = aa[t * ldba + n] + dtn;
-		sbeta[threadIdx.x] = sigmoid_f(bb[t * ldba + n]);
-		sdecay[threadIdx.x] = expf((x > 20.0f ? x : log1pf(expf(x))) *
+		const int64_t t = t0 + threadIdx.x;
+		xa = aa[t * ldba + n] + dtn;
+		xb = bb[t * ldba + n];
+	}
+	__syncthreads();
+#pragma unroll
+	for (int r = 0; r < QK4; r++) {
+		const int f = threadIdx.x + r * DN_THREADS, t = f / (DK / 4);
+		if (t < nt) {
+			*(float4 *)&sq[t][4 * (f % (DK / 4))] = q[r];
+			*(float4 *)&sk[t][4 * (f % (DK / 4))] = k[r];
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < V4; r++) {
+		const int f = threadIdx.x + r * DN_THREADS, t = f / (DN_COLS / 4);
+		if (t < nt)
+			*(float4 *)&sv[t][4 * (f % (DN_COLS / 4))] = v[r];
+	}
+	if (threadIdx.x < nt) {
+		sbeta[threadIdx.x] = sigmoid_f(xb);
+		sdecay[threadIdx.x] = expf((xa > 20.0f ? xa : log1pf(expf(xa))) *
 		    an);
 	}
 	__syncthreads();
@@ -173,9 +219,9 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
     const struct rs_k_gdn_ring ring, const int32_t *__restrict__ params)
 {
 	const int R = DK / DN_SPLIT;	/* rows of S per thread */
-	__shared__ float sq[DN_STAGE][DK], sk[DN_STAGE][DK];
-	__shared__ float sv[DN_STAGE][DN_COLS], sbeta[DN_STAGE],
-	    sdecay[DN_STAGE];
+	__shared__ __align__(16) float sq[DN_STAGE][DK], sk[DN_STAGE][DK];
+	__shared__ __align__(16) float sv[DN_STAGE][DN_COLS];
+	__shared__ float sbeta[DN_STAGE], sdecay[DN_STAGE];
 	const int n = blockIdx.x, m = n % n_kh, j0 = blockIdx.y * DN_COLS;
 	const int jl = threadIdx.x / DN_SPLIT, j = j0 + jl;
 	/* rows sp, sp + DN_SPLIT, ...: the DN_SPLIT threads of a column read
@@ -291,6 +337,11 @@ rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
 		    "deltanet: %d tokens, %d/%d heads, a ring of %d", n_tok,
 		    n_kh, n_vh, rg.n));
+	/* the stage's 16-byte loads of q, k and v */
+	if ((uintptr_t)d_u % 16 != 0 || ldu % 4 != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "deltanet: u not 16-byte aligned (row stride %lld)",
+		    (long long)ldu));
 	switch (dk) {
 	case 64:
 		deltanet_kernel<64><<<dim3(n_vh, 64 / DN_COLS), DN_THREADS, 0,
