@@ -476,45 +476,35 @@ struct matvec_launch {
 		/*
 		 * CTAs of 8 warps (G = 1) or 4 (G = 2: each warp two groups of
 		 * virtual lanes, matvec_mma.cuh).  Registers for three CTAs
-		 * of 8 an SM (80) where a quad of columns fits them: up to 4
-		 * columns (Q6_K too: ffn_down 30.7 against 34.0 µs at two
-		 * CTAs, the head 319 against 367), and Q4_K / Q5_K up to 8 on
-		 * launches of few rows (5,120: ffn_down, ssm_out, attn_o, too
-		 * few warp tasks for two rounds of the warp slots); two CTAs
-		 * (128) for 5-8 columns of Q6_K.  On 4-warp CTAs, four an SM
-		 * (128 registers): 5-8 columns of the tall Q4_K / Q5_K
-		 * launches (a row of 5,120 inputs has 20 super-blocks: 5 a
-		 * warp, where 8 warps took 3, 3, 3, 3, 2, 2, 2, 2; verify 8
-		 * 10.58 -> 10.36 ms in the engine, session 19) and of the
-		 * head (Q6_K, 248,320 rows: 423 against 479 µs); and 16
-		 * columns of
-		 * everything but the long Q4_K / Q5_K rows (ffn_down: 68
-		 * super-blocks, which balance over 8 warps): ffn_up 46.5
-		 * against 58.6 µs, gdn_qkv 30.7 against 35.6, ssm_out 18.7
-		 * against 22.4, attn_o 20.2 against 23.7, the head 765
-		 * against 845.  5-8 columns of the 5,120-row Q6_K ffn_down
-		 * ran slower there in the engine (verify 8 +0.1 ms).
-		 * Measured on x's block-major batches with
-		 * kernels/dev/matvec_xq.cu and rs-bench (docs/perf-log.md,
-		 * session 16).
+		 * of 8 an SM (80) up to 8 columns (Q6_K too: ffn_down at 4
+		 * columns 30.7 against 34.0 µs at two CTAs, the head 319
+		 * against 367; at 8, 38.3 against 43.5, verify 8 -0.18 ms in
+		 * the engine, session 20) but on tall launches; there 4-warp
+		 * CTAs, four an SM (128 registers): 5-8 columns of the Q4_K /
+		 * Q5_K launches of more than 8,192 rows (a row of 5,120
+		 * inputs has 20 super-blocks: 5 a warp, where 8 warps took 3,
+		 * 3, 3, 3, 2, 2, 2, 2; verify 8 10.58 -> 10.36 ms in the
+		 * engine, session 19) and the head (Q6_K, 248,320 rows: 423
+		 * against 479 µs).  16 columns on 4-warp CTAs, three an SM:
+		 * ffn_up 46.5 against 58.6 µs, gdn_qkv 30.7 against 35.6,
+		 * ssm_out 18.7 against 22.4, attn_o 20.2 against 23.7, the
+		 * head 765 against 845 (session 16), and since session 20 the
+		 * 17,408-input ffn_down too (45.1 against 50.8 µs on 8 warps,
+		 * verify 16 -0.26 ms).  Measured on x's block-major batches
+		 * with kernels/dev/matvec_xq.cu and rs-bench
+		 * (docs/perf-log.md).
 		 */
 		if constexpr (NT <= 4) {
 			go_mma_g<TYPE, NT, 1, 3>();
 		} else if constexpr (NT <= 8) {
-			const int64_t n = rows();
-			if (TYPE == RS_TYPE_Q6_K && n > MMA_TALL_ROWS)
+			const int64_t tall = TYPE == RS_TYPE_Q6_K ?
+			    MMA_TALL_ROWS : 8192;
+			if (rows() > tall)
 				go_mma_g<TYPE, NT, 2, 4>();
-			else if (TYPE != RS_TYPE_Q6_K && n <= 8192)
+			else
 				go_mma_g<TYPE, NT, 1, 3>();
-			else if (TYPE != RS_TYPE_Q6_K)
-				go_mma_g<TYPE, NT, 2, 4>();
-			else
-				go_mma_g<TYPE, NT, 1, 2>();
 		} else {
-			if (TYPE != RS_TYPE_Q6_K && n_in > 6144)
-				go_mma_g<TYPE, NT, 1, 1>();
-			else
-				go_mma_g<TYPE, NT, 2, 3>();
+			go_mma_g<TYPE, NT, 2, 3>();
 		}
 	}
 
