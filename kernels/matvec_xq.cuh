@@ -487,6 +487,77 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
 }
 
 /*
+ * Block BLK's x of columns T0 .. T0 + N − 1 (fewer past NT): its high and
+ * low bytes and meta, as xq_chunk_dot loads them.
+ */
+template <int N, int NT>
+static __device__ __forceinline__ void
+xq_block_x(const xq_at &x, int64_t xb, int t0, uint32_t (&hi)[N][8],
+    uint32_t (&lo)[N][8], float2 (&meta)[N])
+{
+#pragma unroll
+	for (int u = 0; u < N; u++) {
+		if (t0 + u >= NT)
+			break;
+		const int64_t at = xb * x.bs + (t0 + u) * x.cs;
+		const uint4 *hp = (const uint4 *)(x.h + 32 * at);
+		const uint4 *lp = (const uint4 *)(x.h + x.lo + 32 * at);
+		const uint4 h0 = xq_ld(hp), h1 = xq_ld(hp + 1);
+		const uint4 l0 = xq_ld(lp), l1 = xq_ld(lp + 1);
+
+		meta[u] = xq_ld((const float2 *)x.m + at);
+		hi[u][0] = h0.x; hi[u][1] = h0.y; hi[u][2] = h0.z;
+		hi[u][3] = h0.w; hi[u][4] = h1.x; hi[u][5] = h1.y;
+		hi[u][6] = h1.z; hi[u][7] = h1.w;
+		lo[u][0] = l0.x; lo[u][1] = l0.y; lo[u][2] = l0.z;
+		lo[u][3] = l0.w; lo[u][4] = l1.x; lo[u][5] = l1.y;
+		lo[u][6] = l1.z; lo[u][7] = l1.w;
+	}
+}
+
+/*
+ * xq_chunk_dot for more than 4 columns: the rows' values unpacked once,
+ * then x 4 columns at a time.  x of every column at once takes 18
+ * registers a column, which spilled from 8 columns on (the sm_70 loop:
+ * 60 local loads a step at 8 columns, 458 at 16).  Each ACC[r][t] gets
+ * the same terms in the same order as there, so the same bits.
+ */
+template <int TYPE, int NT, int R>
+static __device__ __forceinline__ void
+xq_chunk_dot_wide(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
+    float (&acc)[R][NT])
+{
+	constexpr int CG = 4;
+
+#pragma unroll
+	for (int blk = 0; blk < 2; blk++) {
+		uint32_t q[R][8];
+		int64_t xb = 0;
+
+#pragma unroll
+		for (int r = 0; r < R; r++)
+			xb = bi * 8 + xqc<TYPE>::unpack(k[r], blk, q[r]);
+#pragma unroll
+		for (int t0 = 0; t0 < NT; t0 += CG) {
+			uint32_t hi[CG][8], lo[CG][8];
+			float2 meta[CG];
+
+			xq_block_x<CG, NT>(x, xb, t0, hi, lo, meta);
+#pragma unroll
+			for (int r = 0; r < R; r++)
+#pragma unroll
+				for (int u = 0; u < CG; u++)
+					if (t0 + u < NT)
+						acc[r][t0 + u] =
+						    xq_block_term<TYPE>(
+						    acc[r][t0 + u], k[r], blk,
+						    q[r], hi[u], lo[u],
+						    meta[u]);
+		}
+	}
+}
+
+/*
  * ACC[r][t] plus the terms of chunk K[r] (chunk c of super-block BI of R
  * rows: the same x-blocks) against the NT quantized columns at X (N
  * values each): low block, then high block, in the
@@ -498,9 +569,9 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
  * multiplication a block and keeps its addressing as it was before the
  * batch strides (session 8 in perf-log).
  */
-template <int TYPE, int NT, int R, bool BS1 = false>
+template <int TYPE, int NT, int R, bool BS1>
 static __device__ __forceinline__ void
-xq_chunk_dot(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
+xq_chunk_dot_narrow(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
     float (&acc)[R][NT])
 {
 #pragma unroll
@@ -537,6 +608,19 @@ xq_chunk_dot(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
 				    blk, q, hi[t], lo[t], meta[t]);
 		}
 	}
+}
+
+/* the terms of chunk K[r] into ACC[r][t]: _narrow up to 4 columns,
+   _wide above */
+template <int TYPE, int NT, int R, bool BS1 = false>
+static __device__ __forceinline__ void
+xq_chunk_dot(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
+    float (&acc)[R][NT])
+{
+	if constexpr (NT > 4)
+		xq_chunk_dot_wide<TYPE, NT, R>(k, x, bi, acc);
+	else
+		xq_chunk_dot_narrow<TYPE, NT, R, BS1>(k, x, bi, acc);
 }
 
 #endif /* RS_MATVEC_XQ_CUH */
