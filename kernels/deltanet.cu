@@ -29,11 +29,11 @@
  * a token took 2.0 µs a token and layer, 42 % of a 2,048-token 27B
  * prefill chunk; the same split over 4 blocks a head, 2.6 µs; staged,
  * 1.0 µs (30 %); 8 threads a column over 8 blocks a head was no faster;
- * the stage's loads all in flight at once, 0.75 -> 0.59 µs.  Runs of
- * four rows a thread (one 16-byte load of q and of k a run) with four
- * partial sums a dot product were slower (0.70 µs): shared memory
- * returns 128 bytes a clock to the registers however they are loaded,
- * and each thread still needs its 64 values of q and k a token.
+ * the stage's loads all in flight at once, 0.75 -> 0.59 µs.  Slower
+ * (not kept): runs of four rows a thread (one 16-byte load of q and of k
+ * a run) with four partial sums a dot product, 0.70 µs; a pair of
+ * columns a thread (8 threads a column: half the reads of q and k, three
+ * times the shuffles), 0.60 µs.
  *
  * Every sum runs in one order whatever T is, so a batch equals single
  * steps bit for bit.  The snapshot ring (rs_state.h): a token at position
