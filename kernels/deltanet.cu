@@ -105,7 +105,7 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 			    ldu + 2 * n_kh * DK + n * DK + j0 + 4 * (f %
 			    (DN_COLS / 4))));
 	}
-	if (threadIdx.x < nt) {
+	if ((int)threadIdx.x < nt) {
 		const int64_t t = t0 + threadIdx.x;
 		xa = aa[t * ldba + n] + dtn;
 		xb = bb[t * ldba + n];
@@ -125,7 +125,7 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 		if (t < nt)
 			*(float4 *)&sv[t][4 * (f % (DN_COLS / 4))] = v[r];
 	}
-	if (threadIdx.x < nt) {
+	if ((int)threadIdx.x < nt) {
 		sbeta[threadIdx.x] = sigmoid_f(xb);
 		sdecay[threadIdx.x] = expf((xa > 20.0f ? xa : log1pf(expf(xa))) *
 		    an);

@@ -487,10 +487,11 @@ xq_block_term(float acc, const xq_chunk &k, int blk, const uint32_t q[8],
 }
 
 /*
- * Block BLK's x of columns T0 .. T0 + N − 1 (fewer past NT): its high and
- * low bytes and meta, as xq_chunk_dot loads them.
+ * The x of x-block XB (its index in the column) of columns T0 .. T0 + N −
+ * 1 (fewer past NT): high and low bytes and meta.  BS1: consecutive
+ * blocks (xq_chunk_dot).
  */
-template <int N, int NT>
+template <int N, int NT, bool BS1 = false>
 static __device__ __forceinline__ void
 xq_block_x(const xq_at &x, int64_t xb, int t0, uint32_t (&hi)[N][8],
     uint32_t (&lo)[N][8], float2 (&meta)[N])
@@ -499,7 +500,7 @@ xq_block_x(const xq_at &x, int64_t xb, int t0, uint32_t (&hi)[N][8],
 	for (int u = 0; u < N; u++) {
 		if (t0 + u >= NT)
 			break;
-		const int64_t at = xb * x.bs + (t0 + u) * x.cs;
+		const int64_t at = (BS1 ? xb : xb * x.bs) + (t0 + u) * x.cs;
 		const uint4 *hp = (const uint4 *)(x.h + 32 * at);
 		const uint4 *lp = (const uint4 *)(x.h + x.lo + 32 * at);
 		const uint4 h0 = xq_ld(hp), h1 = xq_ld(hp + 1);
@@ -582,22 +583,7 @@ xq_chunk_dot_narrow(const xq_chunk (&k)[R], const xq_at &x, int64_t bi,
 		const int64_t xb = bi * 8 + xqc<TYPE>::unpack(k[0], blk, q);
 
 		/* the block's x for every column first, then row by row */
-#pragma unroll
-		for (int t = 0; t < NT; t++) {
-			const int64_t at = (BS1 ? xb : xb * x.bs) + t * x.cs;
-			const uint4 *hp = (const uint4 *)(x.h + 32 * at);
-			const uint4 *lp = (const uint4 *)(x.h + x.lo + 32 * at);
-			const uint4 h0 = xq_ld(hp), h1 = xq_ld(hp + 1);
-			const uint4 l0 = xq_ld(lp), l1 = xq_ld(lp + 1);
-
-			meta[t] = xq_ld((const float2 *)x.m + at);
-			hi[t][0] = h0.x; hi[t][1] = h0.y; hi[t][2] = h0.z;
-			hi[t][3] = h0.w; hi[t][4] = h1.x; hi[t][5] = h1.y;
-			hi[t][6] = h1.z; hi[t][7] = h1.w;
-			lo[t][0] = l0.x; lo[t][1] = l0.y; lo[t][2] = l0.z;
-			lo[t][3] = l0.w; lo[t][4] = l1.x; lo[t][5] = l1.y;
-			lo[t][6] = l1.z; lo[t][7] = l1.w;
-		}
+		xq_block_x<NT, NT, BS1>(x, xb, 0, hi, lo, meta);
 #pragma unroll
 		for (int r = 0; r < R; r++) {
 			if (r > 0)
