@@ -1626,6 +1626,12 @@ check_deltanet(int dk)
 	int32_t *dp = params_dev(0, INT32_MAX);
 	ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH, ddt, dA, KH, VH,
 	    dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_OK);
+	/* the stage loads u 16 bytes at a time: a u or a row stride off that
+	   is refused before anything runs */
+	ck_assert_int_eq(rs_k_deltanet(ds, du + 1, ch, db, da, VH, ddt, dA, KH,
+	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_deltanet(ds, du, ch - 1, db, da, VH, ddt, dA, KH,
+	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_ERR_INVALID_ARG);
 	to_host(got, dout, T * VH * dk * 4);
 	snprintf(what, sizeof(what), "deltanet dk %d output", dk);
 	expect_close(what, got, ref, T * VH * dk, 1e-5);
