@@ -217,7 +217,7 @@ int
 main(void)
 {
 	static const int dks[] = { 64, 128 }, vts[] = { 1, 5, 33 };
-	static const int toks[] = { 1, 16, 256, 2048 };
+	static const int toks[] = { 1, 4, 8, 16, 256, 2048 };
 	const double	 state_bytes = 2.0 * 48 * 128 * 128 * 4;
 	int		 bad = 0;
 
