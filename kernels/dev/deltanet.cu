@@ -12,8 +12,9 @@
  * output and the state within 1e-5 (f32 sums against the oracle's double
  * ones).  Then batch invariance on the 27B shape: 8 tokens in one call
  * against the same 8 one at a time, bit for bit.  Then the 27B shape (16
- * key heads, 48 value heads, dk = dv = 128) is timed on 1, 16, 256 and
- * 2,048 tokens (CUDA events, a warm-up, L2 flushed before each repeat).
+ * key heads, 48 value heads, dk = dv = 128) is timed on 1, 4, 8, 16,
+ * 256 and 2,048 tokens (CUDA events, a warm-up, L2 flushed before each
+ * repeat).
  * One JSON line per case: µs for the call, µs a token, the state's bytes
  * (read and written once a call: 48 × 64 KB each way) over the time, and
  * µs a token for the 48 GDN layers.  A scan is latency-bound: on long
