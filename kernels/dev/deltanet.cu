@@ -14,11 +14,11 @@
  * against the same 8 one at a time, bit for bit.  Then the 27B shape (16
  * key heads, 48 value heads, dk = dv = 128) is timed on 1, 4, 8, 16,
  * 256 and 2,048 tokens (CUDA events, a warm-up, L2 flushed before each
- * repeat).
- * One JSON line per case: µs for the call, µs a token, the state's bytes
- * (read and written once a call: 48 × 64 KB each way) over the time, and
- * µs a token for the 48 GDN layers.  A scan is latency-bound: on long
- * calls µs a token is the figure to move, not GB/s.
+ * repeat; DN_TOKENS=N: N tokens only).  One JSON line per case: µs for
+ * the call, µs a token, the state's bytes (read and written once a call:
+ * 48 × 64 KB each way) over the time, and µs a token for the 48 GDN
+ * layers.  A scan is latency-bound: on long calls µs a token is the
+ * figure to move, not GB/s.
  */
 #include <math.h>
 #include <stdint.h>
@@ -228,10 +228,16 @@ main(void)
 	bad |= invariance(8);
 	if (bad)
 		return (1);
+	/* DN_TOKENS=N: time N tokens only (e.g. under ncu) */
+	const char	*only = getenv("DN_TOKENS");
+
 	for (size_t i = 0; i < sizeof(toks) / sizeof(toks[0]); i++) {
 		struct gdn	g;
-		int		n = toks[i];
+		int		n = only != NULL ? atoi(only) : toks[i];
 		double		us;
+
+		if (only != NULL && (i > 0 || n < 1))
+			break;
 
 		gdn_new(&g, 16, 48, 128, n);
 		us = 1e3 * dev_time_ms(run_all, &g, n >= 256 ? 5 : 20);
