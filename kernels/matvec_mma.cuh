@@ -181,19 +181,20 @@ struct mmac_k {
 
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
-			const uint4 hd = __ldg((const uint4 *)tile + g + 8 * r);
+			const uint4 hd = ld_weights((const uint4 *)tile + g +
+			    8 * r);
 			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
 			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
 		}
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
-			const uint4 q = __ldg((const uint4 *)(tile + QS +
+			const uint4 q = ld_weights((const uint4 *)(tile + QS +
 			    512 * c) + slot);
 			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
 			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
 		}
 		if (TYPE == RS_TYPE_Q5_K) {
-			const uint4 h = __ldg((const uint4 *)(tile + 256) +
+			const uint4 h = ld_weights((const uint4 *)(tile + 256) +
 			    slot);
 			w->h[0][0][0] = h.x; w->h[0][0][1] = h.y;
 			w->h[1][0][0] = h.z; w->h[1][0][1] = h.w;
@@ -247,7 +248,8 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
-			const uint4 hd = __ldg((const uint4 *)tile + g + 8 * r);
+			const uint4 hd = ld_weights((const uint4 *)tile + g +
+			    8 * r);
 			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
 			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
 			w->d[r] = half_to_float(__ldg((const unsigned short *)
@@ -255,14 +257,14 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 		}
 #pragma unroll
 		for (int c = 0; c < 4; c++) {
-			const uint4 q = __ldg((const uint4 *)(tile + 288 +
+			const uint4 q = ld_weights((const uint4 *)(tile + 288 +
 			    512 * c) + slot);
 			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
 			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
 		}
 #pragma unroll
 		for (int hh = 0; hh < 2; hh++) {
-			const uint4 h = __ldg((const uint4 *)(tile + 2336 +
+			const uint4 h = ld_weights((const uint4 *)(tile + 2336 +
 			    512 * hh) + slot);
 			w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
 			w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;

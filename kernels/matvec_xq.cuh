@@ -159,7 +159,7 @@ xq_at_of(const xq_in &x, int64_t n)
  * never changed and moved them above the wait, so that the tensor-core
  * kernel read x before it was written (NaN logits; docs/perf-log.md
  * session 12).  Volatile, so that the compiler keeps them after the wait's
- * asm too.  The weights keep __ldg: no kernel writes them.
+ * asm too.  The weights are loaded by ld_weights (below).
  */
 static __device__ __forceinline__ uint4
 xq_ld(const uint4 *p)
@@ -197,6 +197,25 @@ xq_ld(const float2 *p)
 
 	asm volatile("ld.global.v2.f32 {%0, %1}, [%2];" : "=f"(v.x),
 	    "=f"(v.y) : "l"(p));
+	return (v);
+}
+
+/*
+ * 16 bytes of weights, leaving no line in the L1: a product streams its
+ * weights once, while x, which every warp of an SM reads, should stay
+ * there.  (ncu, 16 columns on the tensor cores: x's loads hit the L1 54 %
+ * of the time and their waits were 41 % of the stalls; with the weights
+ * not allocated verify 8 and 16 took 4 % and 2.5 % less, decode 1 %,
+ * docs/perf-log.md session 21.)  Non-coherent like __ldg, which is right
+ * only because no kernel writes the weights.
+ */
+static __device__ __forceinline__ uint4
+ld_weights(const uint4 *p)
+{
+	uint4 v;
+
+	asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+	    : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
 	return (v);
 }
 
@@ -306,7 +325,7 @@ tile_qs_pair(const uint8_t *run, int p, uint32_t w0[8], uint32_t w1[8])
 
 #pragma unroll
 	for (int i = 0; i < 4; i++) {
-		const uint4 v = __ldg(q + 8 * i);
+		const uint4 v = ld_weights(q + 8 * i);
 		w0[2 * i] = v.x; w0[2 * i + 1] = v.y;
 		w1[2 * i] = v.z; w1[2 * i + 1] = v.w;
 	}
@@ -321,7 +340,8 @@ tile_k_heads(const uint8_t *tile, int p, int c, xq_chunk *k0, xq_chunk *k1)
 #pragma unroll
 	for (int r = 0; r < 2; r++) {
 		float a[2], m[2];
-		k_scales(__ldg((const uint4 *)tile + p + 8 * r), c, a, m);
+		k_scales(ld_weights((const uint4 *)tile + p + 8 * r), c, a,
+		    m);
 		k[r]->f[0][0] = a[0]; k[r]->f[0][1] = m[0];
 		k[r]->f[1][0] = a[1]; k[r]->f[1][1] = m[1];
 		k[r]->c = c;
@@ -407,7 +427,8 @@ template <> struct xqc<RS_TYPE_Q6_K> {
 
 #pragma unroll
 		for (int i = 0; i < 4; i++) {
-			const uint4 l = __ldg(ql + 8 * i), q = __ldg(qh + 8 * i);
+			const uint4 l = ld_weights(ql + 8 * i);
+			const uint4 q = ld_weights(qh + 8 * i);
 			k0->w[i] = l.x; k0->w[i + 4] = l.y;
 			k1->w[i] = l.z; k1->w[i + 4] = l.w;
 			k0->h[i] = q.x; k0->h[i + 4] = q.y;
