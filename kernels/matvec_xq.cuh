@@ -159,7 +159,8 @@ xq_at_of(const xq_in &x, int64_t n)
  * never changed and moved them above the wait, so that the tensor-core
  * kernel read x before it was written (NaN logits; docs/perf-log.md
  * session 12).  Volatile, so that the compiler keeps them after the wait's
- * asm too.  The weights are loaded by ld_weights (below).
+ * asm too.  The weights' 16-byte loads go through ld_weights (below),
+ * their few narrower ones (Q6_K's scales) through __ldg.
  */
 static __device__ __forceinline__ uint4
 xq_ld(const uint4 *p)
