@@ -508,16 +508,35 @@ struct matvec_launch {
 		}
 	}
 
+	/*
+	 * x block-major (BM) or, one quad of columns, column after column:
+	 * a kernel for each (one column 3-6 % faster than with one kernel
+	 * reading the strides from xq: ffn_up 19.6 -> 18.8 µs, ssm_out
+	 * 8.1 -> 7.6; docs/perf-log.md session 22)
+	 */
 	template <int TYPE, int NT, int G, int MINB>
 	void
 	go_mma_g(void)
 	{
+		if constexpr (NT <= 4) {
+			if (!xq.bm) {
+				go_mma_k<TYPE, NT, G, MINB, false>();
+				return;
+			}
+		}
+		go_mma_k<TYPE, NT, G, MINB, true>();
+	}
+
+	template <int TYPE, int NT, int G, int MINB, bool BM>
+	void
+	go_mma_k(void)
+	{
 		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
 #ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB>, grid,
+		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB, BM>, grid,
 		    8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
 #else
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB><<<grid,
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, BM><<<grid,
 		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);
 #endif
 	}

@@ -349,14 +349,17 @@ mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
 #endif /* __CUDA_ARCH__ >= 800 */
 
 /*
- * Y (+)= W·X for NT = 2..16 columns of XC (columns t0 .. t0 + NT − 1 of a
+ * Y (+)= W·X for NT = 1..16 columns of XC (columns t0 .. t0 + NT − 1 of a
  * batch, rs_xq.h), for every part (W, Y) of PARTS, W Q4_K / Q5_K / Q6_K
  * rows of n_in values (a multiple of 256) in 16-row tiles (rs_tile.h).
  * Grid: one CTA of 8 / G warps per tile row of a part (mv_parts_grid).
  * MINB: CTAs an SM must fit (launch bounds: caps the registers), a tuning
- * knob like G.
+ * knob like G.  BM: XC is block-major (more than one quad of columns needs
+ * it); else column after column, whose strides are then constants (one
+ * column, the decode step's products: 3-6 % faster than with the strides
+ * read from XC, docs/perf-log.md session 22).
  */
-template <int TYPE, int NT, int G, int MINB = 1>
+template <int TYPE, int NT, int G, int MINB, bool BM>
 static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
     const xq_in xc)
@@ -376,6 +379,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
 	static_assert(G == 1 || G == 2 || G == 4, "8 / G warps");
+	static_assert(BM || NQ == 1, "x column after column: one quad");
 	constexpr int	 W = 8 / G;		/* warps */
 	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256;
@@ -395,8 +399,13 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	 */
 	constexpr bool	 FULL = NT % 4 == 0;
 	const int	 lb = TYPE == RS_TYPE_Q6_K ? 4 * t : 8 * t;
-	const uint32_t	 xbs = xc.bm ? xc.nb : 1;
-	const int64_t	 xcs = xc.bm ? 1 : n_in / RS_XQ_BLOCK;
+	/* (BM && xc.bm, not BM alone, though BM implies xc.bm: the
+	   block-major kernels keep the code they had when the strides
+	   came from xc alone; taking them as known, ptxas allocated the
+	   registers of 8 and 16 columns differently, verify 8 and 16
+	   +0.09 ms, docs/perf-log.md session 22) */
+	const uint32_t	 xbs = BM && xc.bm ? xc.nb : 1;
+	const int64_t	 xcs = BM && xc.bm ? 1 : n_in / RS_XQ_BLOCK;
 	const uint8_t	*xb0 = xq + (g & 1) * xc.nb * n_in +
 	    32 * (xc.t0 + (g >> 1)) * xcs + lb;
 	const float2	*xm0 = (const float2 *)(xq + 2 * xc.nb * n_in) +
@@ -539,8 +548,8 @@ has_mma_matvec(void)
 {
 	static signed char known[RS_MAX_DEVICES];
 
-	return (rs_runs_ptx(matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1>, 80,
-	    known));
+	return (rs_runs_ptx(matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1, 1, false>,
+	    80, known));
 }
 #endif
 

@@ -110,8 +110,12 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 {
 	mv_parts p = one_part(w, n_out, y, ldy);
 	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
-	matvec_xq_mma_kernel<TYPE, NT, G, MINB><<<grid, 8 / G * RS_WARP>>>(p,
-	    n_in, xq);
+	if (xq.bm)
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, true><<<grid,
+		    8 / G * RS_WARP>>>(p, n_in, xq);
+	else if constexpr (NT <= 4)
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, false><<<grid,
+		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
 struct variant {
