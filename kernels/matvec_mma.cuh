@@ -161,8 +161,8 @@ k_scales_perm(uint4 hdr, int c, float a[2], float m[2])
 }
 
 /*
- * Q4_K and Q5_K share everything but the fifth bit.  chunk<PERM>: the
- * scales by k_scales_perm (PERM) or k_scales, the same values (finite
+ * Q4_K and Q5_K share everything but the fifth bit.  scales_row<PERM>:
+ * the scales by k_scales_perm (PERM) or k_scales, the same values (finite
  * scales); the kernel takes the shorter form up to 8 columns and
  * k_scales at 16, where the kernel sits at its register cap and the
  * shorter form spilled (verify 16 16.18 -> 16.36 ms, docs/perf-log.md
@@ -201,39 +201,50 @@ struct mmac_k {
 		}
 	}
 
-	template <bool PERM>
+	/* row R's A fragments of chunk C (both blocks) */
 	static __device__ __forceinline__ void
-	chunk(const mma_raw &w, int c, mma_chunk *k)
+	frags_row(const mma_raw &w, int c, int r, mma_chunk *k)
 	{
 #pragma unroll
-		for (int r = 0; r < 2; r++) {
-#pragma unroll
-			for (int i = 0; i < 2; i++) {
-				uint32_t lo = w.q[r][c][i] & 0x0F0F0F0Fu;
-				uint32_t hi = (w.q[r][c][i] >> 4) & 0x0F0F0F0Fu;
-				if (TYPE == RS_TYPE_Q5_K) {
-					lo |= ((w.h[r][0][i] >> (2 * c)) &
-					    0x01010101u) << 4;
-					hi |= ((w.h[r][0][i] >> (2 * c + 1)) &
-					    0x01010101u) << 4;
-				}
-				/* a0/a2: row g, slots 4t.. / 16 + 4t..;
-				   a1/a3: row g + 8 */
-				k->a[0][r + 2 * i] = lo;
-				k->a[1][r + 2 * i] = hi;
+		for (int i = 0; i < 2; i++) {
+			uint32_t lo = w.q[r][c][i] & 0x0F0F0F0Fu;
+			uint32_t hi = (w.q[r][c][i] >> 4) & 0x0F0F0F0Fu;
+			if (TYPE == RS_TYPE_Q5_K) {
+				lo |= ((w.h[r][0][i] >> (2 * c)) & 0x01010101u) <<
+				    4;
+				hi |= ((w.h[r][0][i] >> (2 * c + 1)) &
+				    0x01010101u) << 4;
 			}
-			float a[2], m[2];
-			const uint4 hd = make_uint4(w.hd[r][0], w.hd[r][1],
-			    w.hd[r][2], w.hd[r][3]);
-			if (PERM)
-				k_scales_perm(hd, c, a, m);
-			else
-				k_scales(hd, c, a, m);
-			k->f[0][r][0] = a[0]; k->f[0][r][1] = m[0];
-			k->f[1][r][0] = a[1]; k->f[1][r][1] = m[1];
+			/* a0/a2: row g, slots 4t.. / 16 + 4t..; a1/a3: row
+			   g + 8 */
+			k->a[0][r + 2 * i] = lo;
+			k->a[1][r + 2 * i] = hi;
 		}
-		k->xb[0] = 2 * c;
-		k->xb[1] = 2 * c + 1;
+	}
+
+	/* row R's float factors F[blk][r][a, m] of chunk C (C may vary by
+	   lane) */
+	template <bool PERM>
+	static __device__ __forceinline__ void
+	scales_row(const mma_raw &w, int c, int r, float f[2][2][2])
+	{
+		float a[2], m[2];
+		const uint4 hd = make_uint4(w.hd[r][0], w.hd[r][1], w.hd[r][2],
+		    w.hd[r][3]);
+
+		if (PERM)
+			k_scales_perm(hd, c, a, m);
+		else
+			k_scales(hd, c, a, m);
+		f[0][r][0] = a[0]; f[0][r][1] = m[0];
+		f[1][r][0] = a[1]; f[1][r][1] = m[1];
+	}
+
+	static __device__ __forceinline__ void
+	xblocks(int c, int xb[2])
+	{
+		xb[0] = 2 * c;
+		xb[1] = 2 * c + 1;
 	}
 };
 
@@ -271,41 +282,67 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 		}
 	}
 
-	/* Q6_K scale byte I of row R, signed */
-	static __device__ __forceinline__ float
-	scale(const mma_raw &w, int r, int i)
+	/* row R's A fragments of chunk C (both blocks) */
+	static __device__ __forceinline__ void
+	frags_row(const mma_raw &w, int c, int r, mma_chunk *k)
 	{
-		return ((float)(int8_t)(w.hd[r][i >> 2] >> (8 * (i & 3))));
+		const int h = c >> 1, kk = c & 1;
+
+#pragma unroll
+		for (int half = 0; half < 2; half++) {
+			const uint32_t ql = w.q[r][c][half];
+			const uint32_t qh = w.h[r][h][half];
+			k->a[0][2 * half + r] = q6_centre(ql & 0x0F0F0F0Fu,
+			    ((qh >> (2 * kk)) & 0x03030303u) << 4);
+			k->a[1][2 * half + r] = q6_centre((ql >> 4) & 0x0F0F0F0Fu,
+			    ((qh >> (2 * kk + 4)) & 0x03030303u) << 4);
+		}
 	}
 
-	/* (PERM: mmac_k's; Q6_K has one form) */
+	/*
+	 * Row R's float factors F[blk][r][half] of chunk C (C may vary by
+	 * lane): d times the signed scale bytes s, s + 1 (low block) and
+	 * s + 4, s + 5 (high), s = 8h + 2kk: bytes 2kk and 2kk + 1 of words
+	 * 2h and 2h + 1 of the row's scales.  (PERM: mmac_k's; Q6_K has one
+	 * form.)
+	 */
 	template <bool PERM>
 	static __device__ __forceinline__ void
-	chunk(const mma_raw &w, int c, mma_chunk *k)
+	scales_row(const mma_raw &w, int c, int r, float f[2][2][2])
 	{
-		const int h = c >> 1, kk = c & 1, s = 8 * h + 2 * kk;
+		const int h = c >> 1, sh = 16 * (c & 1);
+		const uint32_t lw = h ? w.hd[r][2] : w.hd[r][0];
+		const uint32_t hw = h ? w.hd[r][3] : w.hd[r][1];
 
-#pragma unroll
-		for (int r = 0; r < 2; r++) {
-#pragma unroll
-			for (int half = 0; half < 2; half++) {
-				const uint32_t ql = w.q[r][c][half];
-				const uint32_t qh = w.h[r][h][half];
-				k->a[0][2 * half + r] = q6_centre(ql & 0x0F0F0F0Fu,
-				    ((qh >> (2 * kk)) & 0x03030303u) << 4);
-				k->a[1][2 * half + r] = q6_centre((ql >> 4) &
-				    0x0F0F0F0Fu, ((qh >> (2 * kk + 4)) &
-				    0x03030303u) << 4);
-			}
-			k->f[0][r][0] = w.d[r] * scale(w, r, s);
-			k->f[0][r][1] = w.d[r] * scale(w, r, s + 1);
-			k->f[1][r][0] = w.d[r] * scale(w, r, s + 4);
-			k->f[1][r][1] = w.d[r] * scale(w, r, s + 5);
-		}
-		k->xb[0] = 4 * h + kk;
-		k->xb[1] = 4 * h + kk + 2;
+		f[0][r][0] = w.d[r] * (float)(int8_t)(lw >> sh);
+		f[0][r][1] = w.d[r] * (float)(int8_t)(lw >> (sh + 8));
+		f[1][r][0] = w.d[r] * (float)(int8_t)(hw >> sh);
+		f[1][r][1] = w.d[r] * (float)(int8_t)(hw >> (sh + 8));
+	}
+
+	static __device__ __forceinline__ void
+	xblocks(int c, int xb[2])
+	{
+		xb[0] = 4 * (c >> 1) + (c & 1);
+		xb[1] = 4 * (c >> 1) + (c & 1) + 2;
 	}
 };
+
+/*
+ * Chunk C of a super-block decoded into K: its A fragments and float
+ * factors, row g's then row g + 8's, and its x-blocks.
+ */
+template <int TYPE, bool PERM>
+static __device__ __forceinline__ void
+mma_chunk_of(const mma_raw &w, int c, mma_chunk *k)
+{
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		mmac<TYPE>::frags_row(w, c, r, k);
+		mmac<TYPE>::template scales_row<PERM>(w, c, r, k->f);
+	}
+	mmac<TYPE>::xblocks(c, k->xb);
+}
 
 /*
  * Block BLK of the chunk against a quad of 4 columns, high and low bytes
@@ -346,6 +383,80 @@ mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
 	}
 }
 
+/*
+ * One super-block BI of the warp's 16 rows against one column laid out
+ * column after column (the decode step), its terms into P (rows g, g + 8)
+ * of the chunk C = t that lane (g, t) owns.  With one column the four
+ * lanes t of a group hold the same column's sums (a quad's columns are
+ * copies of it), so where the general loop has every lane add all four
+ * chunks' terms (and decode all four chunks' scales) for its column t,
+ * here lane t takes the mma results of chunk t only, decodes chunk t's
+ * scales and loads its two metas: a quarter of the float tail, the
+ * scales and the meta loads.  Each partial sum (row, chunk) gets the
+ * same terms in the same order as in the general loop (low block, then
+ * high), so the same bits.  XB: the lane's B bytes of the column's block
+ * 0, XM: the column's meta of block 0 (rs_xq.h's slots).
+ */
+template <int TYPE>
+static __device__ __forceinline__ void
+mma_one_col(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
+    const float2 *xm, float p[2])
+{
+	/* chunk t's integer sums: [blk][row][half] (Q4_K / Q5_K: half 0) */
+	int s[2][2][2];
+	int xbt[2];
+
+#pragma unroll
+	for (int c = 0; c < 4; c++) {
+		mma_chunk k;
+
+#pragma unroll
+		for (int r = 0; r < 2; r++)
+			mmac<TYPE>::frags_row(raw, c, r, &k);
+		mmac<TYPE>::xblocks(c, k.xb);
+#pragma unroll
+		for (int blk = 0; blk < 2; blk++) {
+			const uint8_t *bp = xb + 32 * (bi * 8 + k.xb[blk]);
+			int c0[4] = { 0, 0, 0, 0 }, c1[4] = { 0, 0, 0, 0 };
+
+			if (TYPE == RS_TYPE_Q6_K) {
+				mma_k16(c0, k.a[blk][0], k.a[blk][1],
+				    xq_ld((const uint32_t *)bp));
+				mma_k16(c1, k.a[blk][2], k.a[blk][3],
+				    xq_ld((const uint32_t *)(bp + 16)));
+			} else {
+				const uint2 h = xq_ld((const uint2 *)bp);
+				mma_k32(c0, k.a[blk], h.x, h.y);
+			}
+			if (c == t) {
+#pragma unroll
+				for (int r = 0; r < 2; r++) {
+					s[blk][r][0] = 256 * c0[2 * r] +
+					    c0[2 * r + 1];
+					s[blk][r][1] = 256 * c1[2 * r] +
+					    c1[2 * r + 1];
+				}
+			}
+		}
+	}
+	float f[2][2][2];
+#pragma unroll
+	for (int r = 0; r < 2; r++)
+		mmac<TYPE>::template scales_row<true>(raw, t, r, f);
+	mmac<TYPE>::xblocks(t, xbt);
+#pragma unroll
+	for (int blk = 0; blk < 2; blk++) {
+		const float2 m = xq_ld(xm + bi * 8 + xbt[blk]);
+#pragma unroll
+		for (int r = 0; r < 2; r++)
+			p[r] = TYPE == RS_TYPE_Q6_K ?
+			    xq_term_q6(p[r], f[blk][r][0], f[blk][r][1], m.x,
+			    s[blk][r][0], s[blk][r][1]) :
+			    xq_term_min(p[r], f[blk][r][0], f[blk][r][1], m,
+			    s[blk][r][0]);
+	}
+}
+
 #endif /* __CUDA_ARCH__ >= 800 */
 
 /*
@@ -369,7 +480,11 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
 	/* the reduction's rounds take QR quads each (see its loop) */
 	constexpr int	 QR = NQ < 2 ? NQ : 2;
-	__shared__ float red[RS_WARP][MMA_ROWS][4 * QR];
+	/* one column laid out column after column: mma_one_col, one sum a
+	   (row, chunk) a lane, one column of red */
+	constexpr bool	 ONE = NT == 1 && !BM;
+	constexpr int	 RC = ONE ? 1 : 4 * QR;
+	__shared__ float red[RS_WARP][MMA_ROWS][RC];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
 	float		*__restrict__ y = pt.y;
@@ -437,14 +552,18 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			   their way meanwhile */
 			if (b0 == wi && st == 0)
 				rs_pdl_wait();
+			if constexpr (ONE) {
+				mma_one_col<TYPE>(raw, bi, t, xq + xbl,
+				    (const float2 *)(xq + xml), p[0][st]);
+				continue;
+			}
 			const uint32_t s0 = (uint32_t)bi * 8 * xbs;
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
 				mma_chunk k;
 				/* (the forms of mmac_k at 16 columns:
 				   fewer registers, no spills) */
-				mmac<TYPE>::template chunk<NQ <= 2>(raw, c,
-				    &k);
+				mma_chunk_of<TYPE, NQ <= 2>(raw, c, &k);
 #pragma unroll
 				for (int blk = 0; blk < 2; blk++) {
 					/* one quad (decode, 2-4 columns):
@@ -496,16 +615,19 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 		for (int u = u0; u < u0 + QR && u < NQ; u++)
 #pragma unroll
-			for (int c = 0; c < 4 * G; c++) {
-				/* slot c: chunk c % 4 of group w + W·(c / 4) */
-				const int v = 4 * (wi + W * (c / 4)) + c % 4;
-				red[v][g][4 * (u - u0) + t] = p[u][c][0];
-				red[v][g + 8][4 * (u - u0) + t] = p[u][c][1];
+			for (int c = 0; c < (ONE ? G : 4 * G); c++) {
+				/* slot c: chunk c % 4 of group w + W·(c / 4);
+				   ONE: chunk t of group w + W·c */
+				const int v = ONE ? 4 * (wi + W * c) + t :
+				    4 * (wi + W * (c / 4)) + c % 4;
+				const int col = ONE ? 0 : 4 * (u - u0) + t;
+				red[v][g][col] = p[u][c][0];
+				red[v][g + 8][col] = p[u][c][1];
 			}
 		__syncthreads();
-		for (int el = threadIdx.x; el < MMA_ROWS * 4 * QR;
+		for (int el = threadIdx.x; el < MMA_ROWS * RC;
 		    el += blockDim.x) {
-			const int row = el / (4 * QR), col = el % (4 * QR);
+			const int row = el / RC, col = el % RC;
 			float s[RS_WARP];
 #pragma unroll
 			for (int v = 0; v < RS_WARP; v++)
