@@ -210,8 +210,8 @@ struct mmac_k {
 			uint32_t lo = w.q[r][c][i] & 0x0F0F0F0Fu;
 			uint32_t hi = (w.q[r][c][i] >> 4) & 0x0F0F0F0Fu;
 			if (TYPE == RS_TYPE_Q5_K) {
-				lo |= ((w.h[r][0][i] >> (2 * c)) & 0x01010101u) <<
-				    4;
+				lo |= ((w.h[r][0][i] >> (2 * c)) &
+				    0x01010101u) << 4;
 				hi |= ((w.h[r][0][i] >> (2 * c + 1)) &
 				    0x01010101u) << 4;
 			}
@@ -294,8 +294,9 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 			const uint32_t qh = w.h[r][h][half];
 			k->a[0][2 * half + r] = q6_centre(ql & 0x0F0F0F0Fu,
 			    ((qh >> (2 * kk)) & 0x03030303u) << 4);
-			k->a[1][2 * half + r] = q6_centre((ql >> 4) & 0x0F0F0F0Fu,
-			    ((qh >> (2 * kk + 4)) & 0x03030303u) << 4);
+			k->a[1][2 * half + r] = q6_centre((ql >> 4) &
+			    0x0F0F0F0Fu, ((qh >> (2 * kk + 4)) & 0x03030303u) <<
+			    4);
 		}
 	}
 
@@ -384,27 +385,29 @@ mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
 }
 
 /*
- * One super-block BI of the warp's 16 rows against one column laid out
- * column after column (the decode step), its terms into P (rows g, g + 8)
- * of the chunk C = t that lane (g, t) owns.  With one column the four
- * lanes t of a group hold the same column's sums (a quad's columns are
- * copies of it), so where the general loop has every lane add all four
- * chunks' terms (and decode all four chunks' scales) for its column t,
- * here lane t takes the mma results of chunk t only, decodes chunk t's
- * scales and loads its two metas: a quarter of the float tail, the
- * scales and the meta loads.  Each partial sum (row, chunk) gets the
- * same terms in the same order as in the general loop (low block, then
- * high), so the same bits.  XB: the lane's B bytes of the column's block
- * 0, XM: the column's meta of block 0 (rs_xq.h's slots).
+ * One super-block BI of the warp's 16 rows against NT = 1 or 2 columns
+ * laid out column after column (the decode step; two-token passes), into
+ * P[i] (rows g, g + 8) for the chunks c = (t / NT)·NT + i that lane (g,
+ * t) owns, of column t % NT.  The quad's B columns are x's columns q % NT
+ * (q = 0..3), so lanes t and t + NT hold the same column's sums: where
+ * the general loop has every lane add all four chunks' terms (and decode
+ * all four chunks' scales) for its column, here lane t takes the mma
+ * results of its NT chunks only, decodes their scales and loads their
+ * metas: 1 / (4 / NT) of the float tail, the scales and the meta loads.
+ * Each partial sum (row, column, chunk) gets the same terms in the same
+ * order as in the general loop (low block, then high), so the same bits.
+ * XB: the lane's B bytes of its column's block 0, XM: column t % NT's
+ * meta of block 0 (rs_xq.h's slots).
  */
-template <int TYPE>
+template <int TYPE, int NT>
 static __device__ __forceinline__ void
-mma_one_col(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
-    const float2 *xm, float p[2])
+mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
+    const float2 *xm, float (*p)[2])
 {
-	/* chunk t's integer sums: [blk][row][half] (Q4_K / Q5_K: half 0) */
-	int s[2][2][2];
-	int xbt[2];
+	/* the lane's chunks' integer sums: [i][blk][row][half] (Q4_K /
+	   Q5_K: half 0) */
+	int s[NT][2][2][2];
+	const int c0 = t / NT * NT;
 
 #pragma unroll
 	for (int c = 0; c < 4; c++) {
@@ -417,43 +420,50 @@ mma_one_col(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
 #pragma unroll
 		for (int blk = 0; blk < 2; blk++) {
 			const uint8_t *bp = xb + 32 * (bi * 8 + k.xb[blk]);
-			int c0[4] = { 0, 0, 0, 0 }, c1[4] = { 0, 0, 0, 0 };
+			int d0[4] = { 0, 0, 0, 0 }, d1[4] = { 0, 0, 0, 0 };
 
 			if (TYPE == RS_TYPE_Q6_K) {
-				mma_k16(c0, k.a[blk][0], k.a[blk][1],
+				mma_k16(d0, k.a[blk][0], k.a[blk][1],
 				    xq_ld((const uint32_t *)bp));
-				mma_k16(c1, k.a[blk][2], k.a[blk][3],
+				mma_k16(d1, k.a[blk][2], k.a[blk][3],
 				    xq_ld((const uint32_t *)(bp + 16)));
 			} else {
 				const uint2 h = xq_ld((const uint2 *)bp);
-				mma_k32(c0, k.a[blk], h.x, h.y);
+				mma_k32(d0, k.a[blk], h.x, h.y);
 			}
-			if (c == t) {
+			if (c / NT == t / NT) {
 #pragma unroll
 				for (int r = 0; r < 2; r++) {
-					s[blk][r][0] = 256 * c0[2 * r] +
-					    c0[2 * r + 1];
-					s[blk][r][1] = 256 * c1[2 * r] +
-					    c1[2 * r + 1];
+					s[c % NT][blk][r][0] = 256 * d0[2 * r] +
+					    d0[2 * r + 1];
+					s[c % NT][blk][r][1] = 256 * d1[2 * r] +
+					    d1[2 * r + 1];
 				}
 			}
 		}
 	}
-	float f[2][2][2];
 #pragma unroll
-	for (int r = 0; r < 2; r++)
-		mmac<TYPE>::template scales_row<true>(raw, t, r, f);
-	mmac<TYPE>::xblocks(t, xbt);
-#pragma unroll
-	for (int blk = 0; blk < 2; blk++) {
-		const float2 m = xq_ld(xm + bi * 8 + xbt[blk]);
+	for (int i = 0; i < NT; i++) {
+		float f[2][2][2];
+		int xbt[2];
+
 #pragma unroll
 		for (int r = 0; r < 2; r++)
-			p[r] = TYPE == RS_TYPE_Q6_K ?
-			    xq_term_q6(p[r], f[blk][r][0], f[blk][r][1], m.x,
-			    s[blk][r][0], s[blk][r][1]) :
-			    xq_term_min(p[r], f[blk][r][0], f[blk][r][1], m,
-			    s[blk][r][0]);
+			mmac<TYPE>::template scales_row<true>(raw, c0 + i, r,
+			    f);
+		mmac<TYPE>::xblocks(c0 + i, xbt);
+#pragma unroll
+		for (int blk = 0; blk < 2; blk++) {
+			const float2 m = xq_ld(xm + bi * 8 + xbt[blk]);
+#pragma unroll
+			for (int r = 0; r < 2; r++)
+				p[i][r] = TYPE == RS_TYPE_Q6_K ?
+				    xq_term_q6(p[i][r], f[blk][r][0],
+				    f[blk][r][1], m.x, s[i][blk][r][0],
+				    s[i][blk][r][1]) :
+				    xq_term_min(p[i][r], f[blk][r][0],
+				    f[blk][r][1], m, s[i][blk][r][0]);
+		}
 	}
 }
 
@@ -480,10 +490,10 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
 	/* the reduction's rounds take QR quads each (see its loop) */
 	constexpr int	 QR = NQ < 2 ? NQ : 2;
-	/* one column laid out column after column: mma_one_col, one sum a
-	   (row, chunk) a lane, one column of red */
-	constexpr bool	 ONE = NT == 1 && !BM;
-	constexpr int	 RC = ONE ? 1 : 4 * QR;
+	/* one or two columns laid out column after column: mma_few_cols,
+	   NT sums a lane and step, NT columns of red */
+	constexpr bool	 FEW = NT <= 2 && !BM;
+	constexpr int	 RC = FEW ? NT : 4 * QR;
 	__shared__ float red[RS_WARP][MMA_ROWS][RC];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
@@ -527,10 +537,14 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	    (xc.t0 + t) * xcs;
 	/* (the last quad's as 32-bit offsets from xq: as 64-bit pointers,
 	   the first form, they made the decode step 9 % slower) */
+	/* (FEW: a quad's columns q are x's q % NT, not the last past NT) */
+	const int	 qb = FEW ? (g >> 1) % NT : min(4 * (NQ - 1) + (g >> 1),
+	    NT - 1);
+	const int	 qm = FEW ? t % NT : min(4 * (NQ - 1) + t, NT - 1);
 	const uint32_t	 xbl = (uint32_t)((g & 1) * xc.nb * n_in + 32 *
-	    (xc.t0 + min(4 * (NQ - 1) + (g >> 1), NT - 1)) * xcs + lb);
+	    (xc.t0 + qb) * xcs + lb);
 	const uint32_t	 xml = (uint32_t)(2 * xc.nb * n_in + 8 *
-	    (xc.t0 + min(4 * (NQ - 1) + t, NT - 1)) * xcs);
+	    (xc.t0 + qm) * xcs);
 
 #pragma unroll
 	for (int u = 0; u < NQ; u++)
@@ -552,9 +566,9 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			   their way meanwhile */
 			if (b0 == wi && st == 0)
 				rs_pdl_wait();
-			if constexpr (ONE) {
-				mma_one_col<TYPE>(raw, bi, t, xq + xbl,
-				    (const float2 *)(xq + xml), p[0][st]);
+			if constexpr (FEW) {
+				mma_few_cols<TYPE, NT>(raw, bi, t, xq + xbl,
+				    (const float2 *)(xq + xml), &p[0][NT * st]);
 				continue;
 			}
 			const uint32_t s0 = (uint32_t)bi * 8 * xbs;
@@ -615,12 +629,14 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 		for (int u = u0; u < u0 + QR && u < NQ; u++)
 #pragma unroll
-			for (int c = 0; c < (ONE ? G : 4 * G); c++) {
+			for (int c = 0; c < (FEW ? NT * G : 4 * G); c++) {
 				/* slot c: chunk c % 4 of group w + W·(c / 4);
-				   ONE: chunk t of group w + W·c */
-				const int v = ONE ? 4 * (wi + W * c) + t :
+				   FEW: chunk (t / NT)·NT + c % NT of group w +
+				   W·(c / NT), column t % NT */
+				const int v = FEW ? 4 * (wi + W * (c / NT)) +
+				    t / NT * NT + c % NT :
 				    4 * (wi + W * (c / 4)) + c % 4;
-				const int col = ONE ? 0 : 4 * (u - u0) + t;
+				const int col = FEW ? t % NT : 4 * (u - u0) + t;
 				red[v][g][col] = p[u][c][0];
 				red[v][g + 8][col] = p[u][c][1];
 			}
