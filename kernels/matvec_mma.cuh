@@ -52,7 +52,10 @@
  * columns half the tail spent on copies of the last one); at 8 columns
  * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
  * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
- * last column and not written.
+ * last column and not written; with one or two columns laid out column
+ * after column (decode, two-token passes) a quad's columns are x's
+ * q % NT instead, and each lane adds only its share of the chunks
+ * (mma_few_cols: a quarter or a half of the float tail).
  * Measured in docs/perf-log.md; G and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH
