@@ -52,11 +52,8 @@ extern "C" {
  */
 #define DP4A_W		8
 #define DP4A_TR		2
-/* one column of Q6_K runs the tensor-core kernel up to this many rows
-   (the layers' products), dp4a above (the head; go_xq) */
-#define MMA_Q6_ONE_ROWS	65536
-/* launches above this many rows (the head) run 5-8 columns of Q6_K on
-   4-warp CTAs (go_mma) */
+/* launches of Q6_K above this many rows (the head) run on 4-warp CTAs
+   (go_mma) */
 #define MMA_TALL_ROWS	65536
 
 
@@ -386,24 +383,24 @@ struct matvec_launch {
 		 * on dp4a (gdn_qkv 15.0 against 17.1 µs: two rounds of
 		 * 16-row CTAs fill the SMs better than 1.2 of 32-row ones);
 		 * so does one column of Q6_K at three CTAs an SM (ffn_down
-		 * 30.3 against 32.1 µs) but on the head, which stays on dp4a
-		 * (299 against 316 µs).  docs/perf-log.md sessions 11-13.
-		 * Both give the same bits (matvec_xq.cuh), so the choice may
-		 * depend on NT and the shape.
+		 * 30.3 against 32.1 µs), and since each lane adds only its
+		 * own chunk of a column (session 22) the head too, on 4-warp
+		 * CTAs (238 against 280 µs; go_mma).  docs/perf-log.md
+		 * sessions 11-13, 22-23.  Both give the same bits
+		 * (matvec_xq.cuh), so the choice may depend on NT and the
+		 * shape.
+		 *
+		 * (has_mma_matvec is a host runtime call: NVRTC's check of
+		 * the kernels, scripts/cuda129-nvrtc.sh, compiles without it.)
+		 * More than one quad of columns needs block-major x, whose
+		 * quads the kernel reads at fixed offsets (every batch of
+		 * more than 4 columns is block-major there).
 		 */
-		int mma = NT > 1 || TYPE != RS_TYPE_Q6_K ||
-		    rows() <= MMA_Q6_ONE_ROWS;
-
-		/* a host runtime call: NVRTC's check of the kernels
-		   (scripts/cuda129-nvrtc.sh) compiles without it; more
-		   than one quad of columns needs block-major x, whose
-		   quads the kernel reads at fixed offsets (every batch of
-		   more than 4 columns is block-major there) */
 #ifndef __CUDACC_RTC__
-		mma = mma && xq.nb * n_in <= MMA_MAX_IN && (NT <= 4 ||
+		const int mma = xq.nb * n_in <= MMA_MAX_IN && (NT <= 4 ||
 		    xq.bm) && has_mma_matvec();
 #else
-		mma = 0;
+		const int mma = 0;
 #endif
 		if (mma)
 			go_mma<TYPE, NT>();
@@ -492,9 +489,17 @@ struct matvec_launch {
 		 * 17,408-input ffn_down too (45.1 against 50.8 µs on 8 warps,
 		 * verify 16 -0.26 ms).  Measured on x's block-major batches
 		 * with kernels/dev/matvec_xq.cu and rs-bench
-		 * (docs/perf-log.md).
+		 * (docs/perf-log.md).  The head's 1-4 columns on 4-warp CTAs
+		 * too, five an SM (102 registers): 238 / 271 / 296 µs against
+		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
+		 * (session 23).
 		 */
-		if constexpr (NT <= 4) {
+		if constexpr (NT <= 4 && TYPE == RS_TYPE_Q6_K) {
+			if (rows() > MMA_TALL_ROWS)
+				go_mma_g<TYPE, NT, 2, 5>();
+			else
+				go_mma_g<TYPE, NT, 1, 3>();
+		} else if constexpr (NT <= 4) {
 			go_mma_g<TYPE, NT, 1, 3>();
 		} else if constexpr (NT <= 8) {
 			const int64_t tall = TYPE == RS_TYPE_Q6_K ?

@@ -1,9 +1,8 @@
 /*
  * matvec_mma.cuh - the integer matvec for 1..16 columns on tensor cores
  * (SM80 and later: int8 mma.sync), bit-identical to the one-column dp4a
- * kernel of matvec.cu (for finite weight scales: scale_perm).  The
- * launcher gives it every column count but one column of Q6_K, which runs
- * faster on dp4a.
+ * kernel of matvec.cu (for finite weight scales: scale_perm).  From SM80
+ * on the launcher gives it every product of tiled weights.
  *
  * Why: a verification pass multiplies every weight with k + 1 columns.
  * The dp4a kernel repeats the x loads and dp4a of every weight for each

@@ -401,8 +401,9 @@ END_TEST
  * (check_matvec_xq), on tiles (rs_tile.h) whose last tile row is short
  * (67) or whole (64).  16 columns and the head's 5-8 run 4-warp CTAs
  * whose warps take two groups of virtual lanes (matvec_mma.cuh): 13
- * super-blocks give each warp both; the head's launch shape needs more
- * than MMA_TALL_ROWS rows (65,552 of 5 super-blocks, 8 columns), and so
+ * super-blocks give each warp both; the head's launch shapes need more
+ * than MMA_TALL_ROWS rows (65,552 of 5 super-blocks; 3, 4 and 8 columns,
+ * each column alone and columns 1..: every shape of 1-8 columns), and so
  * do 5-8 columns of Q4_K and Q5_K launches of more than 8,192 rows (8,200
  * rows of 13 super-blocks, 5 and 8 columns).
  */
@@ -428,6 +429,8 @@ START_TEST(matvec_xq_wide)
 	}
 	struct rs_gguf_tensor t;
 	void *buf = random_tensor(&t, RS_TYPE_Q6_K, 5 * 256, 65552);
+	check_matvec(&t, 3, 0);
+	check_matvec(&t, 4, 0);
 	check_matvec(&t, 8, 0);
 	free(buf);
 	static const int tall[] = { RS_TYPE_Q4_K, RS_TYPE_Q5_K };
