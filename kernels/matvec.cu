@@ -514,10 +514,12 @@ struct matvec_launch {
 	}
 
 	/*
-	 * x block-major (BM) or, one quad of columns, column after column:
-	 * a kernel for each (one column 3-6 % faster than with one kernel
-	 * reading the strides from xq: ffn_up 19.6 -> 18.8 µs, ssm_out
-	 * 8.1 -> 7.6; docs/perf-log.md session 22)
+	 * A kernel for each layout of x (matvec_mma.cuh's XL): one quad of
+	 * columns laid out column after column, or block-major of exactly
+	 * its one or two columns (a two-token pass), at constant strides;
+	 * other block-major batches with the strides read from xq.  One
+	 * column runs 3-6 % faster at constant strides (ffn_up 19.6 ->
+	 * 18.8 µs, ssm_out 8.1 -> 7.6; docs/perf-log.md session 22).
 	 */
 	template <int TYPE, int NT, int G, int MINB>
 	void
@@ -525,23 +527,29 @@ struct matvec_launch {
 	{
 		if constexpr (NT <= 4) {
 			if (!xq.bm) {
-				go_mma_k<TYPE, NT, G, MINB, false>();
+				go_mma_k<TYPE, NT, G, MINB, XL_COLS>();
 				return;
 			}
 		}
-		go_mma_k<TYPE, NT, G, MINB, true>();
+		if constexpr (NT == 2) {
+			if (xq.nb == NT && xq.t0 == 0) {
+				go_mma_k<TYPE, NT, G, MINB, XL_BM_NT>();
+				return;
+			}
+		}
+		go_mma_k<TYPE, NT, G, MINB, XL_BM>();
 	}
 
-	template <int TYPE, int NT, int G, int MINB, bool BM>
+	template <int TYPE, int NT, int G, int MINB, int XL>
 	void
 	go_mma_k(void)
 	{
 		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
 #ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB, BM>, grid,
+		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL>, grid,
 		    8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
 #else
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB, BM><<<grid,
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL><<<grid,
 		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);
 #endif
 	}

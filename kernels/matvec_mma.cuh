@@ -38,11 +38,12 @@
  * run holds lane (g, t)'s bytes of both its rows, so each load of a warp
  * is one 512-byte run (in the GGUF rows a load touched 8 rows' lines for
  * 256 bytes, Q6_K 2-byte aligned: 2-4 columns 10-30 % slower, the head
- * 1.5x, docs/perf-log.md session 11).  x is a block-major batch (rs_xq.h), so the 8 B columns
- * of a quad and block are 2 lines (one a plane) and its 4 metas one: with
- * columns laid out one after the other they were 8 and 4, the L1 was the
- * kernel's busiest unit (76 %), and block-major made 3-16 columns 5-35 %
- * faster.
+ * 1.5x, docs/perf-log.md session 11).  x is a block-major batch
+ * (rs_xq.h) from two columns on, so the 8 B columns of a quad and block
+ * are 2 lines (one a plane) and its 4 metas one: with columns laid out one
+ * after the other they were 8 and 4 (two columns: 4 and 2), the L1 was
+ * the kernel's busiest unit (76 %), and block-major made 3-16 columns
+ * 5-35 % faster, two 3-16 % (session 23).
  *
  * Per 16 rows x 64 values x 4 columns, a warp spends ~4 (Q4_K) weight
  * loads, 4 x loads, 2 mma, 8 nibble operations and ~20 tail instructions:
@@ -51,8 +52,8 @@
  * columns half the tail spent on copies of the last one); at 8 columns
  * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
  * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
- * last column and not written; with one or two columns laid out column
- * after column (decode, two-token passes) a quad's columns are x's
+ * last column and not written; with one or two columns at constant
+ * strides (decode, two-token passes: XL below) a quad's columns are x's
  * q % NT instead, and each lane adds only its share of the chunks
  * (mma_few_cols: a quarter or a half of the float tail).
  * Measured in docs/perf-log.md; G and MINB are the launch's knobs.
@@ -388,7 +389,8 @@ mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
 
 /*
  * One super-block BI of the warp's 16 rows against NT = 1 or 2 columns
- * laid out column after column (the decode step; two-token passes), into
+ * (the decode step; two-token passes) whose blocks lie XS slots apart
+ * (1: column after column; NT: a block-major batch of NT columns), into
  * P[i] (rows g, g + 8) for the chunks c = (t / NT)·NT + i that lane (g,
  * t) owns, of column t % NT.  The quad's B columns are x's columns q % NT
  * (q = 0..3), so lanes t and t + NT hold the same column's sums: where
@@ -401,7 +403,7 @@ mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
  * XB: the lane's B bytes of its column's block 0, XM: column t % NT's
  * meta of block 0 (rs_xq.h's slots).
  */
-template <int TYPE, int NT>
+template <int TYPE, int NT, int XS>
 static __device__ __forceinline__ void
 mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
     const float2 *xm, float (*p)[2])
@@ -421,7 +423,8 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
 		mmac<TYPE>::xblocks(c, k.xb);
 #pragma unroll
 		for (int blk = 0; blk < 2; blk++) {
-			const uint8_t *bp = xb + 32 * (bi * 8 + k.xb[blk]);
+			const uint8_t *bp = xb + 32 * XS * (bi * 8 +
+			    k.xb[blk]);
 			int d0[4] = { 0, 0, 0, 0 }, d1[4] = { 0, 0, 0, 0 };
 
 			if (TYPE == RS_TYPE_Q6_K) {
@@ -456,7 +459,8 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
 		mmac<TYPE>::xblocks(c0 + i, xbt);
 #pragma unroll
 		for (int blk = 0; blk < 2; blk++) {
-			const float2 m = xq_ld(xm + bi * 8 + xbt[blk]);
+			const float2 m = xq_ld(xm + XS * (bi * 8 +
+			    xbt[blk]));
 #pragma unroll
 			for (int r = 0; r < 2; r++)
 				p[i][r] = TYPE == RS_TYPE_Q6_K ?
@@ -477,12 +481,20 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
  * rows of n_in values (a multiple of 256) in 16-row tiles (rs_tile.h).
  * Grid: one CTA of 8 / G warps per tile row of a part (mv_parts_grid).
  * MINB: CTAs an SM must fit (launch bounds: caps the registers), a tuning
- * knob like G.  BM: XC is block-major (more than one quad of columns needs
- * it); else column after column, whose strides are then constants (one
- * column, the decode step's products: 3-6 % faster than with the strides
- * read from XC, docs/perf-log.md session 22).
+ * knob like G.  XL: XC's layout (rs_xq.h) as the kernel knows it:
+ *   XL_COLS   column after column, one quad of columns at most, the
+ *             strides constants (one column, the decode step's products:
+ *             3-6 % faster than with the strides read from XC,
+ *             docs/perf-log.md session 22)
+ *   XL_BM     block-major (more than one quad of columns needs it), the
+ *             strides read from XC
+ *   XL_BM_NT  block-major, exactly NT = 2 columns (NB = NT, T0 = 0), the
+ *             strides constants (two-token passes: a quad's B bytes of a
+ *             block 2 lines, not 4; session 23)
  */
-template <int TYPE, int NT, int G, int MINB, bool BM>
+enum { XL_COLS, XL_BM, XL_BM_NT };
+
+template <int TYPE, int NT, int G, int MINB, int XL>
 static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
     const xq_in xc)
@@ -492,9 +504,9 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
 	/* the reduction's rounds take QR quads each (see its loop) */
 	constexpr int	 QR = NQ < 2 ? NQ : 2;
-	/* one or two columns laid out column after column: mma_few_cols,
-	   NT sums a lane and step, NT columns of red */
-	constexpr bool	 FEW = NT <= 2 && !BM;
+	/* one or two columns at constant strides: mma_few_cols, NT sums a
+	   lane and step, NT columns of red */
+	constexpr bool	 FEW = NT <= 2 && XL != XL_BM;
 	constexpr int	 RC = FEW ? NT : 4 * QR;
 	__shared__ float red[RS_WARP][MMA_ROWS][RC];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
@@ -506,7 +518,9 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int	 lane = threadIdx.x % RS_WARP;
 	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
 	static_assert(G == 1 || G == 2 || G == 4, "8 / G warps");
-	static_assert(BM || NQ == 1, "x column after column: one quad");
+	static_assert(XL == XL_BM || NQ == 1, "x at constant strides: one "
+	    "quad");
+	static_assert(XL != XL_BM_NT || NT == 2, "XL_BM_NT: two columns");
 	constexpr int	 W = 8 / G;		/* warps */
 	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256;
@@ -526,13 +540,17 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	 */
 	constexpr bool	 FULL = NT % 4 == 0;
 	const int	 lb = TYPE == RS_TYPE_Q6_K ? 4 * t : 8 * t;
-	/* (BM && xc.bm, not BM alone, though BM implies xc.bm: the
-	   block-major kernels keep the code they had when the strides
-	   came from xc alone; taking them as known, ptxas allocated the
-	   registers of 8 and 16 columns differently, verify 8 and 16
-	   +0.09 ms, docs/perf-log.md session 22) */
-	const uint32_t	 xbs = BM && xc.bm ? xc.nb : 1;
-	const int64_t	 xcs = BM && xc.bm ? 1 : n_in / RS_XQ_BLOCK;
+	/* (XL_BM && xc.bm, though XL_BM implies xc.bm: the block-major
+	   kernels keep the code they had when the strides came from xc
+	   alone; taking them as known, ptxas allocated the registers of 8
+	   and 16 columns differently, verify 8 and 16 +0.09 ms,
+	   docs/perf-log.md session 22) */
+	constexpr bool	 BMK = XL == XL_BM_NT;	/* block-major, known */
+	const uint32_t	 xbs = XL == XL_BM && xc.bm ? xc.nb : BMK ? NT : 1;
+	const int64_t	 xcs = (XL == XL_BM && xc.bm) || BMK ? 1 : n_in /
+	    RS_XQ_BLOCK;
+	/* the batch's columns and the launch's first */
+	const int	 nbk = BMK ? NT : xc.nb, t0k = BMK ? 0 : xc.t0;
 	const uint8_t	*xb0 = xq + (g & 1) * xc.nb * n_in +
 	    32 * (xc.t0 + (g >> 1)) * xcs + lb;
 	const float2	*xm0 = (const float2 *)(xq + 2 * xc.nb * n_in) +
@@ -543,10 +561,10 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	const int	 qb = FEW ? (g >> 1) % NT : min(4 * (NQ - 1) + (g >> 1),
 	    NT - 1);
 	const int	 qm = FEW ? t % NT : min(4 * (NQ - 1) + t, NT - 1);
-	const uint32_t	 xbl = (uint32_t)((g & 1) * xc.nb * n_in + 32 *
-	    (xc.t0 + qb) * xcs + lb);
-	const uint32_t	 xml = (uint32_t)(2 * xc.nb * n_in + 8 *
-	    (xc.t0 + qm) * xcs);
+	const uint32_t	 xbl = (uint32_t)((g & 1) * nbk * n_in + 32 *
+	    (t0k + qb) * xcs + lb);
+	const uint32_t	 xml = (uint32_t)(2 * nbk * n_in + 8 * (t0k + qm) *
+	    xcs);
 
 #pragma unroll
 	for (int u = 0; u < NQ; u++)
@@ -569,8 +587,9 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			if (b0 == wi && st == 0)
 				rs_pdl_wait();
 			if constexpr (FEW) {
-				mma_few_cols<TYPE, NT>(raw, bi, t, xq + xbl,
-				    (const float2 *)(xq + xml), &p[0][NT * st]);
+				mma_few_cols<TYPE, NT, BMK ? NT : 1>(raw, bi,
+				    t, xq + xbl, (const float2 *)(xq + xml),
+				    &p[0][NT * st]);
 				continue;
 			}
 			const uint32_t s0 = (uint32_t)bi * 8 * xbs;
@@ -688,7 +707,8 @@ has_mma_matvec(void)
 {
 	static signed char known[RS_MAX_DEVICES];
 
-	return (rs_runs_ptx(matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1, 1, false>,
+	return (rs_runs_ptx(matvec_xq_mma_kernel<RS_TYPE_Q4_K, 2, 1, 1,
+	    XL_COLS>,
 	    80, known));
 }
 #endif

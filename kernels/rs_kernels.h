@@ -61,7 +61,7 @@ struct rs_k_gdn_ring {
  * block-major from RS_K_XQ_BM_MIN columns where the tensor-core matvec
  * runs (SM80 on), else column after column (rs_xq.h says why).  matvec.cu.
  */
-#define RS_K_XQ_BM_MIN	3
+#define RS_K_XQ_BM_MIN	2
 int		rs_k_xq_block_major(int nb);
 
 struct rs_k_xq_cols {

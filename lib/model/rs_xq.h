@@ -32,7 +32,8 @@
  * column after column (s = t·N/32 + b), or block-major (BM: s = b·NB + t),
  * where the same block of every column lies side by side: a tensor-core
  * fragment of 4 columns then reads one 128-byte line per plane, not 4 (3-16
- * column products 5-35 % faster), while the one-row-per-warp dp4a kernel,
+ * column products 5-35 % faster; two columns 3-16 %, a two-token pass 10 %
+ * faster), while the one-row-per-warp dp4a kernel,
  * whose lanes read a column's blocks 64 bytes apart, would touch twice the
  * lines (two columns 36 % slower, four 50 %): docs/perf-log.md.  Which one a batch
  * uses is the GPU backend's choice (rs_k_xq_block_major).  One column is
