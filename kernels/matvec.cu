@@ -516,7 +516,7 @@ struct matvec_launch {
 	/*
 	 * A kernel for each layout of x (matvec_mma.cuh's XL): one quad of
 	 * columns laid out column after column, or block-major of exactly
-	 * its one or two columns (a two-token pass), at constant strides;
+	 * its 2-4 columns (a pass of 2-4 tokens), at constant strides;
 	 * other block-major batches with the strides read from xq.  One
 	 * column runs 3-6 % faster at constant strides (ffn_up 19.6 ->
 	 * 18.8 µs, ssm_out 8.1 -> 7.6; docs/perf-log.md session 22).
@@ -531,7 +531,10 @@ struct matvec_launch {
 				return;
 			}
 		}
-		if constexpr (NT == 2) {
+		/* (Q5_K's 3-4 columns at constant strides spill: attn_o 9.3
+		   -> 10.6 µs at four columns) */
+		if constexpr (NT == 2 || (NT >= 3 && NT <= 4 &&
+		    TYPE != RS_TYPE_Q5_K)) {
 			if (xq.nb == NT && xq.t0 == 0) {
 				go_mma_k<TYPE, NT, G, MINB, XL_BM_NT>();
 				return;

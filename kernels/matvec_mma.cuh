@@ -488,9 +488,9 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
  *             docs/perf-log.md session 22)
  *   XL_BM     block-major (more than one quad of columns needs it), the
  *             strides read from XC
- *   XL_BM_NT  block-major, exactly NT = 2 columns (NB = NT, T0 = 0), the
- *             strides constants (two-token passes: a quad's B bytes of a
- *             block 2 lines, not 4; session 23)
+ *   XL_BM_NT  block-major, exactly NT = 2..4 columns (NB = NT, T0 = 0),
+ *             the strides constants (passes of 2-4 tokens: verify 2 / 4
+ *             1.18 / 1.18x -> 1.06 / 1.15x a one-token pass, session 23)
  */
 enum { XL_COLS, XL_BM, XL_BM_NT };
 
@@ -520,7 +520,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	static_assert(G == 1 || G == 2 || G == 4, "8 / G warps");
 	static_assert(XL == XL_BM || NQ == 1, "x at constant strides: one "
 	    "quad");
-	static_assert(XL != XL_BM_NT || NT == 2, "XL_BM_NT: two columns");
+	static_assert(XL != XL_BM_NT || NT >= 2, "XL_BM_NT: two or more");
 	constexpr int	 W = 8 / G;		/* warps */
 	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256;

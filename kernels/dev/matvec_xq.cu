@@ -110,7 +110,8 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 {
 	mv_parts p = one_part(w, n_out, y, ldy);
 	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
-	if constexpr (NT == 2) {
+	if constexpr (NT == 2 || (NT >= 3 && NT <= 4 &&
+	    TYPE != RS_TYPE_Q5_K)) {
 		if (xq.bm && xq.nb == NT && xq.t0 == 0) {
 			matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM_NT><<<
 			    grid, 8 / G * RS_WARP>>>(p, n_in, xq);
