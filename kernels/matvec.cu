@@ -490,7 +490,7 @@ struct matvec_launch {
 		 * verify 16 -0.26 ms).  Measured on x's block-major batches
 		 * with kernels/dev/matvec_xq.cu and rs-bench
 		 * (docs/perf-log.md).  The head's 1-4 columns on 4-warp CTAs
-		 * too, five an SM (102 registers): 238 / 271 / 296 µs against
+		 * too, five an SM (96 registers): 238 / 271 / 296 µs against
 		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
 		 * (session 23).
 		 */
