@@ -45,11 +45,11 @@
  * the pass of k + 1 tokens) in plain decode steps.  On the GPU R(k) =
  * V(k + 1) + k·M from the engine's measured pass costs V and MTP step
  * cost M (rs_engine_pass_costs; M = 0 for the n-gram lookup), because V
- * is no line there: passes of 2-4 tokens cost ~1.07 steps on an H200 and
- * one of 5 ~1.5 (the products take columns in quads), so the rule drafts
- * 3 at alpha 0.8 where a line would say 1 (docs/perf-log.md, session
- * 14).  Given a cost c (rs_drafter_opts.cost), or on the CPU, R(k) =
- * 1 + c·k.
+ * is no line there: on an H200 a pass of 2 tokens costs ~1.06 steps, of
+ * 3-4 ~1.15 and of 5 ~1.56 (the products take columns in quads), so the
+ * rule drafts 3 at alpha 0.8 where a line would say 1 (docs/perf-log.md,
+ * sessions 14 and 23).  Given a cost c (rs_drafter_opts.cost), or on the
+ * CPU, R(k) = 1 + c·k.
  *
  * Lifecycle: rs_drafter_new() / rs_drafter_free(); rs_drafter_begin() at
  * each request.  A drafter belongs to one engine and one sequence state at
