@@ -399,13 +399,13 @@ END_TEST
  * loop's step of 8 super-blocks per set pair, then the tail), 67 rows (a
  * warp's rows cut short), 2, 3, 8 or 16 columns and each column alone
  * (check_matvec_xq), on tiles (rs_tile.h) whose last tile row is short
- * (67) or whole (64).  16 columns and the head's 5-8 run 4-warp CTAs
+ * (67) or whole (64).  16 columns and the head's 1-8 run 4-warp CTAs
  * whose warps take two groups of virtual lanes (matvec_mma.cuh): 13
  * super-blocks give each warp both; the head's launch shapes need more
- * than MMA_TALL_ROWS rows (65,552 of 5 super-blocks; 3, 4 and 8 columns,
- * each column alone and columns 1..: every shape of 1-8 columns), and so
- * do 5-8 columns of Q4_K and Q5_K launches of more than 8,192 rows (8,200
- * rows of 13 super-blocks, 5 and 8 columns).
+ * than MMA_TALL_ROWS rows (65,552 of 5 super-blocks; 2, 3, 4 and 8
+ * columns, each column alone and columns 1..: every shape and x layout of
+ * 1-8 columns), and so do 5-8 columns of Q4_K and Q5_K launches of more
+ * than 8,192 rows (8,200 rows of 13 super-blocks, 5 and 8 columns).
  */
 START_TEST(matvec_xq_wide)
 {
@@ -429,6 +429,7 @@ START_TEST(matvec_xq_wide)
 	}
 	struct rs_gguf_tensor t;
 	void *buf = random_tensor(&t, RS_TYPE_Q6_K, 5 * 256, 65552);
+	check_matvec(&t, 2, 0);
 	check_matvec(&t, 3, 0);
 	check_matvec(&t, 4, 0);
 	check_matvec(&t, 8, 0);
