@@ -394,6 +394,49 @@ START_TEST(adapt_oracle)
 }
 END_TEST
 
+/*
+ * At K 0 a drafter drafts nothing but one round in RS_DRAFTER_PROBE: after
+ * rounds whose one draft always fails (c 0.5: no k pays), K is 0, stays 0
+ * for RS_DRAFTER_PROBE - 1 rounds without drafts, then is 1 for a round;
+ * a kept probe (alpha's estimate back up) lifts it.
+ */
+START_TEST(probe)
+{
+	struct t_lm		 lm;
+	struct rs_drafter_stats	 s;
+
+	t_lm_open(&lm, "tiny/model-q8_0.gguf", 1, 0, 0, 0);
+	struct rs_drafter *d = drafter(lm.e, RS_DRAFTER_NGRAM, 4, 0, 0.5);
+	rs_drafter_begin(d, lm.st);
+	rs_drafter_stats(d, &s);
+	ck_assert_int_ge(s.k, 1);		/* the prior: alpha 0.7 */
+	for (int r = 0; r < 20 && s.k > 0; r++) {
+		rs_drafter_result(d, 1, 0, 1);
+		rs_drafter_stats(d, &s);
+	}
+	ck_assert_int_eq(s.k, 0);
+	for (int round = 0; round < 3; round++) {
+		for (int r = 1; r < RS_DRAFTER_PROBE; r++) {
+			rs_drafter_result(d, 0, 0, 1);
+			rs_drafter_stats(d, &s);
+			ck_assert_int_eq(s.k, 0);
+		}
+		rs_drafter_result(d, 0, 0, 1);
+		rs_drafter_stats(d, &s);
+		ck_assert_int_eq(s.k, 1);
+		rs_drafter_result(d, 1, 0, 1);	/* the probe fails */
+		rs_drafter_stats(d, &s);
+		ck_assert_int_eq(s.k, 0);
+	}
+	for (int r = 0; r < 10; r++)		/* probes kept, then more */
+		rs_drafter_result(d, 1, 1, 1);
+	rs_drafter_stats(d, &s);
+	ck_assert_int_ge(s.k, 1);
+	rs_drafter_free(d);
+	t_lm_close(&lm);
+}
+END_TEST
+
 START_TEST(best_k)
 {
 	double	lin[16], lin5[16];
@@ -407,12 +450,16 @@ START_TEST(best_k)
 	rs_drafter_linear_costs(0.1, 16, lin);
 	rs_drafter_linear_costs(0.5, 16, lin5);
 	ck_assert(lin[0] == 1.1 && lin[15] == 1.0 + 0.1 * 16);
-	ck_assert_int_eq(rs_drafter_best_k(0.0, lin, 8), 1);
+	/* k 0 (a plain step, ratio 1) where no round pays: 1 / 1.1 at
+	   alpha 0; at 0.2 one draft does, 1.2 / 1.1 */
+	ck_assert_int_eq(rs_drafter_best_k(0.0, lin, 8), 0);
+	ck_assert_int_eq(rs_drafter_best_k(0.2, lin, 8), 1);
 	ck_assert_int_eq(rs_drafter_best_k(1.0, lin, 8), 8);
 	/* alpha 0.8, c 0.1: 1.64 2.03 2.27 2.40 2.46 2.47 2.45 ... */
 	ck_assert_int_eq(rs_drafter_best_k(0.8, lin, 16), 6);
 	ck_assert_int_eq(rs_drafter_best_k(0.8, lin, 4), 4);
-	ck_assert_int_eq(rs_drafter_best_k(0.3, lin5, 16), 1);
+	ck_assert_int_eq(rs_drafter_best_k(0.3, lin5, 16), 0);
+	ck_assert_int_eq(rs_drafter_best_k(0.6, lin5, 16), 1);
 	/* the quad curve: at alpha 0.8 E / R = 1.58 2.02 2.31 1.94 ...;
 	   k 4 pays a pass of 5 for 0.41 more tokens; at 0.97 the longest
 	   round within the second quad wins (k 7: 7.2 tokens for 2.01
@@ -422,7 +469,10 @@ START_TEST(best_k)
 	ck_assert_int_eq(rs_drafter_best_k(0.8, quads, 8), 3);
 	ck_assert_int_eq(rs_drafter_best_k(0.5, quads, 8), 3);
 	ck_assert_int_eq(rs_drafter_best_k(0.97, quads, 8), 7);
-	ck_assert_int_eq(rs_drafter_best_k(0.1, quads, 8), 1);
+	/* one draft costs 1.14 steps there: 1.1 tokens do not pay it,
+	   1.2 do */
+	ck_assert_int_eq(rs_drafter_best_k(0.1, quads, 8), 0);
+	ck_assert_int_eq(rs_drafter_best_k(0.2, quads, 8), 1);
 }
 END_TEST
 
@@ -508,6 +558,7 @@ drafter_suite(void)
 	tc = tcase_create("adapt");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, best_k);
+	tcase_add_test(tc, probe);
 	tcase_add_test(tc, adapt_simulated);
 	tcase_add_test(tc, adapt_oracle);
 	suite_add_tcase(s, tc);

@@ -45,6 +45,7 @@ struct rs_drafter {
 						   are exact */
 	double			 succ, fail;	/* decayed counts for alpha */
 	int			 k;		/* drafts of the next round */
+	int			 idle;		/* rounds in a row at k 0 */
 	enum src		 src;		/* the last round's */
 	struct rs_drafter_stats	 stats;
 	const int32_t		*oseq;		/* oracle mode */
@@ -108,8 +109,9 @@ rs_drafter_opts_init(struct rs_drafter_opts *o)
 int
 rs_drafter_best_k(double alpha, const double *round, int k_max)
 {
-	double	e = 1.0, a = 1.0, best = -1.0;
-	int	bk = 1;
+	/* k 0: one token for one step */
+	double	e = 1.0, a = 1.0, best = 1.0;
+	int	bk = 0;
 
 	for (int k = 1; k <= k_max; k++) {
 		a *= alpha;
@@ -282,6 +284,7 @@ rs_drafter_begin(struct rs_drafter *d, struct rs_state *st)
 
 	memset(&d->stats, 0, sizeof(d->stats));
 	d->succ = d->fail = 0.0;
+	d->idle = 0;
 	d->k = d->o.fixed ? d->o.k_max : rs_drafter_best_k(
 	    RS_DRAFTER_PRIOR_ALPHA, d->round, d->o.k_max);
 	d->src = SRC_NONE;
@@ -480,8 +483,16 @@ rs_drafter_result(struct rs_drafter *d, int drafted, int accepted,
 {
 	struct rs_drafter_stats *s = &d->stats;
 
-	if (drafted < 1)
+	if (drafted < 1) {
+		/* at k 0 a round in RS_DRAFTER_PROBE drafts one token all the
+		   same: alpha's estimate moves only on rounds that draft */
+		if (d->k == 0 && complete && !d->o.fixed &&
+		    ++d->idle >= RS_DRAFTER_PROBE) {
+			d->idle = 0;
+			d->k = 1;
+		}
 		return;
+	}
 	s->rounds++;
 	s->drafted += drafted;
 	s->accepted += accepted;

@@ -37,9 +37,14 @@
  * geometric law, unbiased whatever k was; counts decay by
  * RS_DRAFTER_DECAY per round so the estimate follows the text) and drafts
  *
- *   K = argmax over k in [1, k_max] of  E[tokens | k] / R(k),
+ *   K = argmax over k in [0, k_max] of  E[tokens | k] / R(k),
  *   E[tokens | k] = 1 + alpha + ... + alpha^k
- *                 = (1 − alpha^(k+1)) / (1 − alpha)
+ *                 = (1 − alpha^(k+1)) / (1 − alpha),  R(0) = 1
+ *
+ * K = 0 (no round of drafts beats a plain step: alpha low where drafting
+ * costs much, as on the CPU, 1 + alpha < 1 + c) drafts nothing, but one
+ * round in RS_DRAFTER_PROBE drafts one token, so that the estimate, which
+ * only rounds that draft move, can see the text turn predictable.
  *
  * where R(k) is the cost of a round of k drafts (drafting them, then
  * the pass of k + 1 tokens) in plain decode steps.  On the GPU R(k) =
@@ -76,6 +81,8 @@ enum rs_drafter_kind {
 #define RS_DRAFTER_DECAY	0.9	/* per-round decay of alpha's counts */
 #define RS_DRAFTER_PRIOR_ALPHA	0.7	/* alpha before any round ... */
 #define RS_DRAFTER_PRIOR_N	2.0	/* ... worth this many tokens */
+#define RS_DRAFTER_PROBE	8	/* at K 0, one round in this many
+					   drafts one token */
 
 /* "none", "ngram", "mtp", "mtp+ngram". */
 const char	*rs_drafter_kind_name(enum rs_drafter_kind k);
@@ -227,8 +234,9 @@ void		rs_drafter_set_oracle(struct rs_drafter *d, const int32_t *seq,
 
 /*
  * The adaptive rule alone (pure, for tests): the K that maximises
- * E[tokens | k] / ROUND[k − 1] over [1, K_MAX] at acceptance ALPHA in
- * [0, 1] (ROUND: K_MAX positive round costs; a tie keeps the smaller k).
+ * E[tokens | k] / ROUND[k − 1] over [0, K_MAX] at acceptance ALPHA in
+ * [0, 1] (ROUND: K_MAX positive round costs; k 0 is a plain step, ratio
+ * 1; a tie keeps the smaller k).
  */
 int		rs_drafter_best_k(double alpha, const double *round, int k_max);
 
