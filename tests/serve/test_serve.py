@@ -796,7 +796,8 @@ def test_drafters_timings_metrics(server, tmp_path_factory):
             assert 1 <= len(t["draft_acceptance"]) <= 3
             assert all(0 <= a <= 1 for a in t["draft_acceptance"])
             assert t["draft_ms"] >= 0 and t["draft_catchup_ms"] >= 0
-            assert 1 <= t["draft_k"] <= 3
+            # 0: no count paid at the run's acceptance (a probe round in 8)
+            assert 0 <= t["draft_k"] <= 3
         text = http(srv.url + "/metrics")[2].decode()
     finally:
         srv.stop_clean()
