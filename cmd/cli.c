@@ -126,29 +126,31 @@ rs_cli_draft_opt(struct rs_cli_draft *d, const char *arg,
 }
 
 void
-rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind *kind,
-    int *k, const char *usage)
+rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind def,
+    enum rs_drafter_kind *kind, int *k, const char *usage)
 {
 	if (d->count > 0 && d->max > 0)
 		rs_cli_usage_error(usage, "--draft %d already gives the draft "
 		    "count; use --draft ngram --draft-max %d", d->count,
 		    d->max);
-	if (!d->given && d->max > 0)
-		rs_cli_usage_error(usage, "--draft-max needs --draft ngram, mtp "
-		    "or mtp+ngram");
-	*kind = d->kind;
-	*k = d->kind == RS_DRAFTER_NONE ? 0 : d->count > 0 ? d->count :
+	if (!d->given && def == RS_DRAFTER_NONE && d->max > 0)
+		rs_cli_usage_error(usage, "--draft-max needs --draft ngram, mtp, "
+		    "mtp+ngram or auto");
+	*kind = d->given ? d->kind : def;
+	*k = *kind == RS_DRAFTER_NONE ? 0 : d->count > 0 ? d->count :
 	    d->max > 0 ? d->max : RS_DRAFTER_K_DEFAULT;
 }
 
 void
 rs_cli_draft_help(int col)
 {
-	printf("      %-*sspeculative decoding with drafter D: none, ngram\n"
-	    "%*s(prompt lookup), mtp (the model's MTP head) or\n"
-	    "%*smtp+ngram; a number N means ngram with --draft-max N\n"
-	    "%*s(same output, fewer forward passes)\n", col - 6, "--draft D",
-	    col, "", col, "", col, "");
+	printf("      %-*sspeculative decoding with drafter D: auto\n"
+	    "%*s(default: mtp+ngram with an MTP block, else\n"
+	    "%*sngram), none, ngram (prompt lookup), mtp (the\n"
+	    "%*smodel's MTP head) or mtp+ngram; a number N is\n"
+	    "%*sngram with --draft-max N (same output, fewer\n"
+	    "%*spasses)\n", col - 6, "--draft D", col, "", col, "", col, "",
+	    col, "", col, "");
 	printf("      %-*sdrafts per pass, at most (1..%d, default %d; fewer\n"
 	    "%*swhile a request's acceptance is low)\n", col - 6,
 	    "--draft-max K", RS_DRAFTER_K_MAX, RS_DRAFTER_K_DEFAULT, col, "");

@@ -101,14 +101,15 @@ void		 rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc,
 
 /*
  * The --draft and --draft-max flags of rs-generate, rs-serve and rs-bench:
- * rs_cli_draft_opt() for each --draft (ARG: none, ngram, mtp, mtp+ngram or
- * a bare count N, meaning ngram with K = N as the flag first did) and
- * --draft-max (MAX_ARG, a count in [1, 16]), then rs_cli_draft_done()
- * after parsing: *KIND and *K are the drafter and its draft_max (the
- * default RS_DRAFTER_K_DEFAULT when neither gave one, 0 with none).  A
- * bad value, a bare count together with --draft-max, or --draft-max
- * without --draft is a usage error (--draft none --draft-max K is not:
- * a script may loop over the drafters).
+ * rs_cli_draft_opt() for each --draft (ARG: none, ngram, mtp, mtp+ngram,
+ * auto or a bare count N, meaning ngram with K = N as the flag first did)
+ * and --draft-max (MAX_ARG, a count in [1, 16]), then rs_cli_draft_done()
+ * after parsing: *KIND and *K are the drafter (DEF when --draft was not
+ * given) and its draft_max (the default RS_DRAFTER_K_DEFAULT when neither
+ * gave one, 0 with none).  A bad value, a bare count together with
+ * --draft-max, or --draft-max with neither --draft nor a default drafter
+ * is a usage error (--draft none --draft-max K is not: a script may loop
+ * over the drafters).
  */
 struct rs_cli_draft {
 	int			 given;		/* --draft was */
@@ -120,7 +121,8 @@ struct rs_cli_draft {
 void		 rs_cli_draft_opt(struct rs_cli_draft *d, const char *arg,
 		    const char *max_arg, const char *usage);
 void		 rs_cli_draft_done(const struct rs_cli_draft *d,
-		    enum rs_drafter_kind *kind, int *k, const char *usage);
+		    enum rs_drafter_kind def, enum rs_drafter_kind *kind,
+		    int *k, const char *usage);
 /* Their --help lines, descriptions from column COL as the command's. */
 void		 rs_cli_draft_help(int col);
 

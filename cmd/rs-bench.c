@@ -81,9 +81,9 @@ usage_full(void)
 	    "                       right with probability alpha; speedup per alpha\n"
 	    "                       and k, measured and as the cost model predicts,\n"
 	    "                       and with k adapted per round up to --oracle-k\n"
-	    "      --draft D        --spec: only drafter D (none, ngram, mtp, mtp+ngram),\n"
-	    "                       whose cost the oracle also pays (default: every\n"
-	    "                       drafter; the oracle pays mtp's)\n"
+	    "      --draft D        --spec: only drafter D (none, ngram, mtp, mtp+ngram,\n"
+	    "                       auto), whose cost the oracle also pays (default:\n"
+	    "                       every drafter; the oracle pays mtp's)\n"
 	    "      --draft-max K    --spec: drafts per pass of the drafter rows (1..16,\n"
 	    "                       default 4, adapted down per run)\n"
 	    "      --oracle-k N     --spec: oracle table for k = 1..N and adaptive k\n"
@@ -100,7 +100,8 @@ usage_full(void)
 	    "  -c, --ctx-size N     positions (default: the model's): the benchmark's\n"
 	    "                       sizes are capped to fit them; with --plan, the\n"
 	    "                       context planned for\n"
-	    "      --snap N         --plan: rollback snapshots (default 3)\n"
+	    "      --snap N         --plan: rollback snapshots (default 5: the default\n"
+	    "                       drafter's, --draft-max 4 plus one)\n"
 	    "      --synth PRESET   write a model: tiny (256 hidden, 3 deltanet +\n"
 	    "                       1 attention + mtp) or 27b (Qwen3.8-27B shapes,\n"
 	    "                       Q4_K_M, random blocks)\n"
@@ -445,11 +446,7 @@ spec(const struct opts *o)
 	rs_cli_devices_opt(o->devices, o->split, (int32_t)o->ctx, 1, &eo,
 	    USAGE);
 	rs_bench_spec_defaults(&bo);
-	rs_cli_draft_done(&o->draft, &kind, &k, USAGE);
-	if (o->draft.given) {
-		bo.only = (int)kind;
-		bo.oracle = kind;
-	}
+	rs_cli_draft_done(&o->draft, RS_DRAFTER_NONE, &kind, &k, USAGE);
 	if (k > 0)
 		bo.k_max = k;
 	if (o->oracle_k > 0)
@@ -470,6 +467,10 @@ spec(const struct opts *o)
 	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	if (o->draft.given) {
+		bo.only = (int)rs_drafter_resolve(kind, m);
+		bo.oracle = rs_drafter_resolve(kind, m);
+	}
 	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	rs_cli_progress_end();
@@ -706,7 +707,7 @@ main(int argc, char **argv)
 		{ "draft-vocab", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts	 o = { .seed = 1, .snap = 3 };
+	struct opts	 o = { .seed = 1, .snap = RS_DRAFTER_K_DEFAULT + 1 };
 	int		 ch;
 
 	rs_cli_init(argv[0]);

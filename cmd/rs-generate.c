@@ -256,7 +256,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 	if (o->stream && o->raw)
 		rs_cli_usage_error(USAGE, "--stream and --raw exclude each "
 		    "other");
-	rs_cli_draft_done(&o->draft, &o->drafter, &o->draft_max, USAGE);
+	rs_cli_draft_done(&o->draft, RS_DRAFTER_AUTO, &o->drafter,
+	    &o->draft_max, USAGE);
 }
 
 /* The whole of FP into a malloc'd buffer; exits 2 on error. */
@@ -307,6 +308,7 @@ load(struct run *r)
 	struct rs_engine_opts	 eo = { 0 };
 	struct rs_state_opts	 so = { 0 };
 	struct rs_gen_opts	 go;
+	enum rs_status		 st;
 
 	rs_gen_opts_init(&go);
 	if (o->template_file != NULL)
@@ -326,8 +328,21 @@ load(struct run *r)
 		go.enable_thinking = o->def_thinking;
 	if (o->def_effort != NULL)
 		go.reasoning_effort = o->def_effort;
-	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK ||
-	    rs_engine_state_new(r->engine, &so, &r->state, &err) != RS_OK ||
+	if (rs_engine_new(&r->engine, r->model, &eo, &err) != RS_OK)
+		rs_cli_fatal("%s: %s", o->model, err.msg);
+	st = rs_engine_state_new(r->engine, &so, &r->state, &err);
+	if (st != RS_OK && !o->draft.given && so.n_snap > 0 &&
+	    (st == RS_ERR_NOMEM || st == RS_ERR_CUDA)) {
+		/* the default drafter gives way: no memory for its
+		   snapshots is no reason to fail a run */
+		rs_cli_warn("decoding without drafts: no memory for the "
+		    "drafter's %d state snapshots (%s)", so.n_snap, err.msg);
+		so.n_snap = 0;
+		go.draft = RS_DRAFTER_NONE;
+		go.draft_max = 0;
+		st = rs_engine_state_new(r->engine, &so, &r->state, &err);
+	}
+	if (st != RS_OK ||
 	    rs_tok_new(&r->tok, r->model->gguf, o->norm, &err) != RS_OK ||
 	    rs_gen_new(&r->gen, r->engine, r->state, r->tok, &go, &err) !=
 	    RS_OK)

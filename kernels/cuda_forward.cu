@@ -189,8 +189,12 @@ dev_alloc(size_t bytes)
 {
 	void	*p = NULL;
 
-	if (cudaMalloc(&p, bytes) != cudaSuccess)
+	if (cudaMalloc(&p, bytes) != cudaSuccess) {
+		/* a refusal is not sticky: clear it, or the next launch's
+		   check reports it (a caller may retry with less) */
+		(void)cudaGetLastError();
 		return (NULL);
+	}
 	if (cudaMemset(p, 0, bytes) != cudaSuccess) {
 		cudaFree(p);
 		return (NULL);

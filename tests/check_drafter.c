@@ -500,6 +500,40 @@ START_TEST(parse)
 		    NULL);
 	}
 	ck_assert_str_eq(rs_drafter_kind_name(RS_DRAFTER_MTP), "mtp");
+	ck_assert_int_eq(rs_drafter_parse("auto", &k, &n, &err), RS_OK);
+	ck_assert(k == RS_DRAFTER_AUTO && n == 0);
+}
+END_TEST
+
+/* auto: mtp+ngram with an MTP block, ngram without; the others as named */
+START_TEST(resolve_auto)
+{
+	struct t_lm		 lm;
+	struct rs_drafter_opts	 o;
+	struct rs_drafter	*d = NULL;
+	struct rs_err		 err = { 0 };
+	struct rs_model		 bare;
+
+	t_lm_open(&lm, "tiny/model-q8_0.gguf", 1, 0, 0, 0);
+	ck_assert_uint_eq(lm.m->hp.n_nextn, 1);
+	ck_assert_int_eq(rs_drafter_resolve(RS_DRAFTER_AUTO, lm.m),
+	    RS_DRAFTER_MTP_NGRAM);
+	bare = *lm.m;
+	bare.hp.n_nextn = 0;
+	ck_assert_int_eq(rs_drafter_resolve(RS_DRAFTER_AUTO, &bare),
+	    RS_DRAFTER_NGRAM);
+	for (int k = RS_DRAFTER_NONE; k < RS_DRAFTER_AUTO; k++)
+		ck_assert_int_eq(rs_drafter_resolve((enum rs_drafter_kind)k,
+		    &bare), k);
+	rs_drafter_opts_init(&o);
+	o.kind = RS_DRAFTER_AUTO;
+	o.k_max = 2;
+	o.fixed = 1;
+	ck_assert_int_eq(rs_drafter_new(&d, lm.e, &o, &err), RS_OK);
+	ck_assert_int_eq(rs_drafter_kind(d), RS_DRAFTER_MTP_NGRAM);
+	ck_assert_int_eq(rs_drafter_wants_hidden(d), 1);
+	rs_drafter_free(d);
+	t_lm_close(&lm);
 }
 END_TEST
 
@@ -564,6 +598,7 @@ drafter_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bad_input");
 	tcase_add_test(tc, parse);
+	tcase_add_test(tc, resolve_auto);
 	tcase_add_test(tc, bad_input);
 	suite_add_tcase(s, tc);
 	return (s);

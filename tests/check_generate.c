@@ -14,6 +14,7 @@
 
 #include "rs_buf.h"
 #include "rs_json.h"
+#include "rs_synth.h"
 #include "t_ref.h"
 #include "t_tok.h"
 #include "t_util.h"
@@ -448,10 +449,9 @@ START_TEST(cmd_usage)
 	    "</dev/null 2>&1", gen, m), 2);
 	ck_assert(strstr(out, "--draft ngram --draft-max 3") != NULL);
 	free(out);
-	ck_assert_int_eq(run_cmd(&out, "%s -m %s --draft-max 3 </dev/null "
-	    "2>&1", gen, m), 2);
-	ck_assert(strstr(out, "needs --draft") != NULL);
-	free(out);
+	/* alone, --draft-max sets the default drafter's count */
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --draft-max 3 </dev/null",
+	    gen, m), 0);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --draft mtp --draft-max 17 "
 	    "</dev/null 2>/dev/null", gen, m), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --draft 8 </dev/null", gen, m),
@@ -474,46 +474,104 @@ same_ints(const struct rs_json *a, const struct rs_json *b)
 	return (1);
 }
 
+/* The final record of OUT (one request), parsed; fails the test if not. */
+static struct rs_json *
+one_record(char *out)
+{
+	struct rs_json	*b[2];
+
+	ck_assert_int_eq(parse_lines(out, b, 2), 1);
+	return (b[0]);
+}
+
+/* The drafter named in record R's timings, or NULL when it drafted not. */
+static const char *
+draft_name(const struct rs_json *r)
+{
+	const char	*name = NULL;
+	size_t		 len;
+
+	(void)rs_json_as_str(rs_json_get(rs_json_get(r, "timings"), "draft"),
+	    &name, &len);
+	return (name);
+}
+
 /*
- * Every drafter from the command line gives plain decoding's tokens and
- * reports its drafts in the final record's timings.
+ * Every drafter from the command line, and the default (auto: mtp+ngram
+ * on a model with an MTP block), gives plain decoding's tokens and
+ * reports its drafts in the final record's timings; --draft none reports
+ * none.
  */
 START_TEST(cmd_draft)
 {
-	static const char *const drafts[] = { "ngram", "mtp", "mtp+ngram",
-	    "3" };
+	static const char *const drafts[][2] = { { "ngram", "ngram" },
+	    { "mtp", "mtp" }, { "mtp+ngram", "mtp+ngram" }, { "3", "ngram" },
+	    { "auto", "mtp+ngram" }, { NULL, "mtp+ngram" } };
 	const char	*gen = t_bin("rs-generate"), *m = t_fixture(F16);
 	const char	*in = "{\"tokens\":[1063,321,984,260,1063,321],"
 			    "\"max_tokens\":24,\"temperature\":0}";
 	char		*plain = NULL, *out = NULL;
-	struct rs_json	*a[2], *b[2];
+	struct rs_json	*a, *b, *t;
 
-	ck_assert_int_eq(run_cmd(&plain, "echo '%s' | %s -m %s", in, gen, m),
-	    0);
-	ck_assert_int_eq(parse_lines(plain, a, 2), 1);
-	for (size_t i = 0; i < 4; i++) {
-		struct rs_json *t;
-		const char *name;
-		size_t len;
-		ck_assert_int_eq(run_cmd(&out, "echo '%s' | %s -m %s --draft %s",
-		    in, gen, m, drafts[i]), 0);
-		ck_assert_int_eq(parse_lines(out, b, 2), 1);
-		ck_assert_msg(same_ints(rs_json_get(a[0], "tokens"),
-		    rs_json_get(b[0], "tokens")), "--draft %s changed the "
-		    "tokens", drafts[i]);
-		t = rs_json_get(b[0], "timings");
-		ck_assert(rs_json_as_str(rs_json_get(t, "draft"), &name,
-		    &len) == 0);
-		ck_assert_str_eq(name, i == 3 ? "ngram" : drafts[i]);
+	ck_assert_int_eq(run_cmd(&plain, "echo '%s' | %s -m %s --draft none",
+	    in, gen, m), 0);
+	a = one_record(plain);
+	ck_assert(draft_name(a) == NULL);
+	for (size_t i = 0; i < sizeof(drafts) / sizeof(drafts[0]); i++) {
+		const char *d = drafts[i][0];
+
+		ck_assert_int_eq(run_cmd(&out, "echo '%s' | %s -m %s%s%s", in,
+		    gen, m, d != NULL ? " --draft " : "", d != NULL ? d : ""),
+		    0);
+		b = one_record(out);
+		ck_assert_msg(same_ints(rs_json_get(a, "tokens"),
+		    rs_json_get(b, "tokens")), "--draft %s changed the "
+		    "tokens", d != NULL ? d : "(default)");
+		ck_assert_msg(draft_name(b) != NULL && strcmp(draft_name(b),
+		    drafts[i][1]) == 0, "--draft %s drafted with %s",
+		    d != NULL ? d : "(default)", draft_name(b));
+		t = rs_json_get(b, "timings");
 		ck_assert(get_int(t, "draft_n") >= get_int(t,
 		    "draft_n_accepted"));
 		ck_assert(rs_json_get(t, "draft_acceptance") != NULL);
 		ck_assert(rs_json_get(t, "draft_ms") != NULL);
-		rs_json_free(b[0]);
+		rs_json_free(b);
 		free(out);
 	}
-	rs_json_free(a[0]);
+	rs_json_free(a);
 	free(plain);
+}
+END_TEST
+
+/*
+ * On a model without an MTP block the default drafter is the n-gram
+ * lookup, and asking for MTP is a clear error, not a crash.
+ */
+START_TEST(cmd_draft_no_mtp)
+{
+	const char	*gen = t_bin("rs-generate");
+	const char	*in = "{\"tokens\":[5,6,7,8,5,6,7],"
+			    "\"max_tokens\":12,\"temperature\":0}";
+	struct rs_synth_cfg cfg;
+	struct rs_err	 err = { 0 };
+	struct rs_json	*b;
+	char		 path[1100], *out = NULL;
+
+	snprintf(path, sizeof(path), "%s/no-mtp.gguf", t_tmpdir());
+	ck_assert_int_eq(rs_synth_preset("tiny", &cfg, &err), RS_OK);
+	cfg.n_nextn = 0;
+	ck_assert_msg(rs_synth_write(&cfg, path, &err) == RS_OK, "%s",
+	    err.msg);
+	ck_assert_int_eq(run_cmd(&out, "echo '%s' | %s -m %s", in, gen, path),
+	    0);
+	b = one_record(out);
+	ck_assert_str_eq(draft_name(b), "ngram");
+	rs_json_free(b);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "echo '%s' | %s -m %s --draft mtp "
+	    "2>&1", in, gen, path), 2);
+	ck_assert(strstr(out, "no MTP block") != NULL);
+	free(out);
 }
 END_TEST
 
@@ -558,6 +616,7 @@ generate_suite(void)
 	tcase_add_test(tc, cmd_nfc);
 	tcase_add_test(tc, cmd_usage);
 	tcase_add_test(tc, cmd_draft);
+	tcase_add_test(tc, cmd_draft_no_mtp);
 	tcase_add_test(tc, cmd_progress);
 	suite_add_tcase(s, tc);
 	return (s);

@@ -59,6 +59,7 @@ static const char *const kind_names[] = {
 	[RS_DRAFTER_NGRAM] = "ngram",
 	[RS_DRAFTER_MTP] = "mtp",
 	[RS_DRAFTER_MTP_NGRAM] = "mtp+ngram",
+	[RS_DRAFTER_AUTO] = "auto",
 };
 
 #define N_KINDS	(sizeof(kind_names) / sizeof(kind_names[0]))
@@ -69,6 +70,14 @@ rs_drafter_kind_name(enum rs_drafter_kind k)
 	if ((unsigned)k >= N_KINDS)
 		return ("unknown");
 	return (kind_names[k]);
+}
+
+enum rs_drafter_kind
+rs_drafter_resolve(enum rs_drafter_kind kind, const struct rs_model *m)
+{
+	if (kind != RS_DRAFTER_AUTO)
+		return (kind);
+	return (m->hp.n_nextn > 0 ? RS_DRAFTER_MTP_NGRAM : RS_DRAFTER_NGRAM);
 }
 
 enum rs_status
@@ -94,7 +103,7 @@ rs_drafter_parse(const char *s, enum rs_drafter_kind *kind, int *k,
 		}
 	}
 	return (rs_errf(err, RS_ERR_INVALID_ARG, "'%.40s' is not none, ngram, "
-	    "mtp, mtp+ngram or a draft count in [0, %d]", s,
+	    "mtp, mtp+ngram, auto or a draft count in [0, %d]", s,
 	    RS_DRAFTER_K_MAX));
 }
 
@@ -191,6 +200,7 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 {
 	const struct rs_model	*m = rs_engine_model(e);
 	struct rs_drafter	*d;
+	enum rs_drafter_kind	 kind;
 	enum rs_status		 s;
 
 	if ((unsigned)o->kind >= N_KINDS)
@@ -208,7 +218,8 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 	if (o->vocab > 0 && rs_engine_backend(e) != RS_BACKEND_CPU)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "drafting over a "
 		    "reduced vocabulary runs on the CPU backend only"));
-	if ((o->kind == RS_DRAFTER_MTP || o->kind == RS_DRAFTER_MTP_NGRAM) &&
+	kind = rs_drafter_resolve(o->kind, m);
+	if ((kind == RS_DRAFTER_MTP || kind == RS_DRAFTER_MTP_NGRAM) &&
 	    m->hp.n_nextn == 0)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "the model has no MTP "
 		    "block to draft with (use --draft ngram)"));
@@ -216,9 +227,10 @@ rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	d->e = e;
 	d->o = *o;
+	d->o.kind = kind;
 	d->d = m->hp.n_embd;
 	d->v = m->hp.n_vocab;
-	d->mtp = o->kind == RS_DRAFTER_MTP || o->kind == RS_DRAFTER_MTP_NGRAM;
+	d->mtp = kind == RS_DRAFTER_MTP || kind == RS_DRAFTER_MTP_NGRAM;
 	d->h_pos = -1;
 	if (d->mtp) {
 		/* catch-up rows per MTP call: a verification's worth at

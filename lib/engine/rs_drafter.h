@@ -16,6 +16,8 @@
  *   mtp+ngram   the n-gram drafts when the lookup matched at least
  *               RS_DRAFTER_NGRAM_LONG tokens (the text is being copied,
  *               the lookup's guess is long and free), MTP otherwise
+ *   auto        mtp+ngram when the model has an MTP block, else ngram:
+ *               the commands' default (rs_drafter_resolve)
  *
  * The MTP cache (§6.3).  The MTP block has its own KV cache in the
  * sequence state; entry q must come from (token q, trunk hn at q − 1).
@@ -72,7 +74,8 @@ enum rs_drafter_kind {
 	RS_DRAFTER_NONE = 0,
 	RS_DRAFTER_NGRAM,
 	RS_DRAFTER_MTP,
-	RS_DRAFTER_MTP_NGRAM
+	RS_DRAFTER_MTP_NGRAM,
+	RS_DRAFTER_AUTO
 };
 
 #define RS_DRAFTER_K_MAX	16	/* drafts per round, at most */
@@ -84,8 +87,17 @@ enum rs_drafter_kind {
 #define RS_DRAFTER_PROBE	8	/* at K 0, one round in this many
 					   drafts one token */
 
-/* "none", "ngram", "mtp", "mtp+ngram". */
+/* "none", "ngram", "mtp", "mtp+ngram", "auto". */
 const char	*rs_drafter_kind_name(enum rs_drafter_kind k);
+
+/*
+ * The drafter KIND stands for on model M: RS_DRAFTER_AUTO is mtp+ngram
+ * when M has an MTP block (hp.n_nextn > 0), else ngram; any other kind is
+ * itself.  rs_drafter_new() resolves "auto" so; callers resolve it
+ * themselves only to name the drafter before one exists.
+ */
+enum rs_drafter_kind rs_drafter_resolve(enum rs_drafter_kind kind,
+		    const struct rs_model *m);
 
 /*
  * Parse a --draft value: a drafter name, or a bare number N in [0, 16]
@@ -170,6 +182,7 @@ enum rs_status	rs_drafter_new(struct rs_drafter **out, struct rs_engine *e,
 		    const struct rs_drafter_opts *o, struct rs_err *err);
 void		rs_drafter_free(struct rs_drafter *d);
 
+/* The kind it drafts with, resolved (never RS_DRAFTER_AUTO). */
 enum rs_drafter_kind rs_drafter_kind(const struct rs_drafter *d);
 int		rs_drafter_k_max(const struct rs_drafter *d);
 

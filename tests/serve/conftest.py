@@ -130,7 +130,17 @@ def start(tmp_path_factory, *args, name="srv", env=None):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
+    """rs-serve as installed: default flags (it drafts: --draft auto)."""
     s = start(tmp_path_factory)
+    yield s
+    s.stop_clean()
+
+
+@pytest.fixture(scope="module")
+def plain_server(tmp_path_factory):
+    """rs-serve decoding one token a pass (--draft none): plain decoding
+    to compare a drafter's output with."""
+    s = start(tmp_path_factory, "--draft", "none", name="plain")
     yield s
     s.stop_clean()
 

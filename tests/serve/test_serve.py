@@ -746,10 +746,11 @@ def test_logprobs_against_rs_verify(server, tmp_path):
         assert all(abs(a - b) <= 1e-6 for a, b in zip(got, best)), (i, got, best)
 
 
-def test_logprobs_with_drafts(server, tmp_path_factory):
-    """Speculative decoding (--draft): a token taken as an accepted draft
-    gets the logprobs of its own position in the verification pass, so the
-    entries equal plain decoding's (the CPU engine is batch-invariant)."""
+def test_logprobs_with_drafts(server, plain_server, tmp_path_factory):
+    """Speculative decoding (--draft, and the default drafter): a token
+    taken as an accepted draft gets the logprobs of its own position in
+    the verification pass, so the entries equal plain decoding's (the CPU
+    engine is batch-invariant)."""
     with open(fixture("tiny/reference.json")) as f:
         ref = json.load(f)
     p = ref["prompts"][ref["greedy"]["prompt_index"]]
@@ -763,14 +764,32 @@ def test_logprobs_with_drafts(server, tmp_path_factory):
         spec = json.loads(b)
     finally:
         srv.stop_clean()
-    st, _, b = http(server.url + "/v1/completions", "POST", body)
+    st, _, b = http(plain_server.url + "/v1/completions", "POST", body)
     plain = json.loads(b)
+    st, _, b = http(server.url + "/v1/completions", "POST", body)
+    auto = json.loads(b)
+    assert "draft" not in plain["timings"]
     assert spec["timings"]["draft_n_accepted"] > 0
-    assert spec["choices"][0]["logprobs"] == plain["choices"][0]["logprobs"]
+    assert auto["timings"]["draft"] == "mtp+ngram"
+    for r in (spec, auto):
+        assert r["choices"][0]["logprobs"] == plain["choices"][0]["logprobs"]
     assert len(plain["choices"][0]["logprobs"]["tokens"]) == 40
 
 
-def test_drafters_timings_metrics(server, tmp_path_factory):
+def test_default_drafter(server, plain_server, tmp_path_factory):
+    """Without --draft the server drafts with mtp+ngram on a model with an
+    MTP block, up to 4 tokens a pass or --draft-max alone; the startup
+    line says which, and --draft none says none."""
+    assert server.log_lines("drafts mtp+ngram, up to 4 a pass)")
+    assert plain_server.log_lines("drafts none)")
+    srv = start(tmp_path_factory, "--draft-max", "2", name="draftmax")
+    try:
+        assert srv.log_lines("drafts mtp+ngram, up to 2 a pass)")
+    finally:
+        srv.stop_clean()
+
+
+def test_drafters_timings_metrics(plain_server, tmp_path_factory):
     """--draft mtp+ngram --draft-max 3: the same completion as plain
     decoding, greedy and seeded, the drafter's counts, acceptance per
     position and draft time in the response's timings, and the draft
@@ -787,7 +806,7 @@ def test_drafters_timings_metrics(server, tmp_path_factory):
             st, _, b = http(srv.url + "/v1/completions", "POST", body)
             assert st == 200, b
             spec = json.loads(b)
-            st, _, b = http(server.url + "/v1/completions", "POST", body)
+            st, _, b = http(plain_server.url + "/v1/completions", "POST", body)
             plain = json.loads(b)
             assert spec["choices"][0]["text"] == plain["choices"][0]["text"]
             t = spec["timings"]
@@ -805,7 +824,7 @@ def test_drafters_timings_metrics(server, tmp_path_factory):
     assert re.search(r"^rs_draft_accepted_tokens_total \d", text, re.M)
     assert re.search(r'^rs_draft_position_tokens_total\{position="1"\} [1-9]', text, re.M)
     assert re.search(r'^rs_draft_position_accepted_total\{position="1"\} \d', text, re.M)
-    assert "rs_draft_" not in http(server.url + "/metrics")[2].decode()
+    assert "rs_draft_" not in http(plain_server.url + "/metrics")[2].decode()
 
 
 def test_slots_keep_two_conversations(tmp_path_factory):
@@ -1603,8 +1622,9 @@ def test_nan_model(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nan")
     path = str(tmp / "nan.gguf")
     nan_model(fixture("tiny/model-q8_0.gguf"), path, "output_norm.weight")
-    for name, args in (("nan", ()),
-                       ("nandraft", ("--draft", "mtp+ngram", "--draft-max", "3"))):
+    for name, args in (("nan", ("--draft", "none")),
+                       ("nandraft", ("--draft", "mtp+ngram", "--draft-max", "3")),
+                       ("nanauto", ())):
         srv = start(tmp_path_factory, "-m", path, *args, name=name)
         try:
             body = {"model": "x", "messages": MSG, "max_tokens": 2, "logprobs": True}

@@ -429,6 +429,38 @@ check_fit(const struct rs_state_opts *so)
 }
 
 /*
+ * check_fit() where the drafter came by default: its snapshots (draft_max
+ * + 1 recurrent states, ~150 MB each on the 27B) give way to --ctx and
+ * --slots, halving draft_max down to none, with a warning.  A drafter
+ * asked for by name must fit as asked.  0, or -1 with eng.why.
+ */
+static int
+fit_drafts(struct rs_state_opts *so)
+{
+	int	k = serve_cfg.gen.draft_max;
+
+	if (check_fit(so) == 0)
+		return (0);
+	if (serve_cfg.draft.given || k == 0)
+		return (-1);
+	do {
+		k /= 2;
+		so->n_snap = k > 0 ? k + 1 : 0;
+		if (check_fit(so) == 0) {
+			rs_cli_warn("drafting %d tokens a pass at most, not "
+			    "%d: the state snapshots of more do not fit "
+			    "(--draft-max, --ctx, --slots)", k,
+			    serve_cfg.gen.draft_max);
+			serve_cfg.gen.draft_max = k;
+			if (k == 0)
+				serve_cfg.gen.draft = RS_DRAFTER_NONE;
+			return (0);
+		}
+	} while (k > 0);
+	return (-1);
+}
+
+/*
  * On the GPU with a drafter, the pass costs its adaptive rule weighs
  * (rs_drafter.h: measured when the generators were built, remembered by
  * the engine), for the log: what sets the drafts a round on this card.
@@ -478,7 +510,7 @@ build(void)
 	/* a snapshot per verified token to drop rejected drafts */
 	so.n_snap = serve_cfg.gen.draft_max > 0 ?
 	    serve_cfg.gen.draft_max + 1 : 0;
-	if (check_fit(&so) != 0)
+	if (fit_drafts(&so) != 0)
 		return (-1);
 	for (int i = 0; i < serve_cfg.slots; i++)
 		if (rs_engine_state_new(eng.engine, &so, &eng.state[i],
@@ -810,14 +842,20 @@ static void
 announce(void)
 {
 	const struct rs_gen *g = serve_engine_gen();
+	char		 drafts[64] = "none";
 
+	if (serve_cfg.gen.draft != RS_DRAFTER_NONE)
+		(void)snprintf(drafts, sizeof(drafts), "%s, up to %d a pass",
+		    rs_drafter_kind_name(rs_drafter_resolve(
+		    serve_cfg.gen.draft, serve_model.model)),
+		    serve_cfg.gen.draft_max);
 	eng.announced = 1;
 	rs_cli_warn("serving %s on %s://%s:%s (backend %s, %d threads, "
-	    "context %d, template %s)", serve_cfg.alias,
+	    "context %d, template %s, drafts %s)", serve_cfg.alias,
 	    serve_cfg.tls_cert != NULL ? "https" : "http", serve_cfg.host,
 	    serve_cfg.port, rs_backend_name(rs_engine_backend(eng.engine)),
 	    rs_engine_n_threads(eng.engine), rs_gen_n_ctx(g),
-	    rs_chat_variant_name(rs_gen_variant(g)));
+	    rs_chat_variant_name(rs_gen_variant(g)), drafts);
 }
 
 /* One warning per line of S (trailing '\n' or not). */

@@ -382,6 +382,7 @@ serve_opts_parse(int argc, char **argv)
 	if ((c->tls_cert == NULL) != (c->tls_key == NULL))
 		rs_cli_usage_error(USAGE, "--tls-cert and --tls-key go "
 		    "together");
-	rs_cli_draft_done(&c->draft, &c->gen.draft, &c->gen.draft_max, USAGE);
+	rs_cli_draft_done(&c->draft, RS_DRAFTER_AUTO, &c->gen.draft,
+	    &c->gen.draft_max, USAGE);
 	rs_cli_devices_check(c->devices, c->split, USAGE);
 }
