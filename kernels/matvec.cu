@@ -399,13 +399,22 @@ struct matvec_launch {
 #ifndef __CUDACC_RTC__
 		const int mma = xq.nb * n_in <= MMA_MAX_IN && (NT <= 4 ||
 		    xq.bm) && has_mma_matvec();
+		const int roundup = rs_k_variants() & RS_K_VAR_ROUNDUP;
 #else
-		const int mma = 0;
+		const int mma = 0, roundup = 0;
 #endif
-		if (mma)
-			go_mma<TYPE, NT>();
-		else
+		if (!mma) {
 			go_dp4a<TYPE, NT>();
+			return;
+		}
+		/* 5-7 columns on the 8-column kernel (rs_kernels.h) */
+		if constexpr (NT >= 5 && NT <= 7) {
+			if (roundup) {
+				go_mma<TYPE, 8>();
+				return;
+			}
+		}
+		go_mma<TYPE, NT>();
 	}
 
 	/*
@@ -696,7 +705,7 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 		const int k = n_in % 256 != 0 ? 1 :
 		    pick_cols(type, n_tok - done);
 		const xq_in xk = { (const uint8_t *)xq.d, xq.nb, xq.t0 + done,
-		    rs_k_xq_block_major(xq.nb) };
+		    rs_k_xq_block_major(xq.nb), k };
 		matvec_launch l = { (const uint8_t *)p0->d_w, n_in, p0->n_out,
 		    p0->row_bytes, ldx, p0->ldy, d_x + done * ldx, xk,
 		    p0->d_y + done * p0->ldy, k, p0->accumulate,

@@ -52,7 +52,8 @@
  * columns half the tail spent on copies of the last one); at 8 columns
  * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
  * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
- * last column and not written; with one or two columns at constant
+ * last column and not written (the 8-column kernel's past xq_in.nw are
+ * computed on whatever x holds there: RS_K_VAR_ROUNDUP); with one or two columns at constant
  * strides (decode, two-token passes: XL below) a quad's columns are x's
  * q % NT instead, and each lane adds only its share of the chunks
  * (mma_few_cols: a quarter or a half of the float tail).
@@ -677,7 +678,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 						s[v] += s[v + (RS_WARP / 2 >> lv)];
 			const int64_t orow = o0 + row;
 			const int tc = 4 * u0 + col;
-			if (orow < n_out && tc < NT) {
+			/* (8 columns may stand in for 5-7: xq_in.nw) */
+			if (orow < n_out && tc < (NT == 8 ? xc.nw : NT)) {
 				float *dst = y + tc * ldy + orow;
 				*dst = accumulate ? *dst + s[0] : s[0];
 			}

@@ -1,8 +1,9 @@
 #!/bin/bash
 # gpu-pack.sh - what a GPU machine needs to run scripts/gpu-check.sh, in
 # .dev/ (git-ignored), small enough to travel with the working tree
-# (64 MiB): the stripped commands and check_cuda of build/ (and of
-# build/sm70, the `make volta` build, when it is there) as one xz tarball,
+# (64 MiB): the stripped commands, check_cuda and kernel playgrounds of
+# build/ (and of build/sm70, the `make volta` build, when it is there) as
+# one xz tarball,
 # the fixtures the GPU tests read (tiny/*.gguf, tiny/reference.json and
 # ref-logits.npy, demo/model-q4_k_m.gguf, reference.json and the eval
 # windows), and
@@ -41,6 +42,12 @@ for b in build build/sm70; do
 		strip -o ".dev/stage/$b/bin/${f##*/}" "$f"
 	done
 	strip -o ".dev/stage/$b/tests/check_cuda" "$b/tests/check_cuda"
+	# the kernel playgrounds built there (scripts/gpu-ab.sh)
+	for f in "$b"/dev/*; do
+		[ -x "$f" ] || continue
+		mkdir -p ".dev/stage/$b/dev"
+		strip -o ".dev/stage/$b/dev/${f##*/}" "$f"
+	done
 done
 tar cf - -C .dev/stage . | xz -9 -T2 >.dev/bin.tar.xz
 rm -rf .dev/stage

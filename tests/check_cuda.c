@@ -445,6 +445,38 @@ START_TEST(matvec_xq_wide)
 END_TEST
 
 /*
+ * RS_K_VAR_ROUNDUP (rs_kernels.h): 5-7 columns on the 8-column
+ * tensor-core kernel, which writes only them and reads past the launch's
+ * last column (the next block's slots, then the batch's tail), give the
+ * bits of each column alone, for every hot type, on 8-warp and on tall
+ * (4-warp) launches, and as the 5 or 7 columns after 8 in one call (13,
+ * 15: launches that start inside their batch).
+ */
+START_TEST(matvec_roundup)
+{
+	static const struct {
+		int	type, nsb, rows;
+	} cases[] = {
+		{ RS_TYPE_Q4_K, 13, 67 }, { RS_TYPE_Q5_K, 13, 67 },
+		{ RS_TYPE_Q6_K, 13, 67 }, { RS_TYPE_Q4_K, 13, 8200 },
+		{ RS_TYPE_Q5_K, 13, 8200 }, { RS_TYPE_Q6_K, 5, 65552 },
+	};
+	static const int cols[] = { 5, 6, 7, 13, 15 };
+
+	rs_k_set_variants(RS_K_VAR_ROUNDUP);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rs_gguf_tensor t;
+		void *buf = random_tensor(&t, cases[i].type, cases[i].nsb * 256,
+		    cases[i].rows);
+		for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++)
+			check_matvec(&t, cols[c], 0);
+		free(buf);
+	}
+	rs_k_set_variants(0);
+}
+END_TEST
+
+/*
  * rs_k_matvec_parts: products of one x in one call, each bit for bit what
  * rs_k_matvec gives it alone, for groups of one type (one launch: a large
  * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
@@ -2245,11 +2277,35 @@ START_TEST(engine_ckcache)
 END_TEST
 
 /*
+ * The N tokens at TOK run in groups of G on a fresh state of GPU give
+ * logits STEP (N rows of V) bit for bit; GRP is scratch.  WHAT names the
+ * case in the failure.
+ */
+static void
+check_groups(struct rs_engine *gpu, struct rs_state *st, const int32_t *tok,
+    int n, const float *step, float *grp, int g, const char *what)
+{
+	const int64_t	 V = rs_engine_model(gpu)->hp.n_vocab;
+	struct rs_err	 err;
+
+	rs_state_reset(st);
+	for (int i = 0; i < n; i += g) {
+		int k = n - i < g ? n - i : g;
+		ck_assert_int_eq(rs_engine_forward(gpu, st, tok + i, k,
+		    grp + i * V, RS_LOGITS_ALL, NULL, &err), RS_OK);
+	}
+	ck_assert_msg(memcmp(grp, step, (size_t)n * V * 4) == 0, "%s: groups "
+	    "of %d differ from single steps (rel %.3g)", what, g,
+	    rs_verify_rel_err(step, grp, n * V));
+}
+
+/*
  * Batch invariance: on the exact path every kernel sums each output in one
  * order whatever the number of tokens in the call, so a 70-token prompt
  * run in groups of G (every G from 2 to RS_ENGINE_EXACT_MAX, the longest
  * verification pass and more) equals 70 single steps (the CUDA-graph path)
- * bit for bit, for every fixture file.
+ * bit for bit, for every fixture file; and so do groups of 5-7 and 13
+ * (8 + 5) with RS_K_VAR_ROUNDUP, the passes it changes.
  */
 START_TEST(engine_batch_invariant)
 {
@@ -2257,7 +2313,9 @@ START_TEST(engine_batch_invariant)
 	    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf",
 	    "tiny/model-q6_k.gguf", "tiny/model-q5_k_m.gguf",
 	    "tiny/model-q4_0.gguf" };
+	static const int roundup[] = { 5, 6, 7, 13 };
 	struct prompts	 p;
+	char		 what[256];
 
 	load_prompts(&p);
 	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
@@ -2275,19 +2333,16 @@ START_TEST(engine_batch_invariant)
 		for (int i = 0; i < n; i++)
 			ck_assert_int_eq(rs_engine_forward(gpu, st, p.tok[2] + i, 1,
 			    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
-		for (int g = 2; g <= RS_ENGINE_EXACT_MAX; g++) {
-			rs_state_reset(st);
-			for (int i = 0; i < n; i += g) {
-				int k = n - i < g ? n - i : g;
-				ck_assert_int_eq(rs_engine_forward(gpu, st,
-				    p.tok[2] + i, k, grp + i * V, RS_LOGITS_ALL,
-				    NULL, &err), RS_OK);
-			}
-			ck_assert_msg(memcmp(grp, step, (size_t)n * V * 4) == 0,
-			    "%s: groups of %d differ from single steps "
-			    "(rel %.3g)", files[f], g,
-			    rs_verify_rel_err(step, grp, n * V));
-		}
+		for (int g = 2; g <= RS_ENGINE_EXACT_MAX; g++)
+			check_groups(gpu, st, p.tok[2], n, step, grp, g,
+			    files[f]);
+		rs_k_set_variants(RS_K_VAR_ROUNDUP);
+		snprintf(what, sizeof(what), "%s with RS_K_VAR_ROUNDUP",
+		    files[f]);
+		for (size_t i = 0; i < sizeof(roundup) / sizeof(roundup[0]); i++)
+			check_groups(gpu, st, p.tok[2], n, step, grp,
+			    roundup[i], what);
+		rs_k_set_variants(0);
 		rs_state_free(st);
 		free(step);
 		free(grp);
@@ -2798,6 +2853,7 @@ cuda_suite(void)
 	tcase_add_test(k, matvec_all_types);
 	tcase_add_test(k, matvec_xq_wide);
 	tcase_add_test(k, matvec_parts);
+	tcase_add_test(k, matvec_roundup);
 	tcase_add_test(k, mm);
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);

@@ -2,7 +2,8 @@
  * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu and
  * matvec_mma.cuh): the dp4a kernel's shapes (warps a CTA W, tile rows TR), the
  * tensor-core kernel's (groups of virtual lanes a warp G, CTAs an SM MINB)
- * and the cost of 1..16 columns through rs_k_matvec, on
+ * and the cost of 1..16 columns through rs_k_matvec (5-7 also with
+ * RS_K_VAR_ROUNDUP, rs_kernels.h), on
  * the shapes of a Qwen3.8-27B Q4_K_M token, weights in the engine's
  * 16-row tiles (rs_tile.h).
  *
@@ -237,7 +238,8 @@ max_rel_err(const float *got, const float *ref, size_t n)
 static xq_in
 batch(const float *x, int64_t n, int nt, int cm, uint8_t *h, uint8_t *d)
 {
-	const xq_in c = { d, nt, 0, cm ? cm == 2 : rs_k_xq_block_major(nt) };
+	const xq_in c = { d, nt, 0, cm ? cm == 2 : rs_k_xq_block_major(nt),
+	    nt };
 
 	rs_xq_quantize_batch(x, n, n, nt, c.bm, h);
 	die("copy", cudaMemcpy(d, h, (size_t)RS_XQ_BATCH_BYTES(n, nt),
@@ -257,7 +259,14 @@ main(void)
 		{ "attn_o", RS_TYPE_Q5_K, 6144, 5120 },
 		{ "output", RS_TYPE_Q6_K, 5120, 248320 },
 	};
-	static const int cols[] = { 1, 2, 3, 4, 8, 16 };
+	/* column counts through rs_k_matvec, and the kernel variants
+	   (rs_kernels.h) each runs with: 5-7 columns both ways */
+	static const struct {
+		int		 nt;
+		unsigned	 var;
+	} cols[] = { { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
+	    { 5, RS_K_VAR_ROUNDUP }, { 6, 0 }, { 6, RS_K_VAR_ROUNDUP },
+	    { 7, 0 }, { 7, RS_K_VAR_ROUNDUP }, { 8, 0 }, { 16, 0 } };
 	const int nt_max = 16, reps = 20;
 	/* for a profiler: one shape, the variants whose name holds a string */
 	const char *only_shape = getenv("MX_SHAPE");
@@ -336,9 +345,10 @@ main(void)
 		double us1 = 0.0;
 		for (size_t v = 0; v < (only_variant ? 0 : sizeof(cols) /
 		    sizeof(cols[0])); v++) {
-			const int nt = cols[v];
+			const int nt = cols[v].nt;
 			const xq_in xc = batch(hx, sh->n_in, nt, 0, hq, dq);
 
+			rs_k_set_variants(cols[v].var);
 			(void)time_us(&dw, sh->type, sh, rb, xc, dy, nt, 1);
 			die("run", cudaMemcpy(got, dy, (size_t)(nt *
 			    sh->n_out) * 4, cudaMemcpyDeviceToHost));
@@ -346,12 +356,15 @@ main(void)
 			    sh->n_out) * 4) == 0;
 			const double us = time_us(&dw, sh->type, sh, rb, xc, dy,
 			    nt, reps);
+			rs_k_set_variants(0);
 			if (nt == 1)
 				us1 = us;
-			printf("{\"shape\":\"%s\",\"cols\":%d,\"us\":%.1f,"
-			    "\"GB_s\":%.0f,\"cost\":%.2f,\"bit_identical\":"
-			    "%s}\n", sh->name, nt, us, wbytes / (us * 1e-6) /
-			    1e9, us / us1, same ? "true" : "false");
+			printf("{\"shape\":\"%s\",\"cols\":%d,\"roundup\":%s,"
+			    "\"us\":%.1f,\"GB_s\":%.0f,\"cost\":%.2f,"
+			    "\"bit_identical\":%s}\n", sh->name, nt,
+			    cols[v].var ? "true" : "false", us, wbytes /
+			    (us * 1e-6) / 1e9, us / us1, same ? "true" :
+			    "false");
 			if (!same)
 				status = 1;
 		}

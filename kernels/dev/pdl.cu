@@ -67,7 +67,7 @@ time_graph(const struct setup *st, int what, int pdl)
 			p.ldy[0] = st->n_out;
 			p.n = 1;
 			const unsigned grid = mv_parts_grid(&p, MV_WARPS * 4);
-			const xq_in xc = { st->xq, 1, 0, 0 };
+			const xq_in xc = { st->xq, 1, 0, 0, 1 };
 			mv_launch(matvec_xq_kernel<RS_TYPE_Q4_K, 1, 4, 1>, grid,
 			    MV_WARPS * RS_WARP, 0, s, pdl, p, st->n_in, xc);
 			die("launch", cudaGetLastError());

@@ -20,14 +20,20 @@
  * side by side (matvec_mma.cuh).
  *
  * A batch of NB columns (the tokens of a verification pass) takes
- * RS_XQ_BATCH_BYTES(N, NB) bytes (padded to 16) in three planes of NB·N/32
- * slots, block b of column t in slot s:
+ * RS_XQ_BATCH_BYTES(N, NB) bytes (padded to 16, then RS_XQ_TAIL) in three
+ * planes of NB·N/32 slots, block b of column t in slot s:
  *
  *   [0, NB·N)         hi: slot s at 32·s, 32 int8
  *   [NB·N, 2·NB·N)    lo: the same, NB·N further
  *   [2·NB·N, ...)     meta: slot s at 8·s, 2 floats: s and Σ x̃ over the
  *                     block (s times the exact integer Σ v, rounded once)
- *   then up to 15 bytes of padding, which nothing reads
+ *   then up to 15 bytes of padding and the RS_XQ_TAIL bytes, which
+ *                     hold no value: a kernel may read them and
+ *                     discard what it computes from them (an 8-column
+ *                     tensor-core kernel running 5-7 columns reads up to
+ *                     3 slots past the last: rs_kernels.h,
+ *                     RS_K_VAR_ROUNDUP; a plane's overrun lands in the
+ *                     next plane, the meta plane's in the tail)
  *
  * column after column (s = t·N/32 + b), or block-major (BM: s = b·NB + t),
  * where the same block of every column lies side by side: a tensor-core
@@ -57,8 +63,10 @@
 /* a column's bytes of data; a batch's bytes; one column's */
 #define RS_XQ_DATA_BYTES(n)	\
 	(2 * (int64_t)(n) + RS_XQ_META_BYTES * ((int64_t)(n) / 32))
+#define RS_XQ_TAIL		32	/* >= 3 slots of meta */
 #define RS_XQ_BATCH_BYTES(n, nb)	\
-	((RS_XQ_DATA_BYTES(n) * (int64_t)(nb) + 15) & ~(int64_t)15)
+	(((RS_XQ_DATA_BYTES(n) * (int64_t)(nb) + 15) & ~(int64_t)15) + \
+	RS_XQ_TAIL)
 #define RS_XQ_COL_BYTES(n)	RS_XQ_BATCH_BYTES(n, 1)
 /* block B of column T of a batch of NB columns of N values (BM: block-major) */
 #define RS_XQ_SLOT(n, nb, bm, t, b)	((bm) ? \
