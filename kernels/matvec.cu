@@ -36,6 +36,7 @@
 #include "common.cuh"
 #include "matvec_sb.cuh"
 #include "matvec_mma.cuh"
+#include "matvec_mma_cm.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"
@@ -518,8 +519,29 @@ struct matvec_launch {
 			else
 				go_mma_g<TYPE, NT, 1, 3>();
 		} else {
+#ifndef __CUDACC_RTC__
+			/* chunk-major (rs_kernels.h: RS_K_VAR_CM) */
+			if (rs_k_variants() & RS_K_VAR_CM) {
+				go_cm<TYPE, NT, 2, 5>();
+				return;
+			}
+#endif
 			go_mma_g<TYPE, NT, 2, 3>();
 		}
+	}
+
+	template <int TYPE, int NT, int G, int MINB>
+	void
+	go_cm(void)
+	{
+		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
+#ifndef __CUDACC_RTC__
+		mv_launch(matvec_xq_mma_cm_kernel<TYPE, NT, G, MINB>, grid,
+		    8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
+#else
+		matvec_xq_mma_cm_kernel<TYPE, NT, G, MINB><<<grid,
+		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);
+#endif
 	}
 
 	/*

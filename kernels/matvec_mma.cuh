@@ -181,8 +181,26 @@ struct mmac_k {
 	static __device__ __forceinline__ void
 	load(const uint8_t *tile, int g, int t, mma_raw *w)
 	{
-		const int slot = 8 * t + g;
+		load_head(tile, g, w);
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			load_q(tile, 8 * t + g, c, w);
+		load_h(tile, 8 * t + g, w);
+	}
 
+	/* only what chunk C needs (matvec_mma_cm.cuh) */
+	static __device__ __forceinline__ void
+	load_chunk(const uint8_t *tile, int g, int t, int c, mma_raw *w)
+	{
+		load_head(tile, g, w);
+		load_q(tile, 8 * t + g, c, w);
+		load_h(tile, 8 * t + g, w);
+	}
+
+	/* the 16-byte heads of rows g and g + 8 */
+	static __device__ __forceinline__ void
+	load_head(const uint8_t *tile, int g, mma_raw *w)
+	{
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
 			const uint4 hd = ld_weights((const uint4 *)tile + g +
@@ -190,13 +208,22 @@ struct mmac_k {
 			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
 			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
 		}
-#pragma unroll
-		for (int c = 0; c < 4; c++) {
-			const uint4 q = ld_weights((const uint4 *)(tile + QS +
-			    512 * c) + slot);
-			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
-			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
-		}
+	}
+
+	/* chunk C's qs bytes of both rows: SLOT of its run */
+	static __device__ __forceinline__ void
+	load_q(const uint8_t *tile, int slot, int c, mma_raw *w)
+	{
+		const uint4 q = ld_weights((const uint4 *)(tile + QS +
+		    512 * c) + slot);
+		w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+		w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+	}
+
+	/* Q5_K's fifth bits of every chunk (Q4_K: nothing) */
+	static __device__ __forceinline__ void
+	load_h(const uint8_t *tile, int slot, mma_raw *w)
+	{
 		if (TYPE == RS_TYPE_Q5_K) {
 			const uint4 h = ld_weights((const uint4 *)(tile + 256) +
 			    slot);
@@ -259,8 +286,28 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *tile, int g, int t, mma_raw *w)
 	{
-		const int slot = 8 * t + g;
+		load_head(tile, g, w);
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+			load_q(tile, 8 * t + g, c, w);
+#pragma unroll
+		for (int hh = 0; hh < 2; hh++)
+			load_h(tile, 8 * t + g, hh, w);
+	}
 
+	/* only what chunk C needs (matvec_mma_cm.cuh) */
+	static __device__ __forceinline__ void
+	load_chunk(const uint8_t *tile, int g, int t, int c, mma_raw *w)
+	{
+		load_head(tile, g, w);
+		load_q(tile, 8 * t + g, c, w);
+		load_h(tile, 8 * t + g, c >> 1, w);
+	}
+
+	/* the 16 scale bytes and the scale d of rows g and g + 8 */
+	static __device__ __forceinline__ void
+	load_head(const uint8_t *tile, int g, mma_raw *w)
+	{
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
 			const uint4 hd = ld_weights((const uint4 *)tile + g +
@@ -270,20 +317,26 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 			w->d[r] = half_to_float(__ldg((const unsigned short *)
 			    (tile + 256) + g + 8 * r));
 		}
-#pragma unroll
-		for (int c = 0; c < 4; c++) {
-			const uint4 q = ld_weights((const uint4 *)(tile + 288 +
-			    512 * c) + slot);
-			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
-			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
-		}
-#pragma unroll
-		for (int hh = 0; hh < 2; hh++) {
-			const uint4 h = ld_weights((const uint4 *)(tile + 2336 +
-			    512 * hh) + slot);
-			w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
-			w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;
-		}
+	}
+
+	/* chunk C's ql bytes of both rows: SLOT of its run */
+	static __device__ __forceinline__ void
+	load_q(const uint8_t *tile, int slot, int c, mma_raw *w)
+	{
+		const uint4 q = ld_weights((const uint4 *)(tile + 288 +
+		    512 * c) + slot);
+		w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+		w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+	}
+
+	/* the qh bytes of chunks 2HH and 2HH + 1 */
+	static __device__ __forceinline__ void
+	load_h(const uint8_t *tile, int slot, int hh, mma_raw *w)
+	{
+		const uint4 h = ld_weights((const uint4 *)(tile + 2336 +
+		    512 * hh) + slot);
+		w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
+		w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;
 	}
 
 	/* row R's A fragments of chunk C (both blocks) */

@@ -80,11 +80,16 @@ struct rs_k_xq_cols {
  *                     writes only the launch's columns; its other lanes
  *                     read up to 3 slots past the launch's last column
  *                     (rs_xq.h: RS_XQ_TAIL)
+ *   RS_K_VAR_CM       tensor-core products of 16 columns chunk-major
+ *                     (matvec_mma_cm.cuh): a quarter of the partial sums
+ *                     in registers, five 4-warp CTAs an SM, not three
  * rs_k_variants_parse() reads a comma-separated list of their names
- * ("roundup"; "" none) into *MASK, or RS_ERR_INVALID_ARG naming the known
- * ones; the CUDA backend applies $RS_KERNELS so when an engine starts.
+ * ("roundup", "cm"; "" none) into *MASK, or RS_ERR_INVALID_ARG naming the
+ * known ones; the CUDA backend applies $RS_KERNELS so when an engine
+ * starts.
  */
 #define RS_K_VAR_ROUNDUP	1u
+#define RS_K_VAR_CM		2u
 enum rs_status	rs_k_variants_parse(const char *s, unsigned *mask,
 		    struct rs_err *err);
 void		rs_k_set_variants(unsigned mask);

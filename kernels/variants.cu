@@ -11,6 +11,7 @@ static const struct {
 	unsigned	 bit;
 } known[] = {
 	{ "roundup", RS_K_VAR_ROUNDUP },
+	{ "cm", RS_K_VAR_CM },
 };
 
 /* read by the launchers on the host thread that launches; set at start */
@@ -31,7 +32,7 @@ rs_k_variants_parse(const char *s, unsigned *mask, struct rs_err *err)
 				break;
 		if (i == sizeof(known) / sizeof(known[0]))
 			return (rs_errf(err, RS_ERR_INVALID_ARG, "kernel "
-			    "variant '%.*s' is unknown (known: roundup)",
+			    "variant '%.*s' is unknown (known: roundup, cm)",
 			    (int)(n < 40 ? n : 40), s));
 		m |= known[i].bit;
 		s += n + (s[n] == ',');

@@ -2,16 +2,19 @@
 # gpu-ab.sh - a kernel variant under measurement (RS_KERNELS: rs_kernels.h)
 # against the default kernels on one GPU, in one run, so that the ratio
 # is a same-run ratio (docs/perf-log.md): check_cuda's cases for the
-# variant, the playground's rows of both (build/dev/matvec_xq, when built),
-# then on a synthetic Qwen3.8-27B file `rs-bench --spec --draft mtp`
-# alternately without and with the variant, REPS times each: its first
-# line gives the engine's pass costs of 1..9 tokens in one-token passes,
-# its table the speedups at acceptance 0.8, fixed and adaptive k.
+# variant (matvec_VARIANT, engine_batch_invariant), the playground's rows
+# (build/dev/matvec_xq, when built: the engine's launcher with and
+# without the variant, and the variant's kernels by shape), then on a
+# synthetic Qwen3.8-27B file, alternately without and with the variant,
+# REPS times each: `rs-bench --depth 16` (decode and passes of 1, 2, 4, 8
+# and 16 tokens) and `rs-bench --spec --draft mtp` (its first line: the
+# engine's pass costs of 1..9 tokens in one-token passes; its table: the
+# speedups at acceptance 0.8, fixed and adaptive k).
 #
 #   make CUDA=1 all build/tests/check_cuda build/dev/matvec_xq &&
 #       bash scripts/gpu-pack.sh
 #   # there (after gpu-pack's unpacking line):
-#   bash scripts/gpu-ab.sh roundup [REPS]
+#   bash scripts/gpu-ab.sh roundup|cm [REPS]
 #
 # Environment: RS_FIXTURES (default ../shared/fixtures), SYNTH (where the
 # 17 GB file goes, default /tmp/rs-s27b.gguf), OUT (a directory for the
@@ -27,7 +30,7 @@ rc=0
 mkdir -p "$out"
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-for c in matvec_roundup engine_batch_invariant; do
+for c in "matvec_$variant" engine_batch_invariant; do
 	CK_RUN_CASE=$c build/tests/check_cuda >"$out/check-$c.txt" 2>&1 ||
 	    rc=1
 	tail -1 "$out/check-$c.txt"
@@ -39,12 +42,15 @@ fi
 [ -f "$synth" ] || $bin/rs-bench --synth 27b --out "$synth" -q || exit 1
 for i in $(seq "$reps"); do
 	for v in "" "$variant"; do
-		f="$out/spec-${v:-default}-$i.txt"
+		f="$out/${v:-default}-$i"
 		echo "== RS_KERNELS='$v' run $i"
+		RS_KERNELS=$v timeout 100 $bin/rs-bench -m "$synth" \
+		    --backend cuda --depth 16 >"$f-depth.txt" 2>&1 || rc=1
+		grep -E "probe|decode|verify" "$f-depth.txt"
 		RS_KERNELS=$v timeout 200 $bin/rs-bench -m "$synth" \
 		    --backend cuda --spec --draft mtp --alpha 0.8 \
-		    --spec-tokens 64 >"$f" 2>&1 || rc=1
-		grep -E "pass of|adaptive|^ *0.8" "$f"
+		    --spec-tokens 64 >"$f-spec.txt" 2>&1 || rc=1
+		grep -E "pass of|^none|^mtp|^0\.8" "$f-spec.txt"
 	done
 done
 exit $rc

@@ -477,6 +477,36 @@ START_TEST(matvec_roundup)
 END_TEST
 
 /*
+ * RS_K_VAR_CM (rs_kernels.h): 16 columns chunk-major give the bits of
+ * each column alone, for every hot type, on rows of 13, 16 and 35
+ * super-blocks (groups with 1-5 super-blocks, some with none at 4 warps
+ * of 2 groups: 5), short and whole last tile rows, tall launches, and as
+ * 16 columns that start inside their batch (see check_matvec_xq).
+ */
+START_TEST(matvec_cm)
+{
+	static const struct {
+		int	type, nsb, rows;
+	} cases[] = {
+		{ RS_TYPE_Q4_K, 13, 67 }, { RS_TYPE_Q5_K, 13, 67 },
+		{ RS_TYPE_Q6_K, 13, 67 }, { RS_TYPE_Q6_K, 35, 67 },
+		{ RS_TYPE_Q4_K, 16, 64 }, { RS_TYPE_Q4_K, 5, 8200 },
+		{ RS_TYPE_Q5_K, 13, 8200 }, { RS_TYPE_Q6_K, 5, 65552 },
+	};
+
+	rs_k_set_variants(RS_K_VAR_CM);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rs_gguf_tensor t;
+		void *buf = random_tensor(&t, cases[i].type, cases[i].nsb * 256,
+		    cases[i].rows);
+		check_matvec(&t, 16, 0);
+		free(buf);
+	}
+	rs_k_set_variants(0);
+}
+END_TEST
+
+/*
  * rs_k_matvec_parts: products of one x in one call, each bit for bit what
  * rs_k_matvec gives it alone, for groups of one type (one launch: a large
  * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
@@ -2304,8 +2334,9 @@ check_groups(struct rs_engine *gpu, struct rs_state *st, const int32_t *tok,
  * order whatever the number of tokens in the call, so a 70-token prompt
  * run in groups of G (every G from 2 to RS_ENGINE_EXACT_MAX, the longest
  * verification pass and more) equals 70 single steps (the CUDA-graph path)
- * bit for bit, for every fixture file; and so do groups of 5-7 and 13
- * (8 + 5) with RS_K_VAR_ROUNDUP, the passes it changes.
+ * bit for bit, for every fixture file; and so do the passes that the
+ * kernel variants change: groups of 5-7 and 13 (8 + 5) with
+ * RS_K_VAR_ROUNDUP, of 16, 17 and 32 with RS_K_VAR_CM.
  */
 START_TEST(engine_batch_invariant)
 {
@@ -2313,7 +2344,12 @@ START_TEST(engine_batch_invariant)
 	    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf",
 	    "tiny/model-q6_k.gguf", "tiny/model-q5_k_m.gguf",
 	    "tiny/model-q4_0.gguf" };
-	static const int roundup[] = { 5, 6, 7, 13 };
+	static const struct {
+		unsigned	 var;
+		int		 g;
+	} vars[] = { { RS_K_VAR_ROUNDUP, 5 }, { RS_K_VAR_ROUNDUP, 6 },
+	    { RS_K_VAR_ROUNDUP, 7 }, { RS_K_VAR_ROUNDUP, 13 },
+	    { RS_K_VAR_CM, 16 }, { RS_K_VAR_CM, 17 }, { RS_K_VAR_CM, 32 } };
 	struct prompts	 p;
 	char		 what[256];
 
@@ -2336,12 +2372,13 @@ START_TEST(engine_batch_invariant)
 		for (int g = 2; g <= RS_ENGINE_EXACT_MAX; g++)
 			check_groups(gpu, st, p.tok[2], n, step, grp, g,
 			    files[f]);
-		rs_k_set_variants(RS_K_VAR_ROUNDUP);
-		snprintf(what, sizeof(what), "%s with RS_K_VAR_ROUNDUP",
-		    files[f]);
-		for (size_t i = 0; i < sizeof(roundup) / sizeof(roundup[0]); i++)
-			check_groups(gpu, st, p.tok[2], n, step, grp,
-			    roundup[i], what);
+		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+			rs_k_set_variants(vars[i].var);
+			snprintf(what, sizeof(what), "%s with kernel variant %u",
+			    files[f], vars[i].var);
+			check_groups(gpu, st, p.tok[2], n, step, grp, vars[i].g,
+			    what);
+		}
 		rs_k_set_variants(0);
 		rs_state_free(st);
 		free(step);
@@ -2854,6 +2891,7 @@ cuda_suite(void)
 	tcase_add_test(k, matvec_xq_wide);
 	tcase_add_test(k, matvec_parts);
 	tcase_add_test(k, matvec_roundup);
+	tcase_add_test(k, matvec_cm);
 	tcase_add_test(k, mm);
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);

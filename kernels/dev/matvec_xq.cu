@@ -3,7 +3,7 @@
  * matvec_mma.cuh): the dp4a kernel's shapes (warps a CTA W, tile rows TR), the
  * tensor-core kernel's (groups of virtual lanes a warp G, CTAs an SM MINB)
  * and the cost of 1..16 columns through rs_k_matvec (5-7 also with
- * RS_K_VAR_ROUNDUP, rs_kernels.h), on
+ * RS_K_VAR_ROUNDUP, 16 with RS_K_VAR_CM: rs_kernels.h), on
  * the shapes of a Qwen3.8-27B Q4_K_M token, weights in the engine's
  * 16-row tiles (rs_tile.h).
  *
@@ -127,6 +127,18 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
+/* matvec_mma_cm.cuh: whole quads of a block-major batch */
+template <int TYPE, int NT, int G, int MINB>
+static void
+launch_cm(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
+    float *y, int64_t ldy)
+{
+	mv_parts p = one_part(w, n_out, y, ldy);
+	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
+	matvec_xq_mma_cm_kernel<TYPE, NT, G, MINB><<<grid, 8 / G * RS_WARP>>>(
+	    p, n_in, xq);
+}
+
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -143,10 +155,16 @@ struct variant {
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
 
+#define C(nt, g, mb) { "cm" #nt "_g" #g "_minb" #mb, nt, { \
+	launch_cm<RS_TYPE_Q4_K, nt, g, mb>, \
+	launch_cm<RS_TYPE_Q5_K, nt, g, mb>, \
+	launch_cm<RS_TYPE_Q6_K, nt, g, mb> }, 2 }
+
 static const struct variant variants[] = {
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
+	C(16, 2, 5), C(16, 2, 4), C(16, 1, 2), C(8, 2, 4), C(8, 1, 3),
 };
 
 static int
@@ -266,7 +284,8 @@ main(void)
 		unsigned	 var;
 	} cols[] = { { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
 	    { 5, RS_K_VAR_ROUNDUP }, { 6, 0 }, { 6, RS_K_VAR_ROUNDUP },
-	    { 7, 0 }, { 7, RS_K_VAR_ROUNDUP }, { 8, 0 }, { 16, 0 } };
+	    { 7, 0 }, { 7, RS_K_VAR_ROUNDUP }, { 8, 0 }, { 16, 0 },
+	    { 16, RS_K_VAR_CM } };
 	const int nt_max = 16, reps = 20;
 	/* for a profiler: one shape, the variants whose name holds a string */
 	const char *only_shape = getenv("MX_SHAPE");
@@ -359,12 +378,13 @@ main(void)
 			rs_k_set_variants(0);
 			if (nt == 1)
 				us1 = us;
-			printf("{\"shape\":\"%s\",\"cols\":%d,\"roundup\":%s,"
-			    "\"us\":%.1f,\"GB_s\":%.0f,\"cost\":%.2f,"
+			printf("{\"shape\":\"%s\",\"cols\":%d,\"variant\":"
+			    "\"%s\",\"us\":%.1f,\"GB_s\":%.0f,\"cost\":%.2f,"
 			    "\"bit_identical\":%s}\n", sh->name, nt,
-			    cols[v].var ? "true" : "false", us, wbytes /
-			    (us * 1e-6) / 1e9, us / us1, same ? "true" :
-			    "false");
+			    cols[v].var == RS_K_VAR_ROUNDUP ? "roundup" :
+			    cols[v].var == RS_K_VAR_CM ? "cm" : "", us,
+			    wbytes / (us * 1e-6) / 1e9, us / us1, same ?
+			    "true" : "false");
 			if (!same)
 				status = 1;
 		}
