@@ -144,9 +144,10 @@ serve_27b() {
 	local secs=${SERVE_SECONDS:-120} trc out viol
 	slog=/tmp/rs-serve-27b.err
 	echo "== rs-serve on the synthetic 27B under its sandbox, $secs s of traffic"
-	# with a drafter: speculative passes, and the pass costs its rule
-	# measures at start, under the sandbox too
-	if ! start_27b --draft mtp+ngram; then
+	# the default drafter (auto: mtp+ngram here): speculative passes,
+	# and the pass costs its rule measures at start, under the sandbox
+	# too, as an installed service runs
+	if ! start_27b; then
 		echo "rs-serve did not become healthy:"
 		tail -n 20 "$slog"
 		stop_server "$spid"
@@ -164,6 +165,7 @@ print("serve-27b: requests %s ok %s 503 %s dropped %s tokens %s long prompt %s"
       "tokens", "long_prompt_tokens")), end="")' "$out"
 	echo " violations $viol traffic_rc $trc server_rc $stop_rc"
 	grep "POST /v1/chat/completions 200 .*prompt=[0-9]\{4,\} " "$slog" | head -n 1
+	grep -o "drafts [a-z+]*, up to [0-9]* a pass" "$slog"
 	grep "drafting on measured costs" "$slog"
 	if [ "$viol" -eq 0 ] && [ "$trc" -eq 0 ] && [ "$stop_rc" -eq 0 ]; then
 		return 0
@@ -172,7 +174,7 @@ print("serve-27b: requests %s ok %s 503 %s dropped %s tokens %s long prompt %s"
 	tail -n 20 "$slog"
 	echo "== the same traffic under --seccomp-trace: every refused call"
 	slog=/tmp/rs-serve-27b-trace.err
-	if start_27b --draft mtp+ngram --seccomp-trace; then
+	if start_27b --seccomp-trace; then
 		timeout 120 python3 scripts/serve-traffic.py --port "$port" \
 		    --queue 2 --duration 60 --long-tokens 2000
 	fi
