@@ -134,8 +134,8 @@ rs_cli_draft_done(const struct rs_cli_draft *d, enum rs_drafter_kind def,
 		    "count; use --draft ngram --draft-max %d", d->count,
 		    d->max);
 	if (!d->given && def == RS_DRAFTER_NONE && d->max > 0)
-		rs_cli_usage_error(usage, "--draft-max needs --draft ngram, mtp, "
-		    "mtp+ngram or auto");
+		rs_cli_usage_error(usage, "--draft-max needs --draft ngram, "
+		    "mtp, mtp+ngram or auto");
 	*kind = d->given ? d->kind : def;
 	*k = *kind == RS_DRAFTER_NONE ? 0 : d->count > 0 ? d->count :
 	    d->max > 0 ? d->max : RS_DRAFTER_K_DEFAULT;

@@ -53,10 +53,11 @@
  * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
  * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
  * last column and not written (the 8-column kernel's past xq_in.nw are
- * computed on whatever x holds there: RS_K_VAR_ROUNDUP); with one or two columns at constant
- * strides (decode, two-token passes: XL below) a quad's columns are x's
- * q % NT instead, and each lane adds only its share of the chunks
- * (mma_few_cols: a quarter or a half of the float tail).
+ * computed on whatever x holds there: RS_K_VAR_ROUNDUP); with one or
+ * two columns at constant strides (decode, two-token passes: XL below)
+ * a quad's columns are x's q % NT instead, and each lane adds only its
+ * share of the chunks (mma_few_cols: a quarter or a half of the float
+ * tail).
  * Measured in docs/perf-log.md; G and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH

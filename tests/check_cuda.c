@@ -2374,8 +2374,8 @@ START_TEST(engine_batch_invariant)
 			    files[f]);
 		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 			rs_k_set_variants(vars[i].var);
-			snprintf(what, sizeof(what), "%s with kernel variant %u",
-			    files[f], vars[i].var);
+			snprintf(what, sizeof(what), "%s with kernel variant "
+			    "%u", files[f], vars[i].var);
 			check_groups(gpu, st, p.tok[2], n, step, grp, vars[i].g,
 			    what);
 		}
