@@ -34,6 +34,44 @@ sample(int slots, uint64_t avail)
 	return (f);
 }
 
+/* A fake memory check: fits up to *CTX snapshots; counts its calls. */
+static int fit_calls;
+
+static int
+fits_up_to(int n_snap, void *ctx)
+{
+	fit_calls++;
+	return (n_snap <= *(const int *)ctx);
+}
+
+/*
+ * rs_fit_drafts: the default drafter halves its drafts a pass until its
+ * snapshots fit, down to none, and says when not even none fits.
+ */
+START_TEST(drafts_give_way)
+{
+	static const struct {
+		int	k, max_snap, want, calls;
+	} cases[] = {
+		{ 4, 100, 4, 1 },	/* fits as asked */
+		{ 4, 4, 2, 2 },		/* 5 snapshots no, 3 yes */
+		{ 4, 2, 1, 3 },		/* 5, 3 no; 2 yes */
+		{ 4, 1, 0, 4 },		/* 5, 3, 2 no; none yes */
+		{ 4, -1, -1, 4 },	/* not even without drafts */
+		{ 16, 9, 8, 2 },	/* 17 no, 9 yes */
+		{ 3, 2, 1, 2 },		/* 4 no, 2 yes */
+		{ 0, 0, 0, 1 },		/* no drafter: one check */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		fit_calls = 0;
+		ck_assert_int_eq(rs_fit_drafts(cases[i].k, fits_up_to,
+		    (void *)&cases[i].max_snap), cases[i].want);
+		ck_assert_int_eq(fit_calls, cases[i].calls);
+	}
+}
+END_TEST
+
 START_TEST(fits_exactly)
 {
 	uint64_t		need = 11 * GIB + 2 * 3 * GIB + RS_FIT_RESERVE;
@@ -199,6 +237,7 @@ fit_suite(void)
 
 	tc = tcase_create("decision");
 	tcase_add_test(tc, fits_exactly);
+	tcase_add_test(tc, drafts_give_way);
 	tcase_add_test(tc, one_byte_short);
 	tcase_add_test(tc, not_even_the_weights);
 	tcase_add_test(tc, split_per_gpu);

@@ -132,3 +132,14 @@ rs_fit_split_check(const struct rs_split *sp, const struct rs_split_mem *mem,
 		    "--slots\n");
 	return (ok);
 }
+
+int
+rs_fit_drafts(int k, int (*fits)(int n_snap, void *ctx), void *ctx)
+{
+	for (;; k /= 2) {
+		if (fits(k > 0 ? k + 1 : 0, ctx))
+			return (k);
+		if (k == 0)
+			return (-1);
+	}
+}

@@ -77,4 +77,14 @@ int		rs_fit_split_check(const struct rs_split *sp,
 		    const struct rs_split_mem *mem, const uint64_t *free_b,
 		    int32_t n_ctx, int slots, struct rs_buf *msg);
 
+/*
+ * How many drafts a pass the default drafter keeps where memory is short
+ * (rs-serve: its snapshots give way to --ctx and --slots): the first of
+ * K, K / 2, K / 4, ..., 0 whose state snapshots (drafts + 1 a slot, none
+ * at 0 drafts) FITS accepts; -1 when not even 0 does.  FITS(N_SNAP, CTX)
+ * is the caller's check: 1 when it fits.
+ */
+int		rs_fit_drafts(int k, int (*fits)(int n_snap, void *ctx),
+		    void *ctx);
+
 #endif /* RS_FIT_H */

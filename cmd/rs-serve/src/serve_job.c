@@ -428,36 +428,41 @@ check_fit(const struct rs_state_opts *so)
 	return (ok ? 0 : -1);
 }
 
+/* rs_fit_drafts()'s check: CTX, the state options, with N_SNAP */
+static int
+fits_snap(int n_snap, void *ctx)
+{
+	struct rs_state_opts *so = ctx;
+
+	so->n_snap = n_snap;
+	return (check_fit(so) == 0);
+}
+
 /*
  * check_fit() where the drafter came by default: its snapshots (draft_max
  * + 1 recurrent states, ~150 MB each on the 27B) give way to --ctx and
- * --slots, halving draft_max down to none, with a warning.  A drafter
- * asked for by name must fit as asked.  0, or -1 with eng.why.
+ * --slots, halving draft_max down to none, with a warning (rs_fit.h).  A
+ * drafter asked for by name must fit as asked.  0, or -1 with eng.why.
  */
 static int
 fit_drafts(struct rs_state_opts *so)
 {
-	int	k = serve_cfg.gen.draft_max;
+	const int	k = serve_cfg.gen.draft_max;
+	int		got;
 
-	if (check_fit(so) == 0)
-		return (0);
 	if (serve_cfg.draft.given || k == 0)
+		return (check_fit(so));
+	if ((got = rs_fit_drafts(k, fits_snap, so)) < 0)
 		return (-1);
-	do {
-		k /= 2;
-		so->n_snap = k > 0 ? k + 1 : 0;
-		if (check_fit(so) == 0) {
-			rs_cli_warn("drafting %d tokens a pass at most, not "
-			    "%d: the state snapshots of more do not fit "
-			    "(--draft-max, --ctx, --slots)", k,
-			    serve_cfg.gen.draft_max);
-			serve_cfg.gen.draft_max = k;
-			if (k == 0)
-				serve_cfg.gen.draft = RS_DRAFTER_NONE;
-			return (0);
-		}
-	} while (k > 0);
-	return (-1);
+	if (got < k) {
+		rs_cli_warn("drafting %d tokens a pass at most, not %d: the "
+		    "state snapshots of more do not fit (--draft-max, --ctx, "
+		    "--slots)", got, k);
+		serve_cfg.gen.draft_max = got;
+		if (got == 0)
+			serve_cfg.gen.draft = RS_DRAFTER_NONE;
+	}
+	return (0);
 }
 
 /*
