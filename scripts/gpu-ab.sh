@@ -1,8 +1,8 @@
 #!/bin/bash
 # gpu-ab.sh - a kernel variant under measurement (RS_KERNELS: rs_kernels.h)
 # against the default kernels on one GPU, in one run, so that the ratio
-# is a same-run ratio (docs/perf-log.md): check_cuda's cases for the
-# variant (matvec_VARIANT, engine_batch_invariant), the playground's rows
+# is a same-run ratio (docs/perf-log.md): check_cuda's tests of the
+# variants (its TCase "variants"), the playground's rows
 # (build/dev/matvec_xq, when built: the engine's launcher with and
 # without the variant, and the variant's kernels by shape), then on a
 # synthetic Qwen3.8-27B file, alternately without and with the variant,
@@ -30,11 +30,12 @@ rc=0
 mkdir -p "$out"
 
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-for c in "matvec_$variant" engine_batch_invariant; do
-	CK_RUN_CASE=$c build/tests/check_cuda >"$out/check-$c.txt" 2>&1 ||
-	    rc=1
-	tail -1 "$out/check-$c.txt"
-done
+# (check_cuda's TCase of the variants: each variant's kernels and the
+# engine's batch invariance with it)
+CK_RUN_CASE=variants build/tests/check_cuda >"$out/check-variants.txt" 2>&1 ||
+    rc=1
+tail -1 "$out/check-variants.txt"
+grep -q "Checks: 3," "$out/check-variants.txt" || rc=1
 if [ -x build/dev/matvec_xq ]; then
 	build/dev/matvec_xq >"$out/matvec_xq.jsonl" 2>&1 || rc=1
 	grep '"cols"' "$out/matvec_xq.jsonl"

@@ -2330,52 +2330,73 @@ check_groups(struct rs_engine *gpu, struct rs_state *st, const int32_t *tok,
 }
 
 /*
+ * The fixture files of the batch-invariance tests, and the logits of the
+ * third reference prompt run in single steps on GPU (the CUDA-graph path)
+ * into STEP (n rows of V), through the fresh state ST.
+ */
+static const char *const invariant_files[] = { "tiny/model-q4_k_m.gguf",
+    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf", "tiny/model-q6_k.gguf",
+    "tiny/model-q5_k_m.gguf", "tiny/model-q4_0.gguf" };
+
+static void
+single_steps(struct rs_engine *gpu, struct rs_state *st,
+    const struct prompts *p, float *step)
+{
+	const int64_t	 V = rs_engine_model(gpu)->hp.n_vocab;
+	struct rs_err	 err;
+
+	for (int i = 0; i < p->len[2]; i++)
+		ck_assert_int_eq(rs_engine_forward(gpu, st, p->tok[2] + i, 1,
+		    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
+}
+
+/*
  * Batch invariance: on the exact path every kernel sums each output in one
  * order whatever the number of tokens in the call, so a 70-token prompt
  * run in groups of G (every G from 2 to RS_ENGINE_EXACT_MAX, the longest
  * verification pass and more) equals 70 single steps (the CUDA-graph path)
- * bit for bit, for every fixture file; and so do the passes that the
- * kernel variants change: groups of 5-7 and 13 (8 + 5) with
- * RS_K_VAR_ROUNDUP, of 16, 17 and 32 with RS_K_VAR_CM.
+ * bit for bit, for every fixture file.  With VARIANTS, the same for the
+ * passes that the kernel variants (rs_kernels.h) change: groups of 5-7
+ * and 13 (8 + 5) with RS_K_VAR_ROUNDUP, of 16, 17 and 32 with
+ * RS_K_VAR_CM.
  */
-START_TEST(engine_batch_invariant)
+static void
+check_invariance(int variants)
 {
-	static const char *const files[] = { "tiny/model-q4_k_m.gguf",
-	    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf",
-	    "tiny/model-q6_k.gguf", "tiny/model-q5_k_m.gguf",
-	    "tiny/model-q4_0.gguf" };
 	static const struct {
 		unsigned	 var;
 		int		 g;
 	} vars[] = { { RS_K_VAR_ROUNDUP, 5 }, { RS_K_VAR_ROUNDUP, 6 },
 	    { RS_K_VAR_ROUNDUP, 7 }, { RS_K_VAR_ROUNDUP, 13 },
 	    { RS_K_VAR_CM, 16 }, { RS_K_VAR_CM, 17 }, { RS_K_VAR_CM, 32 } };
+	const size_t	 n_files = sizeof(invariant_files) /
+			    sizeof(invariant_files[0]);
 	struct prompts	 p;
 	char		 what[256];
 
 	load_prompts(&p);
-	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+	for (size_t f = 0; f < n_files; f++) {
+		const char *file = invariant_files[f];
 		struct rs_model	*m;
 		struct rs_state	*st;
 		struct rs_err	 err;
-		ck_assert_int_eq(rs_model_open(&m, t_fixture(files[f]), &err),
+		ck_assert_int_eq(rs_model_open(&m, t_fixture(file), &err),
 		    RS_OK);
 		struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
 		const int64_t V = m->hp.n_vocab;
 		const int n = p.len[2];
 		float *step = malloc((size_t)n * V * 4);
 		float *grp = malloc((size_t)n * V * 4);
-		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
-		for (int i = 0; i < n; i++)
-			ck_assert_int_eq(rs_engine_forward(gpu, st, p.tok[2] + i, 1,
-			    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
-		for (int g = 2; g <= RS_ENGINE_EXACT_MAX; g++)
-			check_groups(gpu, st, p.tok[2], n, step, grp, g,
-			    files[f]);
-		for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err),
+		    RS_OK);
+		single_steps(gpu, st, &p, step);
+		for (int g = 2; !variants && g <= RS_ENGINE_EXACT_MAX; g++)
+			check_groups(gpu, st, p.tok[2], n, step, grp, g, file);
+		for (size_t i = 0; variants && i < sizeof(vars) /
+		    sizeof(vars[0]); i++) {
 			rs_k_set_variants(vars[i].var);
 			snprintf(what, sizeof(what), "%s with kernel variant "
-			    "%u", files[f], vars[i].var);
+			    "%u", file, vars[i].var);
 			check_groups(gpu, st, p.tok[2], n, step, grp, vars[i].g,
 			    what);
 		}
@@ -2386,6 +2407,17 @@ START_TEST(engine_batch_invariant)
 		rs_engine_free(gpu);
 		rs_model_close(m);
 	}
+}
+
+START_TEST(engine_batch_invariant)
+{
+	check_invariance(0);
+}
+END_TEST
+
+START_TEST(engine_variants_invariant)
+{
+	check_invariance(1);
 }
 END_TEST
 
@@ -2884,14 +2916,14 @@ cuda_suite(void)
 	TCase	*k = tcase_create("kernels");
 	TCase	*e = tcase_create("engine");
 	TCase	*v = tcase_create("eval");	/* long windows (demo/) */
+	/* the kernel variants under measurement (scripts/gpu-ab.sh) */
+	TCase	*kv = tcase_create("variants");
 
 	tcase_set_timeout(k, 120);
 	tcase_add_test(k, matvec_fixtures);
 	tcase_add_test(k, matvec_all_types);
 	tcase_add_test(k, matvec_xq_wide);
 	tcase_add_test(k, matvec_parts);
-	tcase_add_test(k, matvec_roundup);
-	tcase_add_test(k, matvec_cm);
 	tcase_add_test(k, mm);
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);
@@ -2922,6 +2954,11 @@ cuda_suite(void)
 	tcase_set_timeout(v, 300);
 	tcase_add_test(v, engine_eval);
 	suite_add_tcase(s, v);
+	tcase_set_timeout(kv, 300);
+	tcase_add_test(kv, matvec_roundup);
+	tcase_add_test(kv, matvec_cm);
+	tcase_add_test(kv, engine_variants_invariant);
+	suite_add_tcase(s, kv);
 	return (s);
 }
 
