@@ -86,7 +86,8 @@ struct rs_k_xq_cols {
  * rs_k_variants_parse() reads a comma-separated list of their names
  * ("roundup", "cm"; "" none) into *MASK, or RS_ERR_INVALID_ARG naming the
  * known ones; the CUDA backend applies $RS_KERNELS so when an engine
- * starts.
+ * starts.  Set them before an engine runs: its CUDA graphs keep the
+ * kernels they were captured with.
  */
 #define RS_K_VAR_ROUNDUP	1u
 #define RS_K_VAR_CM		2u
