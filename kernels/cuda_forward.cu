@@ -1557,18 +1557,8 @@ cuda_init(struct rs_engine *e, struct rs_err *err)
 	const struct rs_split *sp = &e->split;
 	struct multi *mu;
 	enum rs_status s;
-	const char *var = getenv("RS_KERNELS");
-	struct rs_err verr;
-	unsigned variants;
 	int cur = 0;
 
-	/* the kernel variants under measurement, where asked for */
-	if (var != NULL) {
-		if (rs_k_variants_parse(var, &variants, &verr) != RS_OK)
-			return (rs_errf(err, RS_ERR_INVALID_ARG, "RS_KERNELS: "
-			    "%s", verr.msg));
-		rs_k_set_variants(variants);
-	}
 	if (hp->head_dim != hp->head_dim_v)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
 		    "key_length %u != value_length %u is not supported",

@@ -36,7 +36,6 @@
 #include "common.cuh"
 #include "matvec_sb.cuh"
 #include "matvec_mma.cuh"
-#include "matvec_mma_cm.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"
@@ -400,22 +399,15 @@ struct matvec_launch {
 #ifndef __CUDACC_RTC__
 		const int mma = xq.nb * n_in <= MMA_MAX_IN && (NT <= 4 ||
 		    xq.bm) && has_mma_matvec();
-		const int roundup = rs_k_variants() & RS_K_VAR_ROUNDUP;
 #else
-		const int mma = 0, roundup = 0;
+		const int mma = 0;
 #endif
-		if (!mma) {
+		if (!mma)
 			go_dp4a<TYPE, NT>();
-			return;
-		}
-		/* 5-7 columns on the 8-column kernel (rs_kernels.h) */
-		if constexpr (NT >= 5 && NT <= 7) {
-			if (roundup) {
-				go_mma<TYPE, 8>();
-				return;
-			}
-		}
-		go_mma<TYPE, NT>();
+		else if constexpr (NT >= 5 && NT <= 7)
+			go_mma<TYPE, 8>();	/* writes NT: xq_in.nw */
+		else
+			go_mma<TYPE, NT>();
 	}
 
 	/*
@@ -519,29 +511,8 @@ struct matvec_launch {
 			else
 				go_mma_g<TYPE, NT, 1, 3>();
 		} else {
-#ifndef __CUDACC_RTC__
-			/* chunk-major (rs_kernels.h: RS_K_VAR_CM) */
-			if (rs_k_variants() & RS_K_VAR_CM) {
-				go_cm<TYPE, NT, 2, 5>();
-				return;
-			}
-#endif
 			go_mma_g<TYPE, NT, 2, 3>();
 		}
-	}
-
-	template <int TYPE, int NT, int G, int MINB>
-	void
-	go_cm(void)
-	{
-		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
-#ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_mma_cm_kernel<TYPE, NT, G, MINB>, grid,
-		    8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
-#else
-		matvec_xq_mma_cm_kernel<TYPE, NT, G, MINB><<<grid,
-		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);
-#endif
 	}
 
 	/*

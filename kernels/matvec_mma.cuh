@@ -53,7 +53,7 @@
  * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
  * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
  * last column and not written (the 8-column kernel's past xq_in.nw are
- * computed on whatever x holds there: RS_K_VAR_ROUNDUP); with one or
+ * computed on whatever x holds there: launches of 5-7 columns); with one or
  * two columns at constant strides (decode, two-token passes: XL below)
  * a quad's columns are x's q % NT instead, and each lane adds only its
  * share of the chunks (mma_few_cols: a quarter or a half of the float
@@ -189,15 +189,6 @@ struct mmac_k {
 		load_h(tile, 8 * t + g, w);
 	}
 
-	/* only what chunk C needs (matvec_mma_cm.cuh) */
-	static __device__ __forceinline__ void
-	load_chunk(const uint8_t *tile, int g, int t, int c, mma_raw *w)
-	{
-		load_head(tile, g, w);
-		load_q(tile, 8 * t + g, c, w);
-		load_h(tile, 8 * t + g, w);
-	}
-
 	/* the 16-byte heads of rows g and g + 8 */
 	static __device__ __forceinline__ void
 	load_head(const uint8_t *tile, int g, mma_raw *w)
@@ -294,15 +285,6 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 #pragma unroll
 		for (int hh = 0; hh < 2; hh++)
 			load_h(tile, 8 * t + g, hh, w);
-	}
-
-	/* only what chunk C needs (matvec_mma_cm.cuh) */
-	static __device__ __forceinline__ void
-	load_chunk(const uint8_t *tile, int g, int t, int c, mma_raw *w)
-	{
-		load_head(tile, g, w);
-		load_q(tile, 8 * t + g, c, w);
-		load_h(tile, 8 * t + g, c >> 1, w);
 	}
 
 	/* the 16 scale bytes and the scale d of rows g and g + 8 */

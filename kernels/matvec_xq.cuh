@@ -127,7 +127,7 @@ mv_parts_grid(mv_parts *p, int64_t rows)
  * A launch's x: columns T0 .. T0 + NT − 1 of the batch of NB at P,
  * block-major if BM (rs_xq.h; rs_k_xq_block_major chose it for the
  * batch's producer).  NW of them are written: NT, or fewer where an
- * 8-column tensor-core kernel runs a launch of 5-7 (RS_K_VAR_ROUNDUP).
+ * 8-column tensor-core kernel runs a launch of 5-7 (matvec.cu's go_xq).
  */
 struct xq_in {
 	const uint8_t	*p;

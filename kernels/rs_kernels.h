@@ -70,33 +70,6 @@ struct rs_k_xq_cols {
 };
 
 /*
- * Kernel variants under measurement (docs/perf-log.md): choices that give
- * the bits of the default kernels and may differ only in speed, off
- * unless asked for, so that one build can time both ways on one GPU and
- * check_cuda can check both.  A set of RS_K_VAR_* bits, process-wide:
- *   RS_K_VAR_ROUNDUP  tensor-core products of 5-7 columns run the
- *                     8-column kernel (fewer instructions and spills a
- *                     super-block than its 5-7-column forms), which
- *                     writes only the launch's columns; its other lanes
- *                     read up to 3 slots past the launch's last column
- *                     (rs_xq.h: RS_XQ_TAIL)
- *   RS_K_VAR_CM       tensor-core products of 16 columns chunk-major
- *                     (matvec_mma_cm.cuh): a quarter of the partial sums
- *                     in registers, five 4-warp CTAs an SM, not three
- * rs_k_variants_parse() reads a comma-separated list of their names
- * ("roundup", "cm"; "" none) into *MASK, or RS_ERR_INVALID_ARG naming the
- * known ones; the CUDA backend applies $RS_KERNELS so when an engine
- * starts.  Set them before an engine runs: its CUDA graphs keep the
- * kernels they were captured with.
- */
-#define RS_K_VAR_ROUNDUP	1u
-#define RS_K_VAR_CM		2u
-enum rs_status	rs_k_variants_parse(const char *s, unsigned *mask,
-		    struct rs_err *err);
-void		rs_k_set_variants(unsigned mask);
-unsigned	rs_k_variants(void);
-
-/*
  * y[t][o] (+)= Σ_i W[o][i]·x[t][i] for t < N_TOK <= 16, o < N_OUT.  W is a
  * GGUF weight of TYPE in device memory, rows of N_IN values (ROW_BYTES
  * apart); X is (n_tok, ldx), Y (n_tok, ldy).  ACCUMULATE adds to Y (the

@@ -17,8 +17,8 @@
 # host pass would, and with small stand-ins for the C headers the sources
 # include.  The PTX of the launchers is meaningless and is not used: only
 # whether NVRTC accepts the kernels counts.  cuda_forward.cu (no kernels, host
-# runtime calls), gemm.cu (cuBLAS calls), probe.cu (cudaEvent* timing) and
-# variants.cu (a host setting) are host code and are left out.
+# runtime calls), gemm.cu (cuBLAS calls) and probe.cu (cudaEvent* timing)
+# are host code and are left out.
 #
 # PTX goes to build/cuda129/nvrtc-ptx/.  Exit 1 if a file fails.
 set -u
@@ -69,7 +69,7 @@ EOF
 
 if [ $# -eq 0 ]; then
 	for f in kernels/*.cu; do
-		case $f in */cuda_forward.cu|*/gemm.cu|*/probe.cu|*/variants.cu) ;; *) set -- "$@" "$f" ;; esac
+		case $f in */cuda_forward.cu|*/gemm.cu|*/probe.cu) ;; *) set -- "$@" "$f" ;; esac
 	done
 fi
 # every lib/ folder, as the Makefile's LIB_INC: sources include "rs_<m>.h"

@@ -42,7 +42,7 @@ for b in build build/sm70; do
 		strip -o ".dev/stage/$b/bin/${f##*/}" "$f"
 	done
 	strip -o ".dev/stage/$b/tests/check_cuda" "$b/tests/check_cuda"
-	# the kernel playgrounds built there (scripts/gpu-ab.sh)
+	# the kernel playgrounds built there
 	for f in "$b"/dev/*; do
 		[ -x "$f" ] || continue
 		mkdir -p ".dev/stage/$b/dev"

@@ -445,14 +445,14 @@ START_TEST(matvec_xq_wide)
 END_TEST
 
 /*
- * RS_K_VAR_ROUNDUP (rs_kernels.h): 5-7 columns on the 8-column
- * tensor-core kernel, which writes only them and reads past the launch's
- * last column (the next block's slots, then the batch's tail), give the
- * bits of each column alone, for every hot type, on 8-warp and on tall
+ * 5-7 columns, which run the 8-column tensor-core kernel (matvec.cu's
+ * go_xq: it writes only them and reads past the launch's last column,
+ * the next block's slots, then the batch's tail), give the bits of each
+ * column alone, for every hot type, on 8-warp and on tall
  * (4-warp) launches, and as the 5 or 7 columns after 8 in one call (13,
  * 15: launches that start inside their batch).
  */
-START_TEST(matvec_roundup)
+START_TEST(matvec_5_to_7)
 {
 	static const struct {
 		int	type, nsb, rows;
@@ -463,7 +463,6 @@ START_TEST(matvec_roundup)
 	};
 	static const int cols[] = { 5, 6, 7, 13, 15 };
 
-	rs_k_set_variants(RS_K_VAR_ROUNDUP);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct rs_gguf_tensor t;
 		void *buf = random_tensor(&t, cases[i].type, cases[i].nsb * 256,
@@ -472,37 +471,6 @@ START_TEST(matvec_roundup)
 			check_matvec(&t, cols[c], 0);
 		free(buf);
 	}
-	rs_k_set_variants(0);
-}
-END_TEST
-
-/*
- * RS_K_VAR_CM (rs_kernels.h): 16 columns chunk-major give the bits of
- * each column alone, for every hot type, on rows of 13, 16 and 35
- * super-blocks (groups with 1-5 super-blocks, some with none at 4 warps
- * of 2 groups: 5), short and whole last tile rows, tall launches, and as
- * 16 columns that start inside their batch (see check_matvec_xq).
- */
-START_TEST(matvec_cm)
-{
-	static const struct {
-		int	type, nsb, rows;
-	} cases[] = {
-		{ RS_TYPE_Q4_K, 13, 67 }, { RS_TYPE_Q5_K, 13, 67 },
-		{ RS_TYPE_Q6_K, 13, 67 }, { RS_TYPE_Q6_K, 35, 67 },
-		{ RS_TYPE_Q4_K, 16, 64 }, { RS_TYPE_Q4_K, 5, 8200 },
-		{ RS_TYPE_Q5_K, 13, 8200 }, { RS_TYPE_Q6_K, 5, 65552 },
-	};
-
-	rs_k_set_variants(RS_K_VAR_CM);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct rs_gguf_tensor t;
-		void *buf = random_tensor(&t, cases[i].type, cases[i].nsb * 256,
-		    cases[i].rows);
-		check_matvec(&t, 16, 0);
-		free(buf);
-	}
-	rs_k_set_variants(0);
 }
 END_TEST
 
@@ -2330,94 +2298,45 @@ check_groups(struct rs_engine *gpu, struct rs_state *st, const int32_t *tok,
 }
 
 /*
- * The fixture files of the batch-invariance tests, and the logits of the
- * third reference prompt run in single steps on GPU (the CUDA-graph path)
- * into STEP (n rows of V), through the fresh state ST.
- */
-static const char *const invariant_files[] = { "tiny/model-q4_k_m.gguf",
-    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf", "tiny/model-q6_k.gguf",
-    "tiny/model-q5_k_m.gguf", "tiny/model-q4_0.gguf" };
-
-static void
-single_steps(struct rs_engine *gpu, struct rs_state *st,
-    const struct prompts *p, float *step)
-{
-	const int64_t	 V = rs_engine_model(gpu)->hp.n_vocab;
-	struct rs_err	 err;
-
-	for (int i = 0; i < p->len[2]; i++)
-		ck_assert_int_eq(rs_engine_forward(gpu, st, p->tok[2] + i, 1,
-		    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
-}
-
-/*
  * Batch invariance: on the exact path every kernel sums each output in one
  * order whatever the number of tokens in the call, so a 70-token prompt
  * run in groups of G (every G from 2 to RS_ENGINE_EXACT_MAX, the longest
  * verification pass and more) equals 70 single steps (the CUDA-graph path)
- * bit for bit, for every fixture file.  With VARIANTS, the same for the
- * passes that the kernel variants (rs_kernels.h) change: groups of 5-7
- * and 13 (8 + 5) with RS_K_VAR_ROUNDUP, of 16, 17 and 32 with
- * RS_K_VAR_CM.
+ * bit for bit, for every fixture file.
  */
-static void
-check_invariance(int variants)
+START_TEST(engine_batch_invariant)
 {
-	static const struct {
-		unsigned	 var;
-		int		 g;
-	} vars[] = { { RS_K_VAR_ROUNDUP, 5 }, { RS_K_VAR_ROUNDUP, 6 },
-	    { RS_K_VAR_ROUNDUP, 7 }, { RS_K_VAR_ROUNDUP, 13 },
-	    { RS_K_VAR_CM, 16 }, { RS_K_VAR_CM, 17 }, { RS_K_VAR_CM, 32 } };
-	const size_t	 n_files = sizeof(invariant_files) /
-			    sizeof(invariant_files[0]);
+	static const char *const files[] = { "tiny/model-q4_k_m.gguf",
+	    "tiny/model-f16.gguf", "tiny/model-q8_0.gguf",
+	    "tiny/model-q6_k.gguf", "tiny/model-q5_k_m.gguf",
+	    "tiny/model-q4_0.gguf" };
 	struct prompts	 p;
-	char		 what[256];
 
 	load_prompts(&p);
-	for (size_t f = 0; f < n_files; f++) {
-		const char *file = invariant_files[f];
+	for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
 		struct rs_model	*m;
 		struct rs_state	*st;
 		struct rs_err	 err;
-		ck_assert_int_eq(rs_model_open(&m, t_fixture(file), &err),
+		ck_assert_int_eq(rs_model_open(&m, t_fixture(files[f]), &err),
 		    RS_OK);
 		struct rs_engine *gpu = engine(m, RS_BACKEND_CUDA, 64);
 		const int64_t V = m->hp.n_vocab;
 		const int n = p.len[2];
 		float *step = malloc((size_t)n * V * 4);
 		float *grp = malloc((size_t)n * V * 4);
-		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err),
-		    RS_OK);
-		single_steps(gpu, st, &p, step);
-		for (int g = 2; !variants && g <= RS_ENGINE_EXACT_MAX; g++)
-			check_groups(gpu, st, p.tok[2], n, step, grp, g, file);
-		for (size_t i = 0; variants && i < sizeof(vars) /
-		    sizeof(vars[0]); i++) {
-			rs_k_set_variants(vars[i].var);
-			snprintf(what, sizeof(what), "%s with kernel variant "
-			    "%u", file, vars[i].var);
-			check_groups(gpu, st, p.tok[2], n, step, grp, vars[i].g,
-			    what);
-		}
-		rs_k_set_variants(0);
+		ck_assert_int_eq(rs_engine_state_new(gpu, NULL, &st, &err), RS_OK);
+		for (int i = 0; i < n; i++)
+			ck_assert_int_eq(rs_engine_forward(gpu, st, p.tok[2] + i, 1,
+			    step + i * V, RS_LOGITS_LAST, NULL, &err), RS_OK);
+		for (int g = 2; g <= RS_ENGINE_EXACT_MAX; g++)
+			check_groups(gpu, st, p.tok[2], n, step, grp, g,
+			    files[f]);
 		rs_state_free(st);
 		free(step);
 		free(grp);
 		rs_engine_free(gpu);
 		rs_model_close(m);
 	}
-}
-
-START_TEST(engine_batch_invariant)
-{
-	check_invariance(0);
-}
-END_TEST
-
-START_TEST(engine_variants_invariant)
-{
-	check_invariance(1);
 }
 END_TEST
 
@@ -2916,14 +2835,13 @@ cuda_suite(void)
 	TCase	*k = tcase_create("kernels");
 	TCase	*e = tcase_create("engine");
 	TCase	*v = tcase_create("eval");	/* long windows (demo/) */
-	/* the kernel variants under measurement (scripts/gpu-ab.sh) */
-	TCase	*kv = tcase_create("variants");
 
 	tcase_set_timeout(k, 120);
 	tcase_add_test(k, matvec_fixtures);
 	tcase_add_test(k, matvec_all_types);
 	tcase_add_test(k, matvec_xq_wide);
 	tcase_add_test(k, matvec_parts);
+	tcase_add_test(k, matvec_5_to_7);
 	tcase_add_test(k, mm);
 	tcase_add_test(k, xq);
 	tcase_add_test(k, embed_rows);
@@ -2954,11 +2872,6 @@ cuda_suite(void)
 	tcase_set_timeout(v, 300);
 	tcase_add_test(v, engine_eval);
 	suite_add_tcase(s, v);
-	tcase_set_timeout(kv, 300);
-	tcase_add_test(kv, matvec_roundup);
-	tcase_add_test(kv, matvec_cm);
-	tcase_add_test(kv, engine_variants_invariant);
-	suite_add_tcase(s, kv);
 	return (s);
 }
 

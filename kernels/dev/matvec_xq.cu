@@ -2,8 +2,7 @@
  * matvec_xq.cu - playground for the integer matvec (kernels/matvec.cu and
  * matvec_mma.cuh): the dp4a kernel's shapes (warps a CTA W, tile rows TR), the
  * tensor-core kernel's (groups of virtual lanes a warp G, CTAs an SM MINB)
- * and the cost of 1..16 columns through rs_k_matvec (5-7 also with
- * RS_K_VAR_ROUNDUP, 16 with RS_K_VAR_CM: rs_kernels.h), on
+ * and the cost of 1..16 columns through rs_k_matvec, on
  * the shapes of a Qwen3.8-27B Q4_K_M token, weights in the engine's
  * 16-row tiles (rs_tile.h).
  *
@@ -127,18 +126,6 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
-/* matvec_mma_cm.cuh: whole quads of a block-major batch */
-template <int TYPE, int NT, int G, int MINB>
-static void
-launch_cm(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
-    float *y, int64_t ldy)
-{
-	mv_parts p = one_part(w, n_out, y, ldy);
-	dim3 grid(mv_parts_grid(&p, MMA_ROWS));
-	matvec_xq_mma_cm_kernel<TYPE, NT, G, MINB><<<grid, 8 / G * RS_WARP>>>(
-	    p, n_in, xq);
-}
-
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -155,16 +142,10 @@ struct variant {
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
 
-#define C(nt, g, mb) { "cm" #nt "_g" #g "_minb" #mb, nt, { \
-	launch_cm<RS_TYPE_Q4_K, nt, g, mb>, \
-	launch_cm<RS_TYPE_Q5_K, nt, g, mb>, \
-	launch_cm<RS_TYPE_Q6_K, nt, g, mb> }, 2 }
-
 static const struct variant variants[] = {
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
-	C(16, 2, 5), C(16, 2, 4), C(16, 1, 2), C(8, 2, 4), C(8, 1, 3),
 };
 
 static int
@@ -277,15 +258,7 @@ main(void)
 		{ "attn_o", RS_TYPE_Q5_K, 6144, 5120 },
 		{ "output", RS_TYPE_Q6_K, 5120, 248320 },
 	};
-	/* column counts through rs_k_matvec, and the kernel variants
-	   (rs_kernels.h) each runs with: 5-7 columns both ways */
-	static const struct {
-		int		 nt;
-		unsigned	 var;
-	} cols[] = { { 1, 0 }, { 2, 0 }, { 3, 0 }, { 4, 0 }, { 5, 0 },
-	    { 5, RS_K_VAR_ROUNDUP }, { 6, 0 }, { 6, RS_K_VAR_ROUNDUP },
-	    { 7, 0 }, { 7, RS_K_VAR_ROUNDUP }, { 8, 0 }, { 16, 0 },
-	    { 16, RS_K_VAR_CM } };
+	static const int cols[] = { 1, 2, 3, 4, 5, 6, 7, 8, 16 };
 	const int nt_max = 16, reps = 20;
 	/* for a profiler: one shape, the variants whose name holds a string */
 	const char *only_shape = getenv("MX_SHAPE");
@@ -364,10 +337,9 @@ main(void)
 		double us1 = 0.0;
 		for (size_t v = 0; v < (only_variant ? 0 : sizeof(cols) /
 		    sizeof(cols[0])); v++) {
-			const int nt = cols[v].nt;
+			const int nt = cols[v];
 			const xq_in xc = batch(hx, sh->n_in, nt, 0, hq, dq);
 
-			rs_k_set_variants(cols[v].var);
 			(void)time_us(&dw, sh->type, sh, rb, xc, dy, nt, 1);
 			die("run", cudaMemcpy(got, dy, (size_t)(nt *
 			    sh->n_out) * 4, cudaMemcpyDeviceToHost));
@@ -375,16 +347,12 @@ main(void)
 			    sh->n_out) * 4) == 0;
 			const double us = time_us(&dw, sh->type, sh, rb, xc, dy,
 			    nt, reps);
-			rs_k_set_variants(0);
 			if (nt == 1)
 				us1 = us;
-			printf("{\"shape\":\"%s\",\"cols\":%d,\"variant\":"
-			    "\"%s\",\"us\":%.1f,\"GB_s\":%.0f,\"cost\":%.2f,"
-			    "\"bit_identical\":%s}\n", sh->name, nt,
-			    cols[v].var == RS_K_VAR_ROUNDUP ? "roundup" :
-			    cols[v].var == RS_K_VAR_CM ? "cm" : "", us,
-			    wbytes / (us * 1e-6) / 1e9, us / us1, same ?
-			    "true" : "false");
+			printf("{\"shape\":\"%s\",\"cols\":%d,\"us\":%.1f,"
+			    "\"GB_s\":%.0f,\"cost\":%.2f,\"bit_identical\":"
+			    "%s}\n", sh->name, nt, us, wbytes / (us * 1e-6) /
+			    1e9, us / us1, same ? "true" : "false");
 			if (!same)
 				status = 1;
 		}

@@ -31,8 +31,8 @@
  *                     hold no value: a kernel may read them and
  *                     discard what it computes from them (an 8-column
  *                     tensor-core kernel running 5-7 columns reads up to
- *                     3 slots past the last: rs_kernels.h,
- *                     RS_K_VAR_ROUNDUP; a plane's overrun lands in the
+ *                     3 slots past the last: kernels/matvec.cu; a
+ *                     plane's overrun lands in the
  *                     next plane, the meta plane's in the tail)
  *
  * column after column (s = t·N/32 + b), or block-major (BM: s = b·NB + t),
