@@ -52,12 +52,12 @@
  * columns half the tail spent on copies of the last one); at 8 columns
  * 414 (Q4_K, SASS of sm_90), of which 160 are the tail, 76 the scales,
  * ~40 the x addresses.  Columns beyond NT are computed on a copy of the
- * last column and not written (the 8-column kernel's past xq_in.nw are
- * computed on whatever x holds there: launches of 5-7 columns); with one or
- * two columns at constant strides (decode, two-token passes: XL below)
- * a quad's columns are x's q % NT instead, and each lane adds only its
- * share of the chunks (mma_few_cols: a quarter or a half of the float
- * tail).
+ * last column and not written (the 8-column kernel, which also runs
+ * launches of 5-7 columns, computes those past xq_in.nw on whatever x
+ * holds there); with one or two columns at constant strides (decode,
+ * two-token passes: XL below) a quad's columns are x's q % NT instead,
+ * and each lane adds only its share of the chunks (mma_few_cols: a
+ * quarter or a half of the float tail).
  * Measured in docs/perf-log.md; G and MINB are the launch's knobs.
  */
 #ifndef RS_MATVEC_MMA_CUH
@@ -182,17 +182,8 @@ struct mmac_k {
 	static __device__ __forceinline__ void
 	load(const uint8_t *tile, int g, int t, mma_raw *w)
 	{
-		load_head(tile, g, w);
-#pragma unroll
-		for (int c = 0; c < 4; c++)
-			load_q(tile, 8 * t + g, c, w);
-		load_h(tile, 8 * t + g, w);
-	}
+		const int slot = 8 * t + g;
 
-	/* the 16-byte heads of rows g and g + 8 */
-	static __device__ __forceinline__ void
-	load_head(const uint8_t *tile, int g, mma_raw *w)
-	{
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
 			const uint4 hd = ld_weights((const uint4 *)tile + g +
@@ -200,22 +191,13 @@ struct mmac_k {
 			w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
 			w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
 		}
-	}
-
-	/* chunk C's qs bytes of both rows: SLOT of its run */
-	static __device__ __forceinline__ void
-	load_q(const uint8_t *tile, int slot, int c, mma_raw *w)
-	{
-		const uint4 q = ld_weights((const uint4 *)(tile + QS +
-		    512 * c) + slot);
-		w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
-		w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
-	}
-
-	/* Q5_K's fifth bits of every chunk (Q4_K: nothing) */
-	static __device__ __forceinline__ void
-	load_h(const uint8_t *tile, int slot, mma_raw *w)
-	{
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			const uint4 q = ld_weights((const uint4 *)(tile + QS +
+			    512 * c) + slot);
+			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+		}
 		if (TYPE == RS_TYPE_Q5_K) {
 			const uint4 h = ld_weights((const uint4 *)(tile + 256) +
 			    slot);
@@ -278,19 +260,8 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 	static __device__ __forceinline__ void
 	load(const uint8_t *tile, int g, int t, mma_raw *w)
 	{
-		load_head(tile, g, w);
-#pragma unroll
-		for (int c = 0; c < 4; c++)
-			load_q(tile, 8 * t + g, c, w);
-#pragma unroll
-		for (int hh = 0; hh < 2; hh++)
-			load_h(tile, 8 * t + g, hh, w);
-	}
+		const int slot = 8 * t + g;
 
-	/* the 16 scale bytes and the scale d of rows g and g + 8 */
-	static __device__ __forceinline__ void
-	load_head(const uint8_t *tile, int g, mma_raw *w)
-	{
 #pragma unroll
 		for (int r = 0; r < 2; r++) {
 			const uint4 hd = ld_weights((const uint4 *)tile + g +
@@ -300,26 +271,20 @@ template <> struct mmac<RS_TYPE_Q6_K> {
 			w->d[r] = half_to_float(__ldg((const unsigned short *)
 			    (tile + 256) + g + 8 * r));
 		}
-	}
-
-	/* chunk C's ql bytes of both rows: SLOT of its run */
-	static __device__ __forceinline__ void
-	load_q(const uint8_t *tile, int slot, int c, mma_raw *w)
-	{
-		const uint4 q = ld_weights((const uint4 *)(tile + 288 +
-		    512 * c) + slot);
-		w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
-		w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
-	}
-
-	/* the qh bytes of chunks 2HH and 2HH + 1 */
-	static __device__ __forceinline__ void
-	load_h(const uint8_t *tile, int slot, int hh, mma_raw *w)
-	{
-		const uint4 h = ld_weights((const uint4 *)(tile + 2336 +
-		    512 * hh) + slot);
-		w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
-		w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+			const uint4 q = ld_weights((const uint4 *)(tile + 288 +
+			    512 * c) + slot);
+			w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+			w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+		}
+#pragma unroll
+		for (int hh = 0; hh < 2; hh++) {
+			const uint4 h = ld_weights((const uint4 *)(tile + 2336 +
+			    512 * hh) + slot);
+			w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
+			w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;
+		}
 	}
 
 	/* row R's A fragments of chunk C (both blocks) */
