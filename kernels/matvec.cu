@@ -36,7 +36,6 @@
 #include "common.cuh"
 #include "matvec_sb.cuh"
 #include "matvec_mma.cuh"
-#include "matvec_mma_pair.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
 #include "rs_kernels.h"

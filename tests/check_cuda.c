@@ -240,6 +240,18 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 		to_host(y1, dy, (size_t)n_out * 4);
 		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
 		    "%s: column %d alone differs from the batch", what, t);
+		/* and quantized alone, a batch of one as a decode step has
+		   it (the one-column kernels at constant strides) */
+		void *d1 = dup_dev(cols + t * ldq, (size_t)RS_XQ_BATCH_BYTES(
+		    n_in, 1));
+		ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb,
+		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ d1, 1, 0 },
+		    dy, n_out, 1, 0, 0, &err), RS_OK);
+		to_host(y1, dy, (size_t)n_out * 4);
+		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
+		    "%s: column %d in a batch of one differs from the batch",
+		    what, t);
+		cudaFree(d1);
 	}
 	/* columns 1 .. of the batch in one launch: one that starts inside
 	   its batch (the engine's launches past 16 columns) */
@@ -479,7 +491,8 @@ END_TEST
  * rs_k_matvec gives it alone, for groups of one type (one launch: a large
  * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
  * the third accumulates) and of mixed types (one launch each), on 1, 2, 3,
- * 8 and 16 columns; and the calls the tiled path refuses.
+ * 8 and 16 columns and one column in a batch of its own; and the calls
+ * the tiled path refuses.
  */
 START_TEST(matvec_parts)
 {
@@ -490,7 +503,9 @@ START_TEST(matvec_parts)
 		{ RS_TYPE_Q4_K, RS_TYPE_Q6_K, RS_TYPE_Q4_K },
 	};
 	static const int64_t rows[3] = { 300, 48, 67 };
-	static const int cols[] = { 1, 2, 3, 8, 16 };
+	/* 0: one column in a batch of its own (a decode step: the
+	   one-column kernels at constant strides) */
+	static const int cols[] = { 0, 1, 2, 3, 8, 16 };
 	const int64_t n_in = 1024;
 	struct rs_err err;
 
@@ -512,6 +527,10 @@ START_TEST(matvec_parts)
 		float *dx = dup_dev(x, (size_t)(nt * n_in) * 4);
 		void *dq = dup_dev(xq, qbytes);
 		const struct rs_k_xq_cols xc = { dq, nt, 0 };
+		uint8_t *xq1 = malloc((size_t)RS_XQ_BATCH_BYTES(n_in, 1));
+		rs_xq_quantize_batch(x, n_in, n_in, 1, 0, xq1);
+		void *dq1 = dup_dev(xq1, (size_t)RS_XQ_BATCH_BYTES(n_in, 1));
+		const struct rs_k_xq_cols xc1 = { dq1, 1, 0 };
 		for (int i = 0; i < 3; i++) {
 			buf[i] = random_tensor(&t[i], mixes[m][i], n_in, rows[i]);
 			dw[i] = dev_tiled(&t[i]);
@@ -523,7 +542,8 @@ START_TEST(matvec_parts)
 			    rows[i], i == 2 };
 		}
 		for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++) {
-			const int n = cols[k];
+			const int n = cols[k] > 0 ? cols[k] : 1;
+			const struct rs_k_xq_cols xk = cols[k] > 0 ? xc : xc1;
 			for (int i = 0; i < 3; i++) {
 				const size_t b = (size_t)(n * rows[i]) * 4;
 				float *ones = malloc(b);
@@ -535,11 +555,11 @@ START_TEST(matvec_parts)
 				    cudaMemcpyHostToDevice) == cudaSuccess);
 				free(ones);
 			}
-			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, xc,
+			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, xk,
 			    n, 0, &err) == RS_OK, "%s", err.msg);
 			for (int i = 0; i < 3; i++) {
 				ck_assert_msg(rs_k_matvec(dw[i], p[i].type, n_in,
-				    rows[i], p[i].row_bytes, dx, n_in, xc,
+				    rows[i], p[i].row_bytes, dx, n_in, xk,
 				    dyo[i], rows[i], n, i == 2, 0, &err) ==
 				    RS_OK, "%s", err.msg);
 				const size_t b = (size_t)(n * rows[i]) * 4;
@@ -565,8 +585,10 @@ START_TEST(matvec_parts)
 		}
 		cudaFree(dx);
 		cudaFree(dq);
+		cudaFree(dq1);
 		free(x);
 		free(xq);
+		free(xq1);
 	}
 	/* more parts than a launch takes: refused */
 	struct rs_k_mv_part many[RS_K_MATVEC_MAX_PARTS + 1] = { 0 };

@@ -126,18 +126,6 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
-/* one column on two tile rows a CTA (matvec_mma_pair.cuh) */
-template <int TYPE, int MINB, bool AHEAD>
-static void
-launch_pair(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
-    float *y, int64_t ldy)
-{
-	mv_parts p = one_part(w, n_out, y, ldy);
-	dim3 grid(mv_parts_grid(&p, 2 * MMA_ROWS));
-	matvec_xq_mma_pair_kernel<TYPE, MINB, AHEAD><<<grid, 8 * RS_WARP>>>(p,
-	    n_in, xq);
-}
-
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -154,13 +142,7 @@ struct variant {
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
 
-#define P(mb, ah) { "pair1" #ah "_minb" #mb, 1, { \
-	launch_pair<RS_TYPE_Q4_K, mb, ah>, launch_pair<RS_TYPE_Q5_K, mb, ah>, \
-	launch_pair<RS_TYPE_Q6_K, mb, ah> }, 0 }
-
 static const struct variant variants[] = {
-	P(2, false), P(3, false), P(4, false), P(2, true), P(3, true),
-	P(4, true),
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
