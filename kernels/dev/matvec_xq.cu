@@ -103,7 +103,7 @@ launch(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 	    n_in, xq);
 }
 
-template <int TYPE, int NT, int G, int MINB>
+template <int TYPE, int NT, int G, int MINB, int PF = MMA_PF>
 static void
 launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
     float *y, int64_t ldy)
@@ -113,16 +113,16 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 	if constexpr (NT == 2 || (NT >= 3 && NT <= 4 &&
 	    TYPE != RS_TYPE_Q5_K)) {
 		if (xq.bm && xq.nb == NT && xq.t0 == 0) {
-			matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM_NT><<<
+			matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM_NT, PF><<<
 			    grid, 8 / G * RS_WARP>>>(p, n_in, xq);
 			return;
 		}
 	}
 	if (xq.bm)
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM><<<grid,
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM, PF><<<grid,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 	else if constexpr (NT <= 4)
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_COLS><<<grid,
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_COLS, PF><<<grid,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
@@ -142,10 +142,20 @@ struct variant {
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
 
+/* the same with the tiles |pf| steps ahead asked of the L1 (L2: pf < 0) */
+#define P(nt, g, mb, pf, nm) { "mma" #nt "_g" #g "_minb" #mb "_pf" nm, nt, { \
+	launch_mma<RS_TYPE_Q4_K, nt, g, mb, pf>, \
+	launch_mma<RS_TYPE_Q5_K, nt, g, mb, pf>, \
+	launch_mma<RS_TYPE_Q6_K, nt, g, mb, pf> }, 0 }
+
 static const struct variant variants[] = {
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
+	P(1, 1, 3, 1, "1"), P(1, 1, 3, 2, "2"), P(1, 1, 3, 3, "3"),
+	P(1, 1, 3, -2, "L2_2"), P(1, 2, 5, 2, "2"), P(2, 1, 3, 2, "2"),
+	P(4, 1, 3, 2, "2"), P(8, 1, 3, 1, "1"), P(8, 1, 3, 2, "2"),
+	P(8, 2, 4, 2, "2"), P(16, 2, 3, 1, "1"), P(16, 2, 3, 2, "2"),
 };
 
 static int
