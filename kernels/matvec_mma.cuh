@@ -496,32 +496,7 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
  */
 enum { XL_COLS, XL_BM, XL_BM_NT };
 
-#ifndef MMA_PF
-#define MMA_PF	0
-#endif
-
-/*
- * Ask the L1 (PF > 0) or the L2 (PF < 0) for the TB bytes of the tile at
- * TILE: one line a lane, the last lane the tile's last byte (a tile need
- * not start on a line).  No registers wait for it.
- */
-template <int TB, int PF>
-static __device__ __forceinline__ void
-mma_prefetch(const uint8_t *tile, int lane)
-{
-	constexpr int LINES = (TB + 127) / 128;
-
-	static_assert(LINES < RS_WARP, "a line a lane");
-	if (lane > LINES)
-		return;
-	const uint8_t *a = tile + (lane < LINES ? 128 * lane : TB - 1);
-	if constexpr (PF > 0)
-		asm volatile("prefetch.global.L1 [%0];" :: "l"(a));
-	else
-		asm volatile("prefetch.global.L2 [%0];" :: "l"(a));
-}
-
-template <int TYPE, int NT, int G, int MINB, int XL, int PF = MMA_PF>
+template <int TYPE, int NT, int G, int MINB, int XL>
 static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
     const xq_in xc)
@@ -608,16 +583,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 				break;
 			mma_raw raw;
 			mmac<TYPE>::load(tiles + bi * TB, g, t, &raw);
-			if constexpr (PF != 0) {
-				/* the first step asks for the next |PF|
-				   super-blocks, each later one for the one
-				   |PF| steps ahead */
-				constexpr int D = PF > 0 ? PF : -PF;
-				for (int d = b0 == wi ? 1 : D; d <= D; d++)
-					if (bi + 8 * d < nb)
-						mma_prefetch<TB, PF>(tiles +
-						    (bi + 8 * d) * TB, lane);
-			}
 			/* launched early (mv_launch), the kernel reads x
 			   only after the wait: the first weights are on
 			   their way meanwhile */

@@ -103,7 +103,7 @@ launch(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 	    n_in, xq);
 }
 
-template <int TYPE, int NT, int G, int MINB, int PF = MMA_PF>
+template <int TYPE, int NT, int G, int MINB>
 static void
 launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
     float *y, int64_t ldy)
@@ -113,16 +113,16 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 	if constexpr (NT == 2 || (NT >= 3 && NT <= 4 &&
 	    TYPE != RS_TYPE_Q5_K)) {
 		if (xq.bm && xq.nb == NT && xq.t0 == 0) {
-			matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM_NT, PF><<<
+			matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM_NT><<<
 			    grid, 8 / G * RS_WARP>>>(p, n_in, xq);
 			return;
 		}
 	}
 	if (xq.bm)
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM, PF><<<grid,
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM><<<grid,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 	else if constexpr (NT <= 4)
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_COLS, PF><<<grid,
+		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_COLS><<<grid,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
@@ -142,20 +142,10 @@ struct variant {
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
 
-/* the same with the tiles |pf| steps ahead asked of the L1 (L2: pf < 0) */
-#define P(nt, g, mb, pf, nm) { "mma" #nt "_g" #g "_minb" #mb "_pf" nm, nt, { \
-	launch_mma<RS_TYPE_Q4_K, nt, g, mb, pf>, \
-	launch_mma<RS_TYPE_Q5_K, nt, g, mb, pf>, \
-	launch_mma<RS_TYPE_Q6_K, nt, g, mb, pf> }, 0 }
-
 static const struct variant variants[] = {
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
-	P(1, 1, 3, 1, "1"), P(1, 1, 3, 2, "2"), P(1, 1, 3, 3, "3"),
-	P(1, 1, 3, -2, "L2_2"), P(1, 2, 5, 2, "2"), P(2, 1, 3, 2, "2"),
-	P(4, 1, 3, 2, "2"), P(8, 1, 3, 1, "1"), P(8, 1, 3, 2, "2"),
-	P(8, 2, 4, 2, "2"), P(16, 2, 3, 1, "1"), P(16, 2, 3, 2, "2"),
 };
 
 static int
@@ -275,8 +265,29 @@ main(void)
 	const char *only_variant = getenv("MX_VARIANT");
 	int status = 0;
 
-	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
-		const struct shape *sh = &shapes[s];
+	/* MX_ROWS="r1,r2,...": each shape at these row counts instead (how
+	   the time scales with the CTAs an SM gets) */
+	const char *rows_env = getenv("MX_ROWS");
+	int64_t rows[16];
+	int n_rows = 0;
+
+	for (const char *r = rows_env; r != NULL && *r != '\0' && n_rows < 16;
+	    r += strcspn(r, ",") + (r[strcspn(r, ",")] == ',')) {
+		rows[n_rows] = strtoll(r, NULL, 10);
+		if (rows[n_rows] <= 0 || rows[n_rows] % MMA_ROWS != 0) {
+			fprintf(stderr, "MX_ROWS: %s: positive multiples of "
+			    "%d\n", rows_env, MMA_ROWS);
+			return (2);
+		}
+		n_rows++;
+	}
+	for (size_t sr = 0; sr < sizeof(shapes) / sizeof(shapes[0]) *
+	    (n_rows > 0 ? n_rows : 1); sr++) {
+		const size_t s = n_rows > 0 ? sr / n_rows : sr;
+		struct shape shr = shapes[s];
+		if (n_rows > 0)
+			shr.n_out = rows[sr % n_rows];
+		const struct shape *sh = &shr;
 		if (only_shape && strcmp(only_shape, sh->name) != 0)
 			continue;
 		const int64_t rb = sh->n_in / 256 *
@@ -336,10 +347,11 @@ main(void)
 			const double err = max_rel_err(got, ref, outs);
 			const double us = time_variant(fn, sh, &dw, xc, dy,
 			    reps);
-			printf("{\"shape\":\"%s\",\"variant\":\"%s\","
+			printf("{\"shape\":\"%s\",\"rows\":%lld,"
+			    "\"variant\":\"%s\","
 			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"
 			    "%s,\"max_rel_err\":%.3g}\n", sh->name,
-			    variants[v].name, us, wbytes / (us * 1e-6) / 1e9,
+			    (long long)sh->n_out, variants[v].name, us, wbytes / (us * 1e-6) / 1e9,
 			    same ? "true" : "false", err);
 			if (!same)
 				status = 1;
