@@ -8,6 +8,8 @@
  *
  *   make CUDA=1 build/dev/matvec_xq && build/dev/matvec_xq
  *   MX_SHAPE=ffn_up MX_VARIANT=mma4 ncu ... build/dev/matvec_xq
+ *   MX_ROWS=2112,4224,6336 build/dev/matvec_xq   (each shape at these rows:
+ *                                      how the time scales with CTAs an SM)
  *
  * x is a batch of exactly the launch's columns (rs_xq.h), as in a
  * verification pass.  Every variant and column count is first compared bit
