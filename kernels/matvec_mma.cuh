@@ -573,9 +573,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 		for (int c = 0; c < 4 * G; c++)
 			p[u][c][0] = p[u][c][1] = 0.0f;
-#ifdef MMA_PL
-	uint32_t pl = 0, pv = 0;
-#endif
 	rs_pdl_trigger();
 	/* rounds of 8 super-blocks: step s takes group w + W·s */
 	for (int64_t b0 = wi; b0 < nb; b0 += 8) {
@@ -589,19 +586,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			/* launched early (mv_launch), the kernel reads x
 			   only after the wait: the first weights are on
 			   their way meanwhile */
-#ifdef MMA_PL
-			/* the warp's next tile asked of the L2 by plain loads:
-			   one 4-byte load a lane and line, whose value is
-			   folded into pl only a step later (when it is there),
-			   so that the warp never waits on it */
-			pl ^= pv;
-			pv = 0;
-			if (bi + 8 < nb && lane <= TB / 128)
-				asm volatile("ld.global.nc.L1::no_allocate"
-				    ".L2::128B.b32 %0, [%1];" : "=r"(pv) :
-				    "l"(tiles + (bi + 8) * TB + (lane < TB /
-				    128 ? 128 * lane : TB - 4)));
-#endif
 			if (b0 == wi && st == 0)
 				rs_pdl_wait();
 			if constexpr (FEW) {
@@ -656,10 +640,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	}
 	/* a warp without a super-block (w >= nb) waits here, before y */
 	rs_pdl_wait();
-#ifdef MMA_PL
-	if ((pl ^ pv) == 0x9e3779b9u && xc.nw < 0)	/* never: keeps the loads */
-		y[0] = 0.0f;
-#endif
 	/*
 	 * The 32 virtual lanes of every output, added in warp_sum's tree, QR
 	 * quads a round: at 8 columns one round of 128 adding threads where
