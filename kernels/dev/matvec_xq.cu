@@ -268,7 +268,7 @@ main(void)
 	int status = 0;
 
 	/* MX_ROWS="r1,r2,...": each shape at these row counts instead (how
-	   the time scales with the CTAs an SM gets) */
+	   the time scales with the CTAs an SM gets; the first 16) */
 	const char *rows_env = getenv("MX_ROWS");
 	int64_t rows[16];
 	int n_rows = 0;
@@ -353,8 +353,9 @@ main(void)
 			    "\"variant\":\"%s\","
 			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"
 			    "%s,\"max_rel_err\":%.3g}\n", sh->name,
-			    (long long)sh->n_out, variants[v].name, us, wbytes / (us * 1e-6) / 1e9,
-			    same ? "true" : "false", err);
+			    (long long)sh->n_out, variants[v].name, us,
+			    wbytes / (us * 1e-6) / 1e9, same ? "true" :
+			    "false", err);
 			if (!same)
 				status = 1;
 		}
