@@ -10,6 +10,8 @@
  *   MX_SHAPE=ffn_up MX_VARIANT=mma4 ncu ... build/dev/matvec_xq
  *   MX_ROWS=2112,4224,6336 build/dev/matvec_xq   (each shape at these rows:
  *                                      how the time scales with CTAs an SM)
+ *   MX_ROWS=2112 MX_IN=2048,4096,8192 build/dev/matvec_xq   (and at these
+ *                                      input lengths: with a warp's steps)
  *
  * x is a batch of exactly the launch's columns (rs_xq.h), as in a
  * verification pass.  Every variant and column count is first compared bit
@@ -248,6 +250,30 @@ batch(const float *x, int64_t n, int nt, int cm, uint8_t *h, uint8_t *d)
 	return (c);
 }
 
+/*
+ * The comma-separated positive multiples of M in the environment
+ * variable NAME (unset: none) into V (at most 16), their count in *N;
+ * -1 on anything else.
+ */
+static int
+list_env(const char *name, int64_t m, int64_t *v, int *n)
+{
+	const char *e = getenv(name);
+
+	*n = 0;
+	for (const char *r = e; r != NULL && *r != '\0' && *n < 16;
+	    r += strcspn(r, ",") + (r[strcspn(r, ",")] == ',')) {
+		v[*n] = strtoll(r, NULL, 10);
+		if (v[*n] <= 0 || v[*n] % m != 0) {
+			fprintf(stderr, "%s: %s: positive multiples of %lld\n",
+			    name, e, (long long)m);
+			return (-1);
+		}
+		(*n)++;
+	}
+	return (0);
+}
+
 int
 main(void)
 {
@@ -267,28 +293,24 @@ main(void)
 	const char *only_variant = getenv("MX_VARIANT");
 	int status = 0;
 
-	/* MX_ROWS="r1,r2,...": each shape at these row counts instead (how
-	   the time scales with the CTAs an SM gets; the first 16) */
-	const char *rows_env = getenv("MX_ROWS");
-	int64_t rows[16];
-	int n_rows = 0;
+	/* MX_ROWS="r1,r2,...", MX_IN="n1,n2,...": each shape at these row
+	   counts and input lengths instead (how the time scales with the
+	   CTAs an SM gets and with a warp's steps; the first 16 of each) */
+	int64_t rows[16], ins[16];
+	int n_rows = 0, n_ins = 0;
 
-	for (const char *r = rows_env; r != NULL && *r != '\0' && n_rows < 16;
-	    r += strcspn(r, ",") + (r[strcspn(r, ",")] == ',')) {
-		rows[n_rows] = strtoll(r, NULL, 10);
-		if (rows[n_rows] <= 0 || rows[n_rows] % MMA_ROWS != 0) {
-			fprintf(stderr, "MX_ROWS: %s: positive multiples of "
-			    "%d\n", rows_env, MMA_ROWS);
-			return (2);
-		}
-		n_rows++;
-	}
-	for (size_t sr = 0; sr < sizeof(shapes) / sizeof(shapes[0]) *
-	    (n_rows > 0 ? n_rows : 1); sr++) {
-		const size_t s = n_rows > 0 ? sr / n_rows : sr;
+	if (list_env("MX_ROWS", MMA_ROWS, rows, &n_rows) != 0 ||
+	    list_env("MX_IN", 256, ins, &n_ins) != 0)
+		return (2);
+	const int nr = n_rows > 0 ? n_rows : 1, ni = n_ins > 0 ? n_ins : 1;
+	for (size_t sr = 0; sr < sizeof(shapes) / sizeof(shapes[0]) * nr *
+	    ni; sr++) {
+		const size_t s = sr / (size_t)(nr * ni);
 		struct shape shr = shapes[s];
 		if (n_rows > 0)
-			shr.n_out = rows[sr % n_rows];
+			shr.n_out = rows[sr / ni % nr];
+		if (n_ins > 0)
+			shr.n_in = ins[sr % ni];
 		const struct shape *sh = &shr;
 		if (only_shape && strcmp(only_shape, sh->name) != 0)
 			continue;
@@ -350,10 +372,11 @@ main(void)
 			const double us = time_variant(fn, sh, &dw, xc, dy,
 			    reps);
 			printf("{\"shape\":\"%s\",\"rows\":%lld,"
-			    "\"variant\":\"%s\","
+			    "\"in\":%lld,\"variant\":\"%s\","
 			    "\"us\":%.1f,\"GB_s\":%.0f,\"bit_identical\":"
 			    "%s,\"max_rel_err\":%.3g}\n", sh->name,
-			    (long long)sh->n_out, variants[v].name, us,
+			    (long long)sh->n_out, (long long)sh->n_in,
+			    variants[v].name, us,
 			    wbytes / (us * 1e-6) / 1e9, same ? "true" :
 			    "false", err);
 			if (!same)
