@@ -255,23 +255,26 @@ batch(const float *x, int64_t n, int nt, int cm, uint8_t *h, uint8_t *d)
 /*
  * The comma-separated positive multiples of M in the environment
  * variable NAME (unset: none) into V (at most 16), their count in *N;
- * -1 on anything else.
+ * -1, with a message, on anything else.
  */
 static int
 list_env(const char *name, int64_t m, int64_t *v, int *n)
 {
 	const char *e = getenv(name);
+	char *end;
 
 	*n = 0;
-	for (const char *r = e; r != NULL && *r != '\0' && *n < 16;
-	    r += strcspn(r, ",") + (r[strcspn(r, ",")] == ',')) {
-		v[*n] = strtoll(r, NULL, 10);
-		if (v[*n] <= 0 || v[*n] % m != 0) {
-			fprintf(stderr, "%s: %s: positive multiples of %lld\n",
-			    name, e, (long long)m);
+	for (const char *r = e; r != NULL && *r != '\0'; r = end + (*end ==
+	    ',')) {
+		const long long x = strtoll(r, &end, 10);
+		if (*n == 16 || end == r || (*end != ',' && *end != '\0') ||
+		    x <= 0 || x % m != 0) {
+			fprintf(stderr, "%s: %s: at most 16 positive multiples "
+			    "of %lld, comma-separated\n", name, e,
+			    (long long)m);
 			return (-1);
 		}
-		(*n)++;
+		v[(*n)++] = x;
 	}
 	return (0);
 }
@@ -297,7 +300,7 @@ main(void)
 
 	/* MX_ROWS="r1,r2,...", MX_IN="n1,n2,...": each shape at these row
 	   counts and input lengths instead (how the time scales with the
-	   CTAs an SM gets and with a warp's steps; the first 16 of each) */
+	   CTAs an SM gets and with a warp's steps; at most 16 of each) */
 	int64_t rows[16], ins[16];
 	int n_rows = 0, n_ins = 0;
 
