@@ -504,12 +504,6 @@ struct matvec_launch {
 		} else if constexpr (NT <= 4) {
 			go_mma_g<TYPE, NT, 1, 3>();
 		} else if constexpr (NT <= 8) {
-#ifdef MMA_TR2
-			if (TYPE != RS_TYPE_Q6_K || rows() <= MMA_TALL_ROWS) {
-				go_mma_r2<TYPE, NT, MMA_TR2_G, MMA_TR2_MINB>();
-				return;
-			}
-#endif
 			const int64_t tall = TYPE == RS_TYPE_Q6_K ?
 			    MMA_TALL_ROWS : 8192;
 			if (rows() > tall)
@@ -550,23 +544,6 @@ struct matvec_launch {
 		}
 		go_mma_k<TYPE, NT, G, MINB, XL_BM>();
 	}
-
-#ifdef MMA_TR2
-	/* two tile rows a CTA, x loaded once for both (block-major x) */
-	template <int TYPE, int NT, int G, int MINB>
-	void
-	go_mma_r2(void)
-	{
-		const unsigned grid = mv_parts_grid(&parts, 2 * MMA_ROWS);
-#ifndef __CUDACC_RTC__
-		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM, 2>,
-		    grid, 8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
-#else
-		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL_BM, 2><<<grid,
-		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);
-#endif
-	}
-#endif
 
 	template <int TYPE, int NT, int G, int MINB, int XL>
 	void

@@ -360,53 +360,6 @@ mma_chunk_of(const mma_raw &w, int c, mma_chunk *k)
  * for Q6_K), MP: column t's meta of the block.  The two outputs' partial
  * sums P[0] (row g), P[1] (row g + 8).
  */
-/* the lane's x of one block and quad: B bytes (Q6_K: b.x, b.y at +16) and
-   column t's meta */
-struct mma_xv {
-	uint2	b;
-	float2	m;
-};
-
-template <int TYPE>
-static __device__ __forceinline__ mma_xv
-mma_x_of(const uint8_t *bp, const float2 *mp)
-{
-	mma_xv v;
-
-	v.m = xq_ld(mp);
-	if (TYPE == RS_TYPE_Q6_K) {
-		v.b.x = xq_ld((const uint32_t *)bp);
-		v.b.y = xq_ld((const uint32_t *)(bp + 16));
-	} else
-		v.b = xq_ld((const uint2 *)bp);
-	return (v);
-}
-
-/* mma_block_dot on x already loaded (X) */
-template <int TYPE>
-static __device__ __forceinline__ void
-mma_block_dot_x(const mma_chunk &k, int blk, const mma_xv &x, float p[2])
-{
-	int c[4] = { 0, 0, 0, 0 };
-
-	if (TYPE == RS_TYPE_Q6_K) {
-		int c1[4] = { 0, 0, 0, 0 };
-		mma_k16(c, k.a[blk][0], k.a[blk][1], x.b.x);
-		mma_k16(c1, k.a[blk][2], k.a[blk][3], x.b.y);
-#pragma unroll
-		for (int r = 0; r < 2; r++)
-			p[r] = xq_term_q6(p[r], k.f[blk][r][0], k.f[blk][r][1],
-			    x.m.x, 256 * c[2 * r] + c[2 * r + 1],
-			    256 * c1[2 * r] + c1[2 * r + 1]);
-	} else {
-		mma_k32(c, k.a[blk], x.b.x, x.b.y);
-#pragma unroll
-		for (int r = 0; r < 2; r++)
-			p[r] = xq_term_min(p[r], k.f[blk][r][0],
-			    k.f[blk][r][1], x.m, 256 * c[2 * r] + c[2 * r + 1]);
-	}
-}
-
 template <int TYPE>
 static __device__ __forceinline__ void
 mma_block_dot(const mma_chunk &k, int blk, const uint8_t *bp,
@@ -543,7 +496,7 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
  */
 enum { XL_COLS, XL_BM, XL_BM_NT };
 
-template <int TYPE, int NT, int G, int MINB, int XL, int R = 1>
+template <int TYPE, int NT, int G, int MINB, int XL>
 static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
     const xq_in xc)
@@ -557,7 +510,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	   lane and step, NT columns of red */
 	constexpr bool	 FEW = NT <= 2 && XL != XL_BM;
 	constexpr int	 RC = FEW ? NT : 4 * QR;
-	__shared__ float red[RS_WARP][R * MMA_ROWS][RC];
+	__shared__ float red[RS_WARP][MMA_ROWS][RC];
 	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
 	float		*__restrict__ y = pt.y;
@@ -570,19 +523,13 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	static_assert(XL == XL_BM || NQ == 1, "x at constant strides: one "
 	    "quad");
 	static_assert(XL != XL_BM_NT || NT >= 2, "XL_BM_NT: two or more");
-	static_assert(R == 1 || (R == 2 && !FEW && NQ >= 2), "two tile "
-	    "rows: the general loop, two quads or more");
 	constexpr int	 W = 8 / G;		/* warps */
-	const int64_t	 o0 = pt.blk * R * MMA_ROWS;
+	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256;
 	const uint8_t	*__restrict__ xq = xc.p;
-	/* the CTA's tile row (rs_tile.h; rows past n_out are zeros); R = 2:
-	   the next one too, where the part has it (else the first again,
-	   its sums not stored) */
-	const uint8_t	*tiles = w + pt.blk * R * nb * TB;
-	const uint8_t	*tiles1 = R == 2 && o0 + MMA_ROWS < n_out ?
-	    tiles + nb * TB : tiles;
-	float		 p[R][NQ][4 * G][2];
+	/* the CTA's tile row (rs_tile.h; rows past n_out are zeros) */
+	const uint8_t	*tiles = w + pt.blk * nb * TB;
+	float		 p[NQ][4 * G][2];
 	/*
 	 * x: the lane's B bytes and column t's meta of block 0 for the
 	 * first quad (XB0, XM0) and the last (XBL, XML); a block's slot
@@ -622,12 +569,10 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	    xcs);
 
 #pragma unroll
-	for (int r = 0; r < R; r++)
+	for (int u = 0; u < NQ; u++)
 #pragma unroll
-		for (int u = 0; u < NQ; u++)
-#pragma unroll
-			for (int c = 0; c < 4 * G; c++)
-				p[r][u][c][0] = p[r][u][c][1] = 0.0f;
+		for (int c = 0; c < 4 * G; c++)
+			p[u][c][0] = p[u][c][1] = 0.0f;
 	rs_pdl_trigger();
 	/* rounds of 8 super-blocks: step s takes group w + W·s */
 	for (int64_t b0 = wi; b0 < nb; b0 += 8) {
@@ -636,10 +581,8 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			const int64_t bi = b0 + W * st;
 			if (bi >= nb)
 				break;
-			mma_raw raw, raw1;
+			mma_raw raw;
 			mmac<TYPE>::load(tiles + bi * TB, g, t, &raw);
-			if constexpr (R == 2)
-				mmac<TYPE>::load(tiles1 + bi * TB, g, t, &raw1);
 			/* launched early (mv_launch), the kernel reads x
 			   only after the wait: the first weights are on
 			   their way meanwhile */
@@ -648,19 +591,16 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			if constexpr (FEW) {
 				mma_few_cols<TYPE, NT, BMK ? NT : 1>(raw, bi,
 				    t, xq + xbl, (const float2 *)(xq + xml),
-				    &p[0][0][NT * st]);
+				    &p[0][NT * st]);
 				continue;
 			}
 			const uint32_t s0 = (uint32_t)bi * 8 * xbs;
 #pragma unroll
 			for (int c = 0; c < 4; c++) {
-				mma_chunk k, k1;
+				mma_chunk k;
 				/* (the forms of mmac_k at 16 columns:
 				   fewer registers, no spills) */
 				mma_chunk_of<TYPE, NQ <= 2>(raw, c, &k);
-				if constexpr (R == 2)
-					mma_chunk_of<TYPE, NQ <= 2>(raw1, c,
-					    &k1);
 #pragma unroll
 				for (int blk = 0; blk < 2; blk++) {
 					/* one quad (decode, 2-4 columns):
@@ -673,7 +613,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 						mma_block_dot<TYPE>(k, blk,
 						    xq + xbl + 32 * b,
 						    (const float2 *)(xq + xml) +
-						    b, p[0][0][4 * st + c]);
+						    b, p[0][4 * st + c]);
 						continue;
 					}
 					const uint32_t sl = s0 +
@@ -685,30 +625,15 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 					    (const float2 *)mad_wide<8>(sl,
 					    xm0) : xm0 + sl;
 #pragma unroll
-					for (int u = 0; u < NQ; u++) {
-						const uint8_t *bu = u < NQ - 1 ||
-						    FULL ? bp + 128 * u : xq +
-						    xbl + 32 * (int64_t)sl;
-						const float2 *mu = u < NQ - 1 ||
-						    FULL ? mp + 4 * u :
-						    (const float2 *)(xq + xml) +
-						    sl;
-						if constexpr (R == 1) {
-							mma_block_dot<TYPE>(k,
-							    blk, bu, mu,
-							    p[0][u][4 * st +
-							    c]);
-							continue;
-						}
-						/* R = 2: x once for both
-						   tile rows */
-						const mma_xv xv =
-						    mma_x_of<TYPE>(bu, mu);
-						mma_block_dot_x<TYPE>(k, blk,
-						    xv, p[0][u][4 * st + c]);
-						mma_block_dot_x<TYPE>(k1, blk,
-						    xv, p[1][u][4 * st + c]);
-					}
+					for (int u = 0; u < NQ; u++)
+						mma_block_dot<TYPE>(k, blk,
+						    u < NQ - 1 || FULL ?
+						    bp + 128 * u : xq + xbl +
+						    32 * (int64_t)sl,
+						    u < NQ - 1 || FULL ?
+						    mp + 4 * u : (const float2 *)
+						    (xq + xml) + sl,
+						    p[u][4 * st + c]);
 				}
 			}
 		}
@@ -725,8 +650,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #pragma unroll
 	for (int u0 = 0; u0 < NQ; u0 += QR) {
 #pragma unroll
-		for (int r = 0; r < R; r++)
-#pragma unroll
 		for (int u = u0; u < u0 + QR && u < NQ; u++)
 #pragma unroll
 			for (int c = 0; c < (FEW ? NT * G : 4 * G); c++) {
@@ -737,11 +660,11 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 				    t / NT * NT + c % NT :
 				    4 * (wi + W * (c / 4)) + c % 4;
 				const int col = FEW ? t % NT : 4 * (u - u0) + t;
-				red[v][16 * r + g][col] = p[r][u][c][0];
-				red[v][16 * r + g + 8][col] = p[r][u][c][1];
+				red[v][g][col] = p[u][c][0];
+				red[v][g + 8][col] = p[u][c][1];
 			}
 		__syncthreads();
-		for (int el = threadIdx.x; el < R * MMA_ROWS * RC;
+		for (int el = threadIdx.x; el < MMA_ROWS * RC;
 		    el += blockDim.x) {
 			const int row = el / RC, col = el % RC;
 			float s[RS_WARP];
