@@ -1,0 +1,115 @@
+#!/bin/bash
+# gpu-variants.sh - same-run A/B of kernel variants on a GPU machine: main's
+# rs-bench against builds of main plus one prepared commit each (the
+# experiments docs/perf-log.md keeps as a commit and its revert), with
+# their own NVCCFLAGS.
+#
+#   here:   make CUDA=1 all && bash scripts/gpu-pack.sh &&
+#           bash scripts/gpu-variants.sh pack NAME=COMMIT[:FLAGS] ...
+#   there:  bash scripts/gpu-variants.sh run [ROUNDS]
+#
+# pack: for each NAME, `git cherry-pick -n COMMIT` on a clean tree, a copy
+# of build/ rebuilt with NVCCFLAGS="-O3 -lineinfo FLAGS" (FLAGS: -D
+# options, words separated by commas; CUDA_ARCHS from the environment,
+# as build/ was made), its stripped rs-bench to
+# .dev/var/NAME, the tree reset to HEAD; then .dev/var.tar.xz.  Only
+# rs-bench: the playgrounds launch some kernels themselves.
+# run: extracts what pack and gpu-pack.sh made, writes the synthetic 27B
+# (SYNTH, default /tmp/s27.gguf) unless it is there, and runs `rs-bench
+# --backend cuda --depth 16 --json` for base (build/bin) and each variant
+# in turn, ROUNDS times (default 2), into $OUT/bench.txt (or stdout),
+# then prints decode and verify 1/2/4/8/16 in ms, a line a run.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+pack() {
+	# (each variant is undone by a hard reset: nothing else may be
+	# pending)
+	if ! git diff --quiet HEAD; then
+		echo "gpu-variants: the tree has changes; commit them first" >&2
+		return 1
+	fi
+	rm -rf .dev/var
+	mkdir -p .dev/var
+	for spec in "$@"; do
+		local name=${spec%%=*} rest=${spec#*=}
+		local commit=${rest%%:*} flags=""
+		[ "$rest" != "$commit" ] && flags=${rest#*:}
+		local b=/tmp/rs-var-$name
+		git cherry-pick -n "$commit" || { git reset -q --hard HEAD;
+		    return 1; }
+		# (build/ less the sm_70 build and the CUDA 12.9 tools)
+		rm -rf "$b" && mkdir -p "$b" && tar cf - -C build \
+		    --exclude=./sm70 --exclude=./cuda129 . | tar xf - -C "$b" &&
+		    rm -f "$b/librs.a"
+		if ! NVCCFLAGS="-O3 -lineinfo ${flags//,/ }" make CUDA=1 \
+		    ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} BUILD="$b" \
+		    "$b/bin/rs-bench" >"$b.log" 2>&1; then
+			echo "gpu-variants: $name does not build ($b.log)" >&2
+			git reset -q --hard HEAD
+			return 1
+		fi
+		git reset -q --hard HEAD
+		mkdir -p ".dev/var/$name"
+		strip -o ".dev/var/$name/rs-bench" "$b/bin/rs-bench"
+		echo "gpu-variants: $name = $commit ${flags//,/ }"
+	done
+	tar cf - -C .dev/var . | xz -6 -T2 >.dev/var.tar.xz
+	rm -rf .dev/var
+	du -sh .dev
+}
+
+run() {
+	local rounds=${1:-2} synth=${SYNTH:-/tmp/s27.gguf}
+	local out=${OUT:+$OUT/bench.txt}
+	out=${out:-/dev/stdout}
+	python3 - <<'P' || return 1
+import tarfile
+tarfile.open(".dev/bin.tar.xz").extractall()
+tarfile.open(".dev/var.tar.xz").extractall(".dev/var")
+P
+	chmod +x build/bin/* .dev/var/*/rs-bench
+	export LD_LIBRARY_PATH=$PWD/.dev/lib
+	[ -f "$synth" ] || build/bin/rs-bench --synth 27b --out "$synth" -q ||
+	    return 1
+	for r in $(seq "$rounds"); do
+		for v in base $(ls .dev/var); do
+			local b=.dev/var/$v/rs-bench
+			[ "$v" = base ] && b=build/bin/rs-bench
+			echo "== $v round $r"
+			timeout 90 "$b" -m "$synth" --backend cuda --depth 16 \
+			    --json
+		done
+	done >"$out" 2>&1
+	[ "$out" = /dev/stdout ] || summary "$out"
+}
+
+# "NAME round R: probe GB/s, decode ms, verify 1/2/4/8/16 ms"
+summary() {
+	python3 - "$1" <<'P'
+import json, sys
+name, row = None, []
+def flush():
+    if name:
+        print(name + ": " + " ".join(row))
+for line in open(sys.argv[1]):
+    if line.startswith("=="):
+        flush()
+        name, row = line.strip("= \n"), []
+    elif line.startswith("{"):
+        d = json.loads(line)
+        if d["test"] == "probe":
+            row.append("probe %.0f" % d["gb_s"])
+        elif d["test"] in ("decode", "verify"):
+            row.append("%s%d %.3f" % (d["test"][0], d["tokens"], d["ms"]))
+flush()
+P
+}
+
+case ${1:-} in
+pack)	shift; pack "$@" ;;
+run)	shift; run "$@" ;;
+*)	echo "usage: gpu-variants.sh pack NAME=COMMIT[:FLAGS] ... |" \
+	    "run [ROUNDS]" >&2
+	exit 2 ;;
+esac
