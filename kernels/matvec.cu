@@ -551,17 +551,8 @@ struct matvec_launch {
 	{
 		const unsigned grid = mv_parts_grid(&parts, MMA_ROWS);
 #ifndef __CUDACC_RTC__
-#if defined(MMA_STAGE) && !defined(MMA_STAGE_NONE)
-		const size_t sm = (size_t)MMA_STAGE *
-		    mma_raw_words<TYPE>() * 4 * (8 / G * RS_WARP);
-		(void)cudaFuncSetAttribute(matvec_xq_mma_kernel<TYPE, NT, G,
-		    MINB, XL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-		    (int)sm);
-#else
-		const size_t sm = 0;
-#endif
 		mv_launch(matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL>, grid,
-		    8 / G * RS_WARP, sm, stream, pdl(), parts, n_in, xq);
+		    8 / G * RS_WARP, 0, stream, pdl(), parts, n_in, xq);
 #else
 		matvec_xq_mma_kernel<TYPE, NT, G, MINB, XL><<<grid,
 		    8 / G * RS_WARP, 0, stream>>>(parts, n_in, xq);

@@ -496,14 +496,6 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
  */
 enum { XL_COLS, XL_BM, XL_BM_NT };
 
-/* 32-bit words of mma_raw that a type's load fills (a prefix) */
-template <int TYPE>
-static constexpr __host__ __device__ int
-mma_raw_words(void)
-{
-	return (TYPE == RS_TYPE_Q4_K ? 24 : TYPE == RS_TYPE_Q5_K ? 30 : 34);
-}
-
 template <int TYPE, int NT, int G, int MINB, int XL>
 static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
@@ -582,43 +574,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 		for (int c = 0; c < 4 * G; c++)
 			p[u][c][0] = p[u][c][1] = 0.0f;
 	rs_pdl_trigger();
-#ifdef MMA_STAGE
-	/* the first wave's CTAs (launched early, resident while the kernel
-	   before ends) copy each warp's steps 0 .. MMA_STAGE - 1 into
-	   shared memory before the wait, a lane its own words */
-	constexpr int	 NWD = mma_raw_words<TYPE>();
-	extern __shared__ uint32_t stash[];
-	unsigned	 nsm;
-	asm("mov.u32 %0, %%nsmid;" : "=r"(nsm));
-#if defined(MMA_STAGE_ALL)
-	const bool	 staged = true;
-#elif defined(MMA_STAGE_NONE)
-	/* never at run time, the code kept: the loop as STAGE lays it out
-	   (and no shared memory asked: the L1's share as in main) */
-	const bool	 staged = nsm > 65536u;
-#else
-	const bool	 staged = blockIdx.x < MINB * nsm;
-#endif
-	if (staged) {
-		/* every step's loads first, then the stores: all in flight */
-		mma_raw r[MMA_STAGE] = {};
-#pragma unroll
-		for (int k = 0; k < MMA_STAGE; k++) {
-			const int64_t bk = wi + 8 * (k / G) + W * (k % G);
-			if (bk < nb)
-				mmac<TYPE>::load(tiles + bk * TB, g, t, &r[k]);
-		}
-#pragma unroll
-		for (int k = 0; k < MMA_STAGE; k++) {
-			const uint32_t *rw = (const uint32_t *)&r[k];
-#pragma unroll
-			for (int j = 0; j < NWD; j++)
-				stash[(k * NWD + j) * blockDim.x + threadIdx.x] =
-				    rw[j];
-		}
-	}
-	int ks = 0;
-#endif
 	/* rounds of 8 super-blocks: step s takes group w + W·s */
 	for (int64_t b0 = wi; b0 < nb; b0 += 8) {
 #pragma unroll
@@ -627,19 +582,7 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 			if (bi >= nb)
 				break;
 			mma_raw raw;
-#ifdef MMA_STAGE
-			if (staged && ks < MMA_STAGE) {
-				uint32_t *rw = (uint32_t *)&raw;
-#pragma unroll
-				for (int j = 0; j < NWD; j++)
-					rw[j] = stash[(ks * NWD + j) *
-					    blockDim.x + threadIdx.x];
-			} else
-#endif
 			mmac<TYPE>::load(tiles + bi * TB, g, t, &raw);
-#ifdef MMA_STAGE
-			ks++;
-#endif
 			/* launched early (mv_launch), the kernel reads x
 			   only after the wait: the first weights are on
 			   their way meanwhile */
