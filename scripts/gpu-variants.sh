@@ -23,6 +23,23 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 pack() {
+	if [ $# -eq 0 ]; then
+		echo "gpu-variants: pack: no NAME=COMMIT[:FLAGS]" >&2
+		return 2
+	fi
+	for spec in "$@"; do
+		case $spec in
+		[A-Za-z0-9_-]*=?*) ;;
+		*)	echo "gpu-variants: $spec: not NAME=COMMIT[:FLAGS]" >&2
+			return 2 ;;
+		esac
+		case ${spec%%=*} in
+		*[!A-Za-z0-9_-]*)
+			echo "gpu-variants: ${spec%%=*}: a NAME is letters," \
+			    "digits, _ and -" >&2
+			return 2 ;;
+		esac
+	done
 	# (each variant is undone by a hard reset: nothing else may be
 	# pending)
 	if ! git diff --quiet HEAD; then
