@@ -1193,6 +1193,17 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
 	    what, err.msg);
 	to_host(got, dout, n_out * 4);
 	expect_close(what, got, want, n_out, 1e-5);
+	/* the same call writing its output's 16-bit form too */
+	void *dxq = dup_dev(NULL, (size_t)RS_XQ_BATCH_BYTES((int64_t)h * d,
+	    n_tok));
+	ck_assert_msg(rs_k_attn_xq(dq, qdim, 2 * d, d, dkc, dvc, h, hkv, d, d,
+	    n_tok, dp, n_keys, scale, dout, dxq, scr, 0, &err) == RS_OK,
+	    "%s: %s", what, err.msg);
+	to_host(one, dout, n_out * 4);
+	ck_assert_msg(memcmp(one, got, (size_t)n_out * 4) == 0,
+	    "%s: the output changed with its 16-bit form", what);
+	expect_xq_of(what, got, dxq, (int64_t)h * d, n_tok);
+	cudaFree(dxq);
 	for (int t = 0; t < n_tok; t++) {
 		int32_t *dpt = params_dev(p0 + t, INT32_MAX);
 		ck_assert_msg(rs_k_attn(dq + t * qdim, qdim, 2 * d, d, dkc, dvc,
