@@ -721,7 +721,7 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 	return (RS_OK);
 }
 
-#if defined(MMA_MIX) && !defined(__CUDACC_RTC__)
+#ifndef __CUDACC_RTC__
 template <int TA, int TB>
 static void
 mix_go(const mv_parts &p, unsigned grid, int64_t n_in, const xq_in &xk,
@@ -802,7 +802,7 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
 		if ((st = check_args(&parts[i], n_in, d_x, ldx, xq, n_tok,
 		    err)) != RS_OK)
 			return (st);
-#if defined(MMA_MIX) && !defined(__CUDACC_RTC__)
+#ifndef __CUDACC_RTC__
 	if (n_parts > 1 && matvec_mix(parts, n_parts, n_in, xq, n_tok,
 	    stream)) {
 		RS_LAUNCH_CHECK(err, "matvec");

@@ -708,7 +708,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #endif
 }
 
-#ifdef MMA_MIX
 /*
  * One launch for parts of two types TA and TB (a GDN layer's Q6_K qkv
  * beside its Q4_K gate, beta and alpha): each CTA runs its part's type,
@@ -733,7 +732,6 @@ matvec_xq_mma_mix_kernel(const mv_parts parts, int64_t n_in,
 #endif
 #endif
 }
-#endif
 
 #ifndef __CUDACC_RTC__
 /*

@@ -490,9 +490,11 @@ END_TEST
  * rs_k_matvec_parts: products of one x in one call, each bit for bit what
  * rs_k_matvec gives it alone, for groups of one type (one launch: a large
  * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
- * the third accumulates) and of mixed types (one launch each), on 1, 2, 3,
- * 8 and 16 columns and one column in a batch of its own; and the calls
- * the tiled path refuses.
+ * the third accumulates) and of mixed types (one launch a type, or, for
+ * one column in a batch of its own, one launch for two K-quant types:
+ * matvec_xq_mma_mix_kernel, each pair it is built for), on 1, 2, 3, 8
+ * and 16 columns and one column in a batch of its own; and the calls the
+ * tiled path refuses.
  */
 START_TEST(matvec_parts)
 {
@@ -501,6 +503,9 @@ START_TEST(matvec_parts)
 		{ RS_TYPE_Q5_K, RS_TYPE_Q5_K, RS_TYPE_Q5_K },
 		{ RS_TYPE_Q6_K, RS_TYPE_Q6_K, RS_TYPE_Q6_K },
 		{ RS_TYPE_Q4_K, RS_TYPE_Q6_K, RS_TYPE_Q4_K },
+		{ RS_TYPE_Q5_K, RS_TYPE_Q4_K, RS_TYPE_Q5_K },
+		{ RS_TYPE_Q6_K, RS_TYPE_Q6_K, RS_TYPE_Q5_K },
+		{ RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K },
 	};
 	static const int64_t rows[3] = { 300, 48, 67 };
 	/* 0: one column in a batch of its own (a decode step: the
