@@ -72,6 +72,7 @@
 #include "attn_mma.cuh"
 #include "common.cuh"
 #include "rs_kernels.h"
+#include "xq.cuh"
 
 #define ATTN_WARPS	4
 #define ATTN_UNROLL	8	/* K or V rows loaded ahead per warp */
@@ -496,11 +497,17 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 		    pos0, from, scale, part, smem);
 }
 
-/* Merge the splits of (token, head) in split order, normalise, gate. */
+/*
+ * Merge the splits of (token, head) in split order, normalise, gate; with
+ * XQ also the 16-bit form of O (rs_xq.h, the tokens as one batch, BM its
+ * layout): a warp's 32 values are one block (DV and the block's 128
+ * threads multiples of 32), stored by the conversion kernel's code.
+ */
 static __global__ void
 attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
     int64_t ldq, int64_t qs, int64_t gate_off, int n_head, int dv,
-    const int32_t *__restrict__ pos0, float *__restrict__ o)
+    const int32_t *__restrict__ pos0, float *__restrict__ o,
+    uint8_t *__restrict__ xq, int bm)
 {
 	const int	t = blockIdx.x, h = blockIdx.y;
 	const int64_t	n_keys = (int64_t)*pos0 + t + 1;
@@ -525,8 +532,12 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 			if (ms != -INFINITY)
 				acc += p[s * (2 + dv) + 2 + i] * __expf(ms - M);
 		}
-		o[(int64_t)t * n_head * dv + (int64_t)h * dv + i] =
-		    acc / L * sigmoid_f(gate[i]);
+		const float v = acc / L * sigmoid_f(gate[i]);
+		o[(int64_t)t * n_head * dv + (int64_t)h * dv + i] = v;
+		if (xq != NULL)
+			xq_store(v, threadIdx.x % RS_WARP, xq,
+			    (int64_t)n_head * dv, gridDim.x, bm, t,
+			    ((int64_t)h * dv + i) / RS_XQ_BLOCK);
 	}
 }
 
@@ -663,6 +674,18 @@ rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
     float scale, float *d_o, float *d_scratch, cudaStream_t stream,
     struct rs_err *err)
 {
+	return (rs_k_attn_xq(d_q, ldq, qs, gate_off, d_kc, d_vc, n_head,
+	    n_head_kv, d, dv, n_tok, d_params, max_keys, scale, d_o, NULL,
+	    d_scratch, stream, err));
+}
+
+extern "C" enum rs_status
+rs_k_attn_xq(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
+    const uint16_t *d_kc, const uint16_t *d_vc, int n_head, int n_head_kv,
+    int d, int dv, int n_tok, const int32_t *d_params, int64_t max_keys,
+    float scale, float *d_o, void *d_xq, float *d_scratch,
+    cudaStream_t stream, struct rs_err *err)
+{
 	int64_t	ns;
 	int	group, gb;
 
@@ -692,7 +715,7 @@ rs_k_attn(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	RS_LAUNCH_CHECK(err, "attn split");
 	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head), 128, 0,
 	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params,
-	    d_o);
+	    d_o, (uint8_t *)d_xq, rs_k_xq_block_major(n_tok));
 	RS_LAUNCH_CHECK(err, "attn combine");
 	return (RS_OK);
 }

@@ -684,15 +684,22 @@ attn_block(struct rs_engine *e, const struct rs_layer *l, uint16_t *kc,
 	    nh, nkv, hd, hdv, kc, vc };
 	TRY(rs_k_qkv_prep(&qkv, (int)n, (int)hp->n_rot, hp->rope_sections,
 	    hp->rope_base, hp->rms_eps, c->d_params, c->s, err));
+	/* the split path writes attn_o's 16-bit input itself */
+	void *xq = NULL;
 	if (prefill_path(n))
 		TRY(rs_k_attn_prefill(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv,
 		    hd, hdv, (int)n, c->d_params, 1.0f / sqrtf((float)hd),
 		    c->mix, c->s, err));
-	else
-		TRY(rs_k_attn(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd,
+	else {
+		xq = xq_for(c, c->mix, (int64_t)nh * hdv, (int64_t)nh * hdv,
+		    n);
+		TRY(rs_k_attn_xq(c->qg, qdim, 2 * hd, hd, kc, vc, nh, nkv, hd,
 		    hdv, (int)n, c->d_params, max_keys,
-		    1.0f / sqrtf((float)hd), c->mix, c->attn, c->s, err));
-	TRY(quant(e, c->mix, (int64_t)nh * hdv, (int64_t)nh * hdv, n, err));
+		    1.0f / sqrtf((float)hd), c->mix, xq, c->attn, c->s, err));
+	}
+	if (xq == NULL)
+		TRY(quant(e, c->mix, (int64_t)nh * hdv, (int64_t)nh * hdv, n,
+		    err));
 	return (mv(e, l->wo, c->mix, (int64_t)nh * hdv, c->x, d, n, 1, err));
 }
 

@@ -721,6 +721,70 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 	return (RS_OK);
 }
 
+#ifndef __CUDACC_RTC__
+template <int TA, int TB>
+static void
+mix_go(const mv_parts &p, unsigned grid, int64_t n_in, const xq_in &xk,
+    cudaStream_t s)
+{
+	mv_launch(matvec_xq_mma_mix_kernel<TA, TB, 1, 1, 3, XL_COLS>, grid,
+	    8 * RS_WARP, 0, s, has_pdl_matvec(), p, n_in, xk);
+}
+
+/*
+ * The decode step's products of one input in one launch when they hold
+ * exactly two K-quant types of tiled weights (the tensor-core kernel at
+ * one column, matvec_xq_mma_mix_kernel): 1 if launched, else 0 and the
+ * caller launches a type at a time.
+ */
+static int
+matvec_mix(const struct rs_k_mv_part *parts, int n, int64_t n_in,
+    const rs_k_xq_cols &xq, int n_tok, cudaStream_t stream)
+{
+	mv_parts p = {};
+	int ta = -1, tb = -1;
+	int64_t rows = 0;
+
+	if (n_tok != 1 || n_in % 256 != 0 || xq.d == NULL ||
+	    rs_k_xq_block_major(xq.nb) || (int64_t)xq.nb * n_in > MMA_MAX_IN ||
+	    !has_mma_matvec())
+		return (0);
+	for (int i = 0; i < n; i++) {
+		const int t = parts[i].type & ~RS_TILED;
+
+		if (!xq_path(parts[i].type) || (t != RS_TYPE_Q4_K &&
+		    t != RS_TYPE_Q5_K && t != RS_TYPE_Q6_K))
+			return (0);
+		if (ta < 0 || t == ta)
+			ta = t;
+		else if (tb < 0 || t == tb)
+			tb = t;
+		else
+			return (0);
+		p.w[i] = (const uint8_t *)parts[i].d_w;
+		p.y[i] = parts[i].d_y;
+		p.n_out[i] = parts[i].n_out;
+		p.ldy[i] = parts[i].ldy;
+		p.acc[i] = parts[i].accumulate;
+		p.type[i] = t;
+		rows += parts[i].n_out;
+	}
+	if (tb < 0 || rows > MMA_TALL_ROWS)
+		return (0);
+	p.n = n;
+	const unsigned grid = mv_parts_grid(&p, MMA_ROWS);
+	const xq_in xk = { (const uint8_t *)xq.d, xq.nb, xq.t0, 0, 1 };
+	const int lo = ta < tb ? ta : tb, hi = ta < tb ? tb : ta;
+	if (lo == RS_TYPE_Q4_K && hi == RS_TYPE_Q5_K)
+		mix_go<RS_TYPE_Q4_K, RS_TYPE_Q5_K>(p, grid, n_in, xk, stream);
+	else if (lo == RS_TYPE_Q4_K)
+		mix_go<RS_TYPE_Q4_K, RS_TYPE_Q6_K>(p, grid, n_in, xk, stream);
+	else
+		mix_go<RS_TYPE_Q5_K, RS_TYPE_Q6_K>(p, grid, n_in, xk, stream);
+	return (1);
+}
+#endif
+
 extern "C" enum rs_status
 rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
     int64_t n_in, const float *d_x, int64_t ldx, struct rs_k_xq_cols xq,
@@ -738,6 +802,13 @@ rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,
 		if ((st = check_args(&parts[i], n_in, d_x, ldx, xq, n_tok,
 		    err)) != RS_OK)
 			return (st);
+#ifndef __CUDACC_RTC__
+	if (n_parts > 1 && matvec_mix(parts, n_parts, n_in, xq, n_tok,
+	    stream)) {
+		RS_LAUNCH_CHECK(err, "matvec");
+		return (RS_OK);
+	}
+#endif
 	/*
 	 * One launch per type on the integer path (a GDN layer whose qkv
 	 * is Q6_K and whose gate, beta and alpha are Q4_K: two, not four),

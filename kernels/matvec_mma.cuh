@@ -496,12 +496,12 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
  */
 enum { XL_COLS, XL_BM, XL_BM_NT };
 
-template <int TYPE, int NT, int G, int MINB, int XL>
-static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
-matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
-    const xq_in xc)
-{
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* the kernel's work for the CTA's part PT */
+template <int TYPE, int NT, int G, int MINB, int XL>
+static __device__ __forceinline__ void
+matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
+{
 	constexpr int	 NQ = (NT + 3) / 4;	/* quads of columns */
 	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
 	/* the reduction's rounds take QR quads each (see its loop) */
@@ -511,7 +511,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 	constexpr bool	 FEW = NT <= 2 && XL != XL_BM;
 	constexpr int	 RC = FEW ? NT : 4 * QR;
 	__shared__ float red[RS_WARP][MMA_ROWS][RC];
-	const mv_part	 pt = mv_part_of(parts, blockIdx.x);
 	const uint8_t	*__restrict__ w = pt.w;
 	float		*__restrict__ y = pt.y;
 	const int64_t	 n_out = pt.n_out;
@@ -688,9 +687,45 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 		if (u0 + QR < NQ)
 			__syncthreads();	/* red is written again */
 	}
+}
+#endif /* __CUDA_ARCH__ >= 800 */
+
+template <int TYPE, int NT, int G, int MINB, int XL>
+static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
+matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
+    const xq_in xc)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	matvec_xq_mma_body<TYPE, NT, G, MINB, XL>(mv_part_of(parts,
+	    blockIdx.x), n_in, xc);
 #else
 	/* the host pass and archs before SM80: the launcher never picks
 	   this kernel there */
+	(void)parts; (void)n_in; (void)xc;
+#ifdef __CUDA_ARCH__
+	__trap();
+#endif
+#endif
+}
+
+/*
+ * One launch for parts of two types TA and TB (a GDN layer's Q6_K qkv
+ * beside its Q4_K gate, beta and alpha): each CTA runs its part's type,
+ * the same code as matvec_xq_mma_kernel, so the same bits.
+ */
+template <int TA, int TB, int NT, int G, int MINB, int XL>
+static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
+matvec_xq_mma_mix_kernel(const mv_parts parts, int64_t n_in,
+    const xq_in xc)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	const mv_part pt = mv_part_of(parts, blockIdx.x);
+
+	if (pt.type == TA)
+		matvec_xq_mma_body<TA, NT, G, MINB, XL>(pt, n_in, xc);
+	else
+		matvec_xq_mma_body<TB, NT, G, MINB, XL>(pt, n_in, xc);
+#else
 	(void)parts; (void)n_in; (void)xc;
 #ifdef __CUDA_ARCH__
 	__trap();

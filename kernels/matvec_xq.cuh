@@ -73,6 +73,7 @@ struct mv_parts {
 	int		 acc[RS_K_MATVEC_MAX_PARTS];	/* add to y instead of storing */
 	unsigned	 first[RS_K_MATVEC_MAX_PARTS + 1];
 	int		 n;
+	int		 type[RS_K_MATVEC_MAX_PARTS];	/* read by the mixed kernel */
 };
 
 /* One part as CTA B sees it; BLK: B's index inside the part. */
@@ -81,6 +82,7 @@ struct mv_part {
 	float		*y;
 	int64_t		 n_out, ldy, blk;
 	int		 acc;
+	int		 type;
 };
 
 /* (compile-time indices only: the parameters stay in the constant bank) */
@@ -88,7 +90,7 @@ static __device__ __forceinline__ mv_part
 mv_part_of(const mv_parts &p, unsigned b)
 {
 	mv_part r = { p.w[0], p.y[0], p.n_out[0], p.ldy[0],
-	    (int64_t)b, p.acc[0] };
+	    (int64_t)b, p.acc[0], p.type[0] };
 
 #pragma unroll
 	for (int j = 1; j < RS_K_MATVEC_MAX_PARTS; j++)
@@ -99,6 +101,7 @@ mv_part_of(const mv_parts &p, unsigned b)
 			r.ldy = p.ldy[j];
 			r.blk = (int64_t)(b - p.first[j]);
 			r.acc = p.acc[j];
+			r.type = p.type[j];
 		}
 	return (r);
 }

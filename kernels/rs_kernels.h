@@ -266,6 +266,20 @@ enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
 		    struct rs_err *err);
 
 /*
+ * rs_k_attn, and with D_XQ not NULL also its output's N_TOK rows
+ * (n_head·dv values each) in the 16-bit format of rs_xq.h as one batch,
+ * as rs_k_xq would write them (the next product's input without a
+ * conversion launch).  attn.cu.
+ */
+enum rs_status	rs_k_attn_xq(const float *d_q, int64_t ldq, int64_t qs,
+		    int64_t gate_off, const uint16_t *d_kc,
+		    const uint16_t *d_vc, int n_head, int n_head_kv, int d,
+		    int dv, int n_tok, const int32_t *d_params,
+		    int64_t max_keys, float scale, float *d_o, void *d_xq,
+		    float *d_scratch, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
  * rs_k_attn for a prompt chunk (prefill): the same arguments, meanings and
  * output, no scratch.  Flash attention on f16 tensor cores (wmma, SM70 and
  * later; mma.sync with S, P and O in registers where the code was built

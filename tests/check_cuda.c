@@ -490,9 +490,11 @@ END_TEST
  * rs_k_matvec_parts: products of one x in one call, each bit for bit what
  * rs_k_matvec gives it alone, for groups of one type (one launch: a large
  * part, a 48-row part as ssm_beta's, a 67-row part whose warps end short;
- * the third accumulates) and of mixed types (one launch each), on 1, 2, 3,
- * 8 and 16 columns and one column in a batch of its own; and the calls
- * the tiled path refuses.
+ * the third accumulates) and of mixed types (one launch a type, or, for
+ * one column in a batch of its own, one launch for two K-quant types:
+ * matvec_xq_mma_mix_kernel, each pair it is built for), on 1, 2, 3, 8
+ * and 16 columns and one column in a batch of its own; and the calls the
+ * tiled path refuses.
  */
 START_TEST(matvec_parts)
 {
@@ -501,6 +503,9 @@ START_TEST(matvec_parts)
 		{ RS_TYPE_Q5_K, RS_TYPE_Q5_K, RS_TYPE_Q5_K },
 		{ RS_TYPE_Q6_K, RS_TYPE_Q6_K, RS_TYPE_Q6_K },
 		{ RS_TYPE_Q4_K, RS_TYPE_Q6_K, RS_TYPE_Q4_K },
+		{ RS_TYPE_Q5_K, RS_TYPE_Q4_K, RS_TYPE_Q5_K },
+		{ RS_TYPE_Q6_K, RS_TYPE_Q6_K, RS_TYPE_Q5_K },
+		{ RS_TYPE_Q4_K, RS_TYPE_Q5_K, RS_TYPE_Q6_K },
 	};
 	static const int64_t rows[3] = { 300, 48, 67 };
 	/* 0: one column in a batch of its own (a decode step: the
@@ -1193,6 +1198,17 @@ check_attn(int d, int g, int hkv, int n_tok, int p0)
 	    what, err.msg);
 	to_host(got, dout, n_out * 4);
 	expect_close(what, got, want, n_out, 1e-5);
+	/* the same call writing its output's 16-bit form too */
+	void *dxq = dup_dev(NULL, (size_t)RS_XQ_BATCH_BYTES((int64_t)h * d,
+	    n_tok));
+	ck_assert_msg(rs_k_attn_xq(dq, qdim, 2 * d, d, dkc, dvc, h, hkv, d, d,
+	    n_tok, dp, n_keys, scale, dout, dxq, scr, 0, &err) == RS_OK,
+	    "%s: %s", what, err.msg);
+	to_host(one, dout, n_out * 4);
+	ck_assert_msg(memcmp(one, got, (size_t)n_out * 4) == 0,
+	    "%s: the output changed with its 16-bit form", what);
+	expect_xq_of(what, got, dxq, (int64_t)h * d, n_tok);
+	cudaFree(dxq);
 	for (int t = 0; t < n_tok; t++) {
 		int32_t *dpt = params_dev(p0 + t, INT32_MAX);
 		ck_assert_msg(rs_k_attn(dq + t * qdim, qdim, 2 * d, d, dkc, dvc,
