@@ -121,7 +121,6 @@ conv_kernel(float *state, const float *__restrict__ w,
 {
 	const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 
-	rs_pdl_trigger();	/* the scan after it may start */
 	if (c >= n_ch)
 		return;
 	if (n_tok <= CONV_WALK) {
@@ -151,7 +150,6 @@ conv_block_kernel(float *state, const float *__restrict__ w,
 	const bool mover = c < n_ch && t < k - 1;
 	float	next = 0.0f;
 
-	rs_pdl_trigger();	/* the scan after it may start */
 	if (c < n_ch && t < n_tok)
 		conv_token(state, w, x, ldx, c, k, t, u, n_ch, snap,
 		    snap_stride, n_snap, params);

@@ -227,25 +227,17 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	/* rows sp, sp + DN_SPLIT, ...: the DN_SPLIT threads of a column read
 	   neighbouring words of q and k (distinct banks) */
 	const int sp = threadIdx.x % DN_SPLIT;
+	const int p0 = params[RS_K_PARAM_POS0];
+	const int snap_from = params[RS_K_PARAM_SNAP_FROM];
+	const int base = params[RS_K_PARAM_SNAP_BASE];
 	float	s[R];
 	float	*S = s_all + (int64_t)n * DK * DK;
 	const float scale = rsqrtf((float)DK);
 
 	static_assert(DK % DN_COLS == 0 && DK % DN_SPLIT == 0, "deltanet: DK");
-	/*
-	 * S before the wait (launched early, rs_k_deltanet): no kernel of
-	 * the stream that may still run writes it (the convolution before
-	 * this launch does not, and what came before the convolution ended
-	 * before it started), so its round trip overlaps the convolution.
-	 */
 #pragma unroll
 	for (int i = 0; i < R; i++)
 		s[i] = S[(i * DN_SPLIT + sp) * DK + j];
-	rs_pdl_wait();
-	rs_pdl_trigger();	/* the gated norm after it may start */
-	const int p0 = params[RS_K_PARAM_POS0];
-	const int snap_from = params[RS_K_PARAM_SNAP_FROM];
-	const int base = params[RS_K_PARAM_SNAP_BASE];
 	/* the call's base may be the state before its first token */
 	if (ring.full != NULL && base >= 0 && base == p0 - 1)
 		dn_put<DK>(ring.full + (int64_t)(base % ring.n) *
@@ -330,33 +322,6 @@ deltanet_replay_kernel(float *s_all, int64_t s_stride,
 		s_all[at + (i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
-/*
- * Launch the scan as a programmatic dependent (common.cuh) where the
- * device runs its SM90 code: it starts while the convolution before it
- * runs (which triggers at its start) and loads S meanwhile.
- */
-template <typename K>
-static void
-dn_launch(K kernel, dim3 grid, cudaStream_t stream, float *d_s,
-    const float *d_u, int64_t ldu, const float *d_b, const float *d_a,
-    int64_t ldba, const float *d_dt, const float *d_ssm_a, int n_kh,
-    int n_vh, int n_tok, float eps, float *d_o, struct rs_k_gdn_ring rg,
-    const int32_t *d_params)
-{
-#ifndef __CUDACC_RTC__
-	static signed char known[RS_MAX_DEVICES];
-	struct rs_launch l;
-
-	rs_launch_init(&l, grid, dim3(DN_THREADS), 0, stream,
-	    rs_runs_ptx(kernel, 90, known));
-	(void)cudaLaunchKernelEx(&l.cfg, kernel, d_s, d_u, ldu, d_b, d_a,
-	    ldba, d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
-#else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
-	kernel<<<grid, DN_THREADS, 0, stream>>>(d_s, d_u, ldu, d_b, d_a, ldba,
-	    d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
-#endif
-}
-
 extern "C" enum rs_status
 rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
     const float *d_a, int64_t ldba, const float *d_dt, const float *d_ssm_a,
@@ -379,14 +344,14 @@ rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
 		    (long long)ldu));
 	switch (dk) {
 	case 64:
-		dn_launch(deltanet_kernel<64>, dim3(n_vh, 64 / DN_COLS), stream,
-		    d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh,
-		    n_tok, eps, d_o, rg, d_params);
+		deltanet_kernel<64><<<dim3(n_vh, 64 / DN_COLS), DN_THREADS, 0,
+		    stream>>>(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a,
+		    n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
 		break;
 	case 128:
-		dn_launch(deltanet_kernel<128>, dim3(n_vh, 128 / DN_COLS),
-		    stream, d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh,
-		    n_vh, n_tok, eps, d_o, rg, d_params);
+		deltanet_kernel<128><<<dim3(n_vh, 128 / DN_COLS), DN_THREADS, 0,
+		    stream>>>(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a,
+		    n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
 		break;
 	default:
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
