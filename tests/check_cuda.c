@@ -1591,7 +1591,7 @@ scan_state(float *ds, const float *s0, size_t sb, const struct dn_in *in,
 	if (j > 0)
 		ck_assert_msg(rs_k_deltanet(ds, in->u, in->ch, in->b, in->a,
 		    in->vh, in->dt, in->A, in->kh, in->vh, in->dk, j, 1e-6f,
-		    in->out, ring, dq, 0, 0, &err) == RS_OK, "%s", err.msg);
+		    in->out, ring, dq, 0, &err) == RS_OK, "%s", err.msg);
 	cudaFree(dq);
 }
 
@@ -1697,13 +1697,13 @@ check_deltanet(int dk)
 	float *dout = dup_dev(NULL, T * VH * dk * 4);
 	int32_t *dp = params_dev(0, INT32_MAX);
 	ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH, ddt, dA, KH, VH,
-	    dk, T, 1e-6f, dout, NULL, dp, 0, 0, &err), RS_OK);
+	    dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_OK);
 	/* the stage loads u 16 bytes at a time: a u or a row stride off that
 	   is refused before anything runs */
 	ck_assert_int_eq(rs_k_deltanet(ds, du + 1, ch, db, da, VH, ddt, dA, KH,
-	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, 0, &err), RS_ERR_INVALID_ARG);
+	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_k_deltanet(ds, du, ch - 1, db, da, VH, ddt, dA, KH,
-	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, 0, &err), RS_ERR_INVALID_ARG);
+	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_ERR_INVALID_ARG);
 	to_host(got, dout, T * VH * dk * 4);
 	snprintf(what, sizeof(what), "deltanet dk %d output", dk);
 	expect_close(what, got, ref, T * VH * dk, 1e-5);
