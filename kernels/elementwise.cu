@@ -27,7 +27,6 @@ swiglu_kernel(const float *__restrict__ g, const float *__restrict__ u,
 	int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 
 	rs_pdl_trigger();	/* the product after it may start */
-	rs_pdl_wait();		/* g and u: launched early after the product */
 	if (i >= count)
 		return;
 	float v = silu_f(g[i]) * u[i];
@@ -47,21 +46,8 @@ rs_k_swiglu(const float *d_g, const float *d_u, float *d_h, int64_t n,
 		return (rs_errf(err, RS_ERR_INVALID_ARG, "swiglu: n %lld, "
 		    "n_tok %d%s", (long long)n, n_tok, d_xq != NULL ?
 		    " (with xq: n a multiple of 32)" : ""));
-	const unsigned blocks = (unsigned)((count + 255) / 256);
-	const int bm = rs_k_xq_block_major(n_tok);
-#ifndef __CUDACC_RTC__
-	/* a programmatic dependent where the SM90 code runs (common.cuh) */
-	static signed char known[RS_MAX_DEVICES];
-	struct rs_launch l;
-
-	rs_launch_init(&l, dim3(blocks), dim3(256), 0, stream,
-	    rs_runs_ptx(swiglu_kernel, 90, known));
-	(void)cudaLaunchKernelEx(&l.cfg, swiglu_kernel, d_g, d_u, d_h, n,
-	    count, (uint8_t *)d_xq, bm);
-#else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
-	swiglu_kernel<<<blocks, 256, 0, stream>>>(d_g, d_u, d_h, n, count,
-	    (uint8_t *)d_xq, bm);
-#endif
+	swiglu_kernel<<<(unsigned)((count + 255) / 256), 256, 0, stream>>>(d_g,
+	    d_u, d_h, n, count, (uint8_t *)d_xq, rs_k_xq_block_major(n_tok));
 	RS_LAUNCH_CHECK(err, "swiglu");
 	return (RS_OK);
 }
