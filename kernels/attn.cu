@@ -486,8 +486,6 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 {
 	extern __shared__ __align__(16) unsigned char smem[];
 
-	rs_pdl_trigger();	/* the combine after it may start */
-	rs_pdl_wait();		/* q and the caches: launched early */
 	if ((int)blockIdx.x < n_tok)
 		attn_split_fma<DPL, GB>(blockIdx.x, blockIdx.y, blockIdx.z, q,
 		    ldq, qs, kc, vc, n_head, n_head_kv, pos0, from, n_tok > 1,
@@ -511,8 +509,6 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
     const int32_t *__restrict__ pos0, float *__restrict__ o,
     uint8_t *__restrict__ xq, int bm)
 {
-	rs_pdl_trigger();	/* attn_o's product may start */
-	rs_pdl_wait();		/* the splits' parts: launched early */
 	const int	t = blockIdx.x, h = blockIdx.y;
 	const int64_t	n_keys = (int64_t)*pos0 + t + 1;
 	const int64_t	sk = split_keys(n_keys);
@@ -608,22 +604,11 @@ launch_kernel(unsigned nx, int64_t ns, int64_t from, size_t shm,
 		staged = true;
 		shm = shm > ring ? shm : ring;
 	}
-	/* a programmatic dependent where the SM90 code runs (common.cuh) */
-	static signed char pdl_known[RS_MAX_DEVICES];
-	struct rs_launch l;
-
-	rs_launch_init(&l, dim3(nx, (unsigned)(n_head / GB), (unsigned)ns),
-	    dim3(ATTN_WARPS * RS_WARP), shm, stream,
-	    rs_runs_ptx(attn_split_kernel<DPL, GB, MMA>, 90, pdl_known));
-	(void)cudaLaunchKernelEx(&l.cfg, attn_split_kernel<DPL, GB, MMA>, d_q,
-	    ldq, qs, d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, from,
-	    staged, scale, d_scratch);
-#else
+#endif
 	attn_split_kernel<DPL, GB, MMA><<<dim3(nx, (unsigned)(n_head / GB),
 	    (unsigned)ns), ATTN_WARPS * RS_WARP, shm, stream>>>(d_q, ldq, qs,
 	    d_kc, d_vc, n_head, n_head_kv, n_tok, d_params, from, staged,
 	    scale, d_scratch);
-#endif
 }
 
 template <int DPL, int GB>
@@ -728,21 +713,9 @@ rs_k_attn_xq(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
 	}
 	RS_LAUNCH_CHECK(err, "attn split");
-	const int bm = rs_k_xq_block_major(n_tok);
-#ifndef __CUDACC_RTC__
-	static signed char known[RS_MAX_DEVICES];
-	struct rs_launch l;
-
-	rs_launch_init(&l, dim3((unsigned)n_tok, (unsigned)n_head), dim3(128),
-	    0, stream, rs_runs_ptx(attn_combine_kernel, 90, known));
-	(void)cudaLaunchKernelEx(&l.cfg, attn_combine_kernel,
-	    (const float *)d_scratch, d_q, ldq, qs, gate_off, n_head, dv,
-	    d_params, d_o, (uint8_t *)d_xq, bm);
-#else
 	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head), 128, 0,
 	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params,
-	    d_o, (uint8_t *)d_xq, bm);
-#endif
+	    d_o, (uint8_t *)d_xq, rs_k_xq_block_major(n_tok));
 	RS_LAUNCH_CHECK(err, "attn combine");
 	return (RS_OK);
 }

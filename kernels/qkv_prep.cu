@@ -58,9 +58,6 @@ qkv_prep_kernel(struct rs_k_qkv a, qkv_rope rope, float eps,
 {
 	extern __shared__ float head[];		/* the normalised head */
 	__shared__ float scratch[32];
-
-	rs_pdl_trigger();	/* the attention after it may start */
-	rs_pdl_wait();		/* q, k, v: launched early after the product */
 	const int	 b = blockIdx.x, t = blockIdx.y;
 	const int	 p = *pos0 + t, half = rope.n_rot / 2;
 
@@ -125,19 +122,8 @@ rs_k_qkv_prep(const struct rs_k_qkv *a, int n_tok, int n_rot,
 	    RS_WARP * RS_WARP : QKV_THREADS;
 	const dim3 grid((unsigned)(a->nh + 2 * a->nkv), (unsigned)n_tok);
 
-#ifndef __CUDACC_RTC__
-	/* a programmatic dependent where the SM90 code runs (common.cuh) */
-	static signed char known[RS_MAX_DEVICES];
-	struct rs_launch l;
-
-	rs_launch_init(&l, grid, dim3((unsigned)threads), (size_t)a->hd *
-	    sizeof(float), stream, rs_runs_ptx(qkv_prep_kernel, 90, known));
-	(void)cudaLaunchKernelEx(&l.cfg, qkv_prep_kernel, *a, rope, eps,
-	    d_params);
-#else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
 	qkv_prep_kernel<<<grid, threads, (size_t)a->hd * sizeof(float),
 	    stream>>>(*a, rope, eps, d_params);
-#endif
 	RS_LAUNCH_CHECK(err, "qkv prep");
 	return (RS_OK);
 }
