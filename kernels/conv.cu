@@ -23,6 +23,8 @@
  * has read the old state.  One launch instead of two: ncu timed the
  * second at 2.6 µs a layer, the 27B's 8- and 16-token passes gained 0.06
  * ms on the H200 (docs/perf-log.md).  The same sums in all three.  K ≤ 8.
+ * Each kernel triggers its programmatic dependent at its start: the scan
+ * after it (rs_k_deltanet's AFTER_CONV) loads its state meanwhile.
  * Oracle:
  * rs_cpu_conv_ref; test: tests/check_cuda.c "conv".  27B: 10240 channels ×
  * (K + 2·T) floats per layer, a few hundred KB.
@@ -121,6 +123,7 @@ conv_kernel(float *state, const float *__restrict__ w,
 {
 	const int64_t c = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
 
+	rs_pdl_trigger();	/* the scan after it may start */
 	if (c >= n_ch)
 		return;
 	if (n_tok <= CONV_WALK) {
@@ -150,6 +153,7 @@ conv_block_kernel(float *state, const float *__restrict__ w,
 	const bool mover = c < n_ch && t < k - 1;
 	float	next = 0.0f;
 
+	rs_pdl_trigger();	/* the scan after it may start */
 	if (c < n_ch && t < n_tok)
 		conv_token(state, w, x, ldx, c, k, t, u, n_ch, snap,
 		    snap_stride, n_snap, params);

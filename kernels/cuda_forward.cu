@@ -648,7 +648,7 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	TRY(rs_k_deltanet(rs_state_ssm(st, slot), c->u, ch, c->bb, c->aa, nvh,
 	    dvec(e, l->dt_bias), dvec(e, l->ssm_a), (int)hp->ssm_n_kh,
 	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix,
-	    st->n_snap > 0 ? &ring : NULL, c->d_params, c->s, err));
+	    st->n_snap > 0 ? &ring : NULL, c->d_params, 1, c->s, err));
 	/* the norm writes ssm_out's 16-bit input itself where it can */
 	void *xq = ds % RS_XQ_BLOCK == 0 ? xq_for(c, c->mix, di, di, n) : NULL;
 	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,

@@ -227,17 +227,25 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	/* rows sp, sp + DN_SPLIT, ...: the DN_SPLIT threads of a column read
 	   neighbouring words of q and k (distinct banks) */
 	const int sp = threadIdx.x % DN_SPLIT;
-	const int p0 = params[RS_K_PARAM_POS0];
-	const int snap_from = params[RS_K_PARAM_SNAP_FROM];
-	const int base = params[RS_K_PARAM_SNAP_BASE];
 	float	s[R];
 	float	*S = s_all + (int64_t)n * DK * DK;
 	const float scale = rsqrtf((float)DK);
 
 	static_assert(DK % DN_COLS == 0 && DK % DN_SPLIT == 0, "deltanet: DK");
+	/*
+	 * S before the wait: launched early only after the convolution
+	 * (rs_k_deltanet's AFTER_CONV), which writes no S and started when
+	 * everything before it had ended, so no kernel that may still run
+	 * writes S, and its round trip overlaps the convolution.
+	 */
 #pragma unroll
 	for (int i = 0; i < R; i++)
 		s[i] = S[(i * DN_SPLIT + sp) * DK + j];
+	rs_pdl_wait();
+	rs_pdl_trigger();	/* the gated norm after it may start */
+	const int p0 = params[RS_K_PARAM_POS0];
+	const int snap_from = params[RS_K_PARAM_SNAP_FROM];
+	const int base = params[RS_K_PARAM_SNAP_BASE];
 	/* the call's base may be the state before its first token */
 	if (ring.full != NULL && base >= 0 && base == p0 - 1)
 		dn_put<DK>(ring.full + (int64_t)(base % ring.n) *
@@ -322,12 +330,43 @@ deltanet_replay_kernel(float *s_all, int64_t s_stride,
 		s_all[at + (i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
+/*
+ * Launch the scan, after the convolution (EARLY) as a programmatic
+ * dependent (common.cuh) where the device runs its SM90 code: it then
+ * starts while the convolution runs (which triggers at its start) and
+ * loads S meanwhile.  Measured on an H100 (docs/perf-log.md, session 30):
+ * -0.03 to -0.09 ms a pass; with the gated norm launched early behind
+ * it, -0.10 to -0.16 ms on passes of 1-4 tokens.
+ */
+template <typename K>
+static void
+dn_launch(K kernel, dim3 grid, int early, cudaStream_t stream, float *d_s,
+    const float *d_u, int64_t ldu, const float *d_b, const float *d_a,
+    int64_t ldba, const float *d_dt, const float *d_ssm_a, int n_kh,
+    int n_vh, int n_tok, float eps, float *d_o, struct rs_k_gdn_ring rg,
+    const int32_t *d_params)
+{
+#ifndef __CUDACC_RTC__
+	static signed char known[RS_MAX_DEVICES];
+	struct rs_launch l;
+
+	rs_launch_init(&l, grid, dim3(DN_THREADS), 0, stream, early &&
+	    rs_runs_ptx(kernel, 90, known));
+	(void)cudaLaunchKernelEx(&l.cfg, kernel, d_s, d_u, ldu, d_b, d_a,
+	    ldba, d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
+#else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
+	(void)early;
+	kernel<<<grid, DN_THREADS, 0, stream>>>(d_s, d_u, ldu, d_b, d_a, ldba,
+	    d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
+#endif
+}
+
 extern "C" enum rs_status
 rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
     const float *d_a, int64_t ldba, const float *d_dt, const float *d_ssm_a,
     int n_kh, int n_vh, int dk, int n_tok, float eps, float *d_o,
     const struct rs_k_gdn_ring *ring, const int32_t *d_params,
-    cudaStream_t stream, struct rs_err *err)
+    int after_conv, cudaStream_t stream, struct rs_err *err)
 {
 	const struct rs_k_gdn_ring none = { NULL, 0, NULL, 0, 0 };
 	const struct rs_k_gdn_ring rg = ring != NULL ? *ring : none;
@@ -344,14 +383,14 @@ rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
 		    (long long)ldu));
 	switch (dk) {
 	case 64:
-		deltanet_kernel<64><<<dim3(n_vh, 64 / DN_COLS), DN_THREADS, 0,
-		    stream>>>(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a,
-		    n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
+		dn_launch(deltanet_kernel<64>, dim3(n_vh, 64 / DN_COLS),
+		    after_conv, stream, d_s, d_u, ldu, d_b, d_a, ldba, d_dt,
+		    d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
 		break;
 	case 128:
-		deltanet_kernel<128><<<dim3(n_vh, 128 / DN_COLS), DN_THREADS, 0,
-		    stream>>>(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a,
-		    n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
+		dn_launch(deltanet_kernel<128>, dim3(n_vh, 128 / DN_COLS),
+		    after_conv, stream, d_s, d_u, ldu, d_b, d_a, ldba, d_dt,
+		    d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
 		break;
 	default:
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,

@@ -140,6 +140,9 @@ rs_k_rmsnorm(const float *d_x, int64_t ldx, const float *d_w, float *d_y,
  * (rs_xq.h): n and the block are
  * multiples of 32, so each warp's 32 consecutive values of a pass are
  * one 32-value block (the matvec after it then needs no conversion).
+ * From SM90 on it is launched as a programmatic dependent of the scan
+ * before it and waits for x first thing; it triggers the product after
+ * it at once, whose CTAs then load their first weights during the scan.
  */
 static __global__ void
 gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
@@ -151,6 +154,7 @@ gated_rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ z,
 	float	 ss = 0.0f;
 
 	rs_pdl_trigger();	/* the product after it may start */
+	rs_pdl_wait();		/* x: launched early after the scan */
 	for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
 		ss += x[off + i] * x[off + i];
 	float r = rsqrtf(block_sum(ss, scratch) / (float)n + eps);
@@ -178,9 +182,20 @@ rs_k_gated_rmsnorm(const float *d_x, const float *d_z, const float *d_w,
 		    "gated rmsnorm: n %lld, rows %lld%s", (long long)n,
 		    (long long)n_rows, d_xq != NULL ? " (with xq: n a "
 		    "multiple of 32, rows of whole columns)" : ""));
+	const int bm = d_xq == NULL ? 0 : rs_k_xq_block_major((int)(n_rows /
+	    per_col));
+#ifndef __CUDACC_RTC__
+	static signed char known[RS_MAX_DEVICES];
+	struct rs_launch l;
+
+	rs_launch_init(&l, dim3((unsigned)n_rows), dim3(128), 0, stream,
+	    rs_runs_ptx(gated_rmsnorm_kernel, 90, known));
+	(void)cudaLaunchKernelEx(&l.cfg, gated_rmsnorm_kernel, d_x, d_z, d_w,
+	    d_y, n, eps, (uint8_t *)d_xq, per_col, bm);
+#else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
 	gated_rmsnorm_kernel<<<(unsigned)n_rows, 128, 0, stream>>>(d_x, d_z,
-	    d_w, d_y, n, eps, (uint8_t *)d_xq, per_col, d_xq == NULL ? 0 :
-	    rs_k_xq_block_major((int)(n_rows / per_col)));
+	    d_w, d_y, n, eps, (uint8_t *)d_xq, per_col, bm);
+#endif
 	RS_LAUNCH_CHECK(err, "gated rmsnorm");
 	return (RS_OK);
 }

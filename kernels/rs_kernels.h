@@ -327,14 +327,19 @@ enum rs_status	rs_k_conv(float *d_state, const float *d_w, const float *d_x,
  * is (n_vh, dk, dv), S[i][j] with i the key index, updated.  O (n_tok,
  * n_vh·dv).  RING (NULL: none): the token at position p >= params[1]
  * leaves its record in slot p mod n, and S after position params[2] goes
- * to that position's full entry.  DK = DV in {64, 128}.  deltanet.cu.
+ * to that position's full entry.  DK = DV in {64, 128}.  AFTER_CONV:
+ * the launch before this one on STREAM is rs_k_conv's (the engine's
+ * order), which writes no S and starts only when everything before it has
+ * ended; the scan then starts during the convolution and loads S
+ * meanwhile (SM90: a programmatic dependent).  0 for any other order
+ * (two scans of one S in a row would race).  deltanet.cu.
  */
 enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
 		    const float *d_b, const float *d_a, int64_t ldba,
 		    const float *d_dt, const float *d_ssm_a, int n_kh, int n_vh,
 		    int dk, int n_tok, float eps, float *d_o,
 		    const struct rs_k_gdn_ring *ring, const int32_t *d_params,
-		    cudaStream_t stream, struct rs_err *err);
+		    int after_conv, cudaStream_t stream, struct rs_err *err);
 
 /*
  * The recurrent state of N_BLOCKS GDN blocks (block b's S at D_S +

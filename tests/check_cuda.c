@@ -1591,7 +1591,7 @@ scan_state(float *ds, const float *s0, size_t sb, const struct dn_in *in,
 	if (j > 0)
 		ck_assert_msg(rs_k_deltanet(ds, in->u, in->ch, in->b, in->a,
 		    in->vh, in->dt, in->A, in->kh, in->vh, in->dk, j, 1e-6f,
-		    in->out, ring, dq, 0, &err) == RS_OK, "%s", err.msg);
+		    in->out, ring, dq, 0, 0, &err) == RS_OK, "%s", err.msg);
 	cudaFree(dq);
 }
 
@@ -1653,6 +1653,38 @@ check_deltanet_ring(const struct dn_in *in, int T, const float *s0)
 	free(want); free(got);
 }
 
+/*
+ * The scan launched early behind a convolution (AFTER_CONV = 1, the
+ * engine's order: S loaded before the launch's wait) against the plain
+ * launch's output GOT and state GS, bit for bit, from the same state S0.
+ */
+static void
+check_deltanet_after_conv(float *ds, const float *s0, const float *du,
+    int64_t ch, const float *db, const float *da, const float *ddt,
+    const float *dA, int kh, int vh, int dk, int t, float *dout,
+    const int32_t *dp, const float *got, const float *gs)
+{
+	const size_t ob = (size_t)t * vh * dk * 4, sb = (size_t)vh * dk * dk * 4;
+	float	*o = malloc(ob), *st = malloc(sb);
+	float	*cw = dup_dev(NULL, ch * 4 * 4), *cs = dup_dev(NULL, ch * 3 * 4);
+	float	*cu = dup_dev(NULL, (size_t)t * ch * 4);
+	struct rs_err err;
+
+	cudaMemcpy(ds, s0, sb, cudaMemcpyHostToDevice);
+	cudaMemset(dout, 0, ob);
+	ck_assert_int_eq(rs_k_conv(cs, cw, du, ch, ch, 4, t, cu, NULL, 0, 0,
+	    dp, 0, &err), RS_OK);
+	ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, vh, ddt, dA, kh, vh,
+	    dk, t, 1e-6f, dout, NULL, dp, 1, 0, &err), RS_OK);
+	to_host(o, dout, ob);
+	to_host(st, ds, sb);
+	ck_assert_msg(memcmp(o, got, ob) == 0 && memcmp(st, gs, sb) == 0,
+	    "deltanet dk %d: the scan behind a convolution differs from the "
+	    "plain launch", dk);
+	cudaFree(cw); cudaFree(cs); cudaFree(cu);
+	free(o); free(st);
+}
+
 static void
 check_deltanet(int dk)
 {
@@ -1697,19 +1729,21 @@ check_deltanet(int dk)
 	float *dout = dup_dev(NULL, T * VH * dk * 4);
 	int32_t *dp = params_dev(0, INT32_MAX);
 	ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH, ddt, dA, KH, VH,
-	    dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_OK);
+	    dk, T, 1e-6f, dout, NULL, dp, 0, 0, &err), RS_OK);
 	/* the stage loads u 16 bytes at a time: a u or a row stride off that
 	   is refused before anything runs */
 	ck_assert_int_eq(rs_k_deltanet(ds, du + 1, ch, db, da, VH, ddt, dA, KH,
-	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_ERR_INVALID_ARG);
+	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, 0, &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_k_deltanet(ds, du, ch - 1, db, da, VH, ddt, dA, KH,
-	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, &err), RS_ERR_INVALID_ARG);
+	    VH, dk, T, 1e-6f, dout, NULL, dp, 0, 0, &err), RS_ERR_INVALID_ARG);
 	to_host(got, dout, T * VH * dk * 4);
 	snprintf(what, sizeof(what), "deltanet dk %d output", dk);
 	expect_close(what, got, ref, T * VH * dk, 1e-5);
 	to_host(gs, ds, VH * dk * dk * 4);
 	snprintf(what, sizeof(what), "deltanet dk %d state", dk);
 	expect_close(what, gs, s, VH * dk * dk, 1e-5);
+	check_deltanet_after_conv(ds, s0, du, ch, db, da, ddt, dA, KH, VH, dk,
+	    T, dout, dp, got, gs);
 	const struct dn_in in = { dk, KH, VH, ch, du, db, da, ddt, dA, dout };
 	check_deltanet_ring(&in, T, s0);
 	cudaFree(ds); cudaFree(du); cudaFree(db); cudaFree(da); cudaFree(ddt);

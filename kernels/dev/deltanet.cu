@@ -119,7 +119,7 @@ run(const struct gdn *g, int t0, int n)
 	check("deltanet", rs_k_deltanet(g->d_s, g->d_u + t0 * g->ldu, g->ldu,
 	    g->d_b + t0 * g->n_vh, g->d_a + t0 * g->n_vh, g->n_vh, g->d_dt,
 	    g->d_ssm_a, g->n_kh, g->n_vh, g->dk, n, EPS,
-	    g->d_o + (int64_t)t0 * g->n_vh * g->dk, NULL, g->d_params, 0,
+	    g->d_o + (int64_t)t0 * g->n_vh * g->dk, NULL, g->d_params, 0, 0,
 	    &err), &err);
 }
 
