@@ -90,21 +90,14 @@
 #define AM_ROWS		8	/* query rows a block */
 #define AM_TILE		32	/* keys a warp step */
 
-#define AM_STAGES	4	/* ring slots a warp (staged: below) */
-#define AM_STAGE_BYTES	(AM_TILE * 128)	/* a slot: 32 rows × 128 bytes */
-
 /* shared memory: Q hi and lo (AM_ROWS × (D + 8) halves each), then per
-   warp and row m, l, o[D] for the merge; staged, the warps' rings, which
-   the merge's records overlay once the tiles are done */
+   warp and row m, l, o[D] for the merge */
 template <int D>
 struct am_layout {
 	static const int LDQ = D + 8;
 	static const int PART = AM_ROWS * (2 + D);	/* floats a warp */
-	static const int QBYTES = 2 * AM_ROWS * LDQ * 2;
-	static const int BYTES = QBYTES + AM_WARPS * PART * 4;
-	static const int RING = AM_WARPS * AM_STAGES * AM_STAGE_BYTES;
-	static const int STAGED_BYTES = QBYTES + (RING > AM_WARPS * PART * 4 ?
-	    RING : AM_WARPS * PART * 4);
+	static const int BYTES = 2 * AM_ROWS * LDQ * 2 +
+	    AM_WARPS * PART * 4;
 };
 
 /* S(n) of attn.cu, for device code */
@@ -140,153 +133,50 @@ am_split2(float a, float b, uint32_t *hi, uint32_t *lo)
 }
 
 /*
- * The staged form (SM80 on, where two blocks with their rings fit an SM:
- * the launcher's ring_ok).  Without it a warp's loads are its registers'
- * (4 KB of K at a time, V only after the softmax: ~6 DRAM round trips a
- * tile, one after another, at two blocks an SM); with it they pass
- * through a ring of AM_STAGES slots of shared memory that cp.async keeps
- * AM_STAGES − 1 slots ahead of the one in use, V's while the scores are
- * still being summed.  A tile is D/32 slots, each the same 128 bytes of
- * its 32 key rows: K's bytes 128p .. 128p + 127 (the k-steps 2p and
- * 2p + 1 of Q·Kᵀ), then V's bytes 128u .. (the n-tiles u of P·V).  Lane
- * L copies 16-byte chunk L % 8 of rows 4c + L / 8, c = 0 .. 7, and reads
- * what other lanes copied, so each slot change is fenced by __syncwarp
- * around the lane's cp.async.wait_group.  Keys at or past KEND are
- * filled with zeros, as the plain loads return them.  A row's 16-byte
- * chunk C lies at chunk C ^ swizzle(row) of its 128 bytes: K is read as
- * rows 8nt + g, chunks t + 4h (swizzle 4·(row & 1)), V as rows 16kk + 2t
- * + {0, 1, 8, 9}, chunk g (swizzle 2·((row >> 1) & 3)); either way the
- * eight lanes of a 16-byte load phase hit eight different bank quads.
- * The values, and every sum made of them, are the plain loads' bits.
- */
-struct am_stream {
-	const uint16_t	*kb, *vb;	/* the KV head's rows of key 0 */
-	int64_t		 row;		/* halves between two keys' rows */
-	int		 first, kend;	/* the warp's first key; keys' end */
-	uint32_t	 ring;		/* shared address of the warp's ring */
-	int		 total, used;	/* slots: in all, taken */
-};
-
-template <int D>
-static __device__ __forceinline__ void
-am_issue(const am_stream &st, int i, int lane)
-{
-	if (i < st.total) {
-		const int  j = i % (D / 32), ch = lane % 8;
-		const bool v = j >= D / 64;
-		const int  kt = st.first + i / (D / 32) * AM_TILE * AM_WARPS;
-		const uint16_t *base = (v ? st.vb : st.kb) +
-		    64 * (v ? j - D / 64 : j) + 8 * ch;
-		const uint32_t dst = st.ring + (i % AM_STAGES) * AM_STAGE_BYTES;
-
-#pragma unroll
-		for (int c = 0; c < 8; c++) {
-			const int r = 4 * c + lane / 8, key = kt + r;
-			const int sw = v ? 2 * ((r >> 1) & 3) : 4 * (r & 1);
-			const bool in = key < st.kend;
-
-			asm volatile("cp.async.cg.shared.global [%0], [%1], 16, "
-			    "%2;\n" :: "r"(dst + (r * 8 + (ch ^ sw)) * 16),
-			    "l"(base + (in ? (int64_t)key * st.row : 0)),
-			    "r"(in ? 16 : 0) : "memory");
-		}
-	}
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* Begin the stream: its first AM_STAGES − 1 slots asked for. */
-template <int D>
-static __device__ __forceinline__ void
-am_start(am_stream &st, int lane)
-{
-	const int tiles = st.first < st.kend ? (st.kend - st.first +
-	    AM_TILE * AM_WARPS - 1) / (AM_TILE * AM_WARPS) : 0;
-
-	st.total = tiles * (D / 32);
-	st.used = 0;
-	__syncwarp();	/* the ring's last reads (a pass before) are done */
-	for (int i = 0; i < AM_STAGES - 1; i++)
-		am_issue<D>(st, i, lane);
-}
-
-/* The next slot's shared address, its copies landed and visible. */
-template <int D>
-static __device__ __forceinline__ uint32_t
-am_next(am_stream &st, int lane)
-{
-	__syncwarp();	/* every lane is done with the slot refilled next */
-	am_issue<D>(st, st.used + AM_STAGES - 1, lane);
-	asm volatile("cp.async.wait_group %0;\n" :: "n"(AM_STAGES - 1) :
-	    "memory");
-	__syncwarp();	/* and the other lanes' copies are visible */
-	return (st.ring + (st.used++ % AM_STAGES) * AM_STAGE_BYTES);
-}
-
-static __device__ __forceinline__ uint4
-am_lds16(uint32_t a)
-{
-	uint4 w;
-
-	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" :
-	    "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "r"(a));
-	return (w);
-}
-
-/*
  * One warp's tile of keys KT .. KT+31 for its 8 rows: scores, the online
  * softmax (M, L per lane: row g; L a partial over the lane's keys) and
  * O += P·V.  ACTIVE: this lane's row takes part in the pass; LAST: the
- * row's keys end there; KEND: no key at or past it is read.  STAGED: the
- * loads come from ST, the warp's ring, whose next D/32 slots are this
- * tile's; else plain loads.
+ * row's keys end there; KEND: no key at or past it is read.
  */
 template <int D>
 static __device__ __forceinline__ void
 am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
     int64_t row, int kt, int kend, int last, bool active,
     const half *sqh, const half *sql, float &m, float &l,
-    float (*o)[8][4], int lane, am_stream &st, bool staged)
+    float (*o)[8][4], int lane)
 {
 	const int g = lane / 4, t = lane % 4;
 	float s[4][4];
 
-	/* S = Q·Kᵀ, n-tile nt = keys kt + 8nt .. +7; k-steps 2p, 2p + 1
-	   from bytes 128p .. of the rows */
+	/* S = Q·Kᵀ, n-tile nt = keys kt + 8nt .. +7 */
 #pragma unroll
 	for (int nt = 0; nt < 4; nt++)
 		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-	for (int p = 0; p < D / 64; p++) {
-		const uint32_t slot = staged ? am_next<D>(st, lane) : 0;
+#pragma unroll 2
+	for (int jj = 0; jj < D / 32; jj++) {
+		const int c = t + 4 * jj;
+		uint4 kw[4];
+		uint32_t a[2][4];
 
 #pragma unroll
-		for (int hj = 0; hj < 2; hj++) {
-			const int c = t + 4 * (2 * p + hj);
-			uint4 kw[4];
-			uint32_t a[2][4];
-
+		for (int nt = 0; nt < 4; nt++) {
+			const int key = kt + 8 * nt + g;
+			kw[nt] = am_ld16(kc + (int64_t)(key < kend ? key : 0) *
+			    row + 8 * c, key < kend);
+		}
 #pragma unroll
-			for (int nt = 0; nt < 4; nt++) {
-				const int key = kt + 8 * nt + g;
-				kw[nt] = staged ? am_lds16(slot + ((8 *
-				    nt + g) * 8 + ((t + 4 * hj) ^ 4 * (g & 1))) *
-				    16) : am_ld16(kc + (int64_t)(key < kend ?
-				    key : 0) * row + 8 * c, key < kend);
-			}
+		for (int h = 0; h < 2; h++) {
+			const uint2 qh = *(const uint2 *)(sqh + g *
+			    am_layout<D>::LDQ + 8 * c + 4 * h);
+			const uint2 ql = *(const uint2 *)(sql + g *
+			    am_layout<D>::LDQ + 8 * c + 4 * h);
+			a[h][0] = qh.x; a[h][1] = ql.x;
+			a[h][2] = qh.y; a[h][3] = ql.y;
+		}
 #pragma unroll
-			for (int h = 0; h < 2; h++) {
-				const uint2 qh = *(const uint2 *)(sqh + g *
-				    am_layout<D>::LDQ + 8 * c + 4 * h);
-				const uint2 ql = *(const uint2 *)(sql + g *
-				    am_layout<D>::LDQ + 8 * c + 4 * h);
-				a[h][0] = qh.x; a[h][1] = ql.x;
-				a[h][2] = qh.y; a[h][3] = ql.y;
-			}
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++) {
-				mma16816(s[nt], a[0], kw[nt].x, kw[nt].y);
-				mma16816(s[nt], a[1], kw[nt].z, kw[nt].w);
-			}
+		for (int nt = 0; nt < 4; nt++) {
+			mma16816(s[nt], a[0], kw[nt].x, kw[nt].y);
+			mma16816(s[nt], a[1], kw[nt].z, kw[nt].w);
 		}
 	}
 	/* scores of row g, keys kt + 8nt + 2t + e; the tile's row max */
@@ -324,29 +214,23 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 #pragma unroll
 			for (int i = 0; i < 4; i++)
 				o[f / 8][f % 8][i] *= al;
-	/* O += P·V: n-tiles u (bytes 128u .. of the V rows), keys kt +
-	   16kk .. +15 as k; each accumulator still takes kk = 0, then 1 */
-#pragma unroll
-	for (int u = 0; u < D / 64; u++) {
-		const uint32_t slot = staged ? am_next<D>(st, lane) : 0;
+	/* O += P·V, keys kt + 16kk .. +15 */
+#pragma unroll 1
+	for (int kk = 0; kk < 2; kk++) {
+		const uint32_t a[4] = { kk ? ph[2] : ph[0], kk ? pl[2] : pl[0],
+		    kk ? ph[3] : ph[1], kk ? pl[3] : pl[1] };
+		const int k0 = kt + 16 * kk + 2 * t;
+		const int keys[4] = { k0, k0 + 1, k0 + 8, k0 + 9 };
 
 #pragma unroll
-		for (int kk = 0; kk < 2; kk++) {
-			const uint32_t a[4] = { kk ? ph[2] : ph[0],
-			    kk ? pl[2] : pl[0], kk ? ph[3] : ph[1],
-			    kk ? pl[3] : pl[1] };
-			const int r0 = 16 * kk + 2 * t;
-			const int rs[4] = { r0, r0 + 1, r0 + 8, r0 + 9 };
+		for (int u = 0; u < D / 64; u++) {
 			uint4 vw[4];
 
 #pragma unroll
-			for (int i = 0; i < 4; i++) {
-				const int key = kt + rs[i];
-				vw[i] = staged ? am_lds16(slot + (rs[i] *
-				    8 + (g ^ 2 * ((rs[i] >> 1) & 3))) * 16) :
-				    am_ld16(vc + (int64_t)(key < kend ? key :
-				    0) * row + 8 * (g + 8 * u), key < kend);
-			}
+			for (int i = 0; i < 4; i++)
+				vw[i] = am_ld16(vc + (int64_t)(keys[i] < kend ?
+				    keys[i] : 0) * row + 8 * (g + 8 * u),
+				    keys[i] < kend);
 #pragma unroll
 			for (int e = 0; e < 8; e++) {
 				const uint32_t sel = e % 2 ? 0x7632 : 0x5410;
@@ -367,21 +251,20 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 /*
  * Partials of rows 8·MB .. +7 of KV head J, split SPLIT, into PART as
  * attn.cu's FMA path writes them, for the rows of at least FROM keys (the
- * others are that path's).  SMEM: am_layout<D>::BYTES, or STAGED_BYTES
- * where STAGED (the warps' K/V rows through rings).
+ * others are that path's).  SMEM: am_layout<D>::BYTES.
  */
 template <int D>
 static __device__ __forceinline__ void
 attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
     int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
     const uint16_t *__restrict__ vc, int n_head, int n_head_kv, int n_tok,
-    const int32_t *__restrict__ pos0, int64_t from, bool staged,
-    float scale, float *__restrict__ part, unsigned char *smem)
+    const int32_t *__restrict__ pos0, int64_t from, float scale,
+    float *__restrict__ part, unsigned char *smem)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	typedef am_layout<D> L;
 	half	*sqh = (half *)smem, *sql = sqh + AM_ROWS * L::LDQ;
-	float	*wpart = (float *)(sql + AM_ROWS * L::LDQ);	/* the rings */
+	float	*wpart = (float *)(sql + AM_ROWS * L::LDQ);
 	const int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
 	const int g = lane / 4, G = n_head / n_head_kv;
 	const int r0 = AM_ROWS * mb;
@@ -395,15 +278,9 @@ attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
 	const int64_t s_lo = am_split_keys(p0 + r0 / G + 1);
 	const int64_t s_hi = am_split_keys(p0 + rl / G + 1);
 	float	o[D / 64][8][4], m = -INFINITY, l = 0.0f;
-	am_stream st;
 
 	if (p0 + rl / G + 1 < from)
 		return;		/* every row on the FMA path */
-	st.kb = kb;
-	st.vb = vb;
-	st.row = row;
-	st.ring = (uint32_t)__cvta_generic_to_shared(wpart) +
-	    warp * AM_STAGES * AM_STAGE_BYTES;
 
 	/* Q of the 8 rows, scaled, as f16 hi and lo (zeros past the last) */
 	for (int x = threadIdx.x; x < AM_ROWS * D / 2; x += blockDim.x) {
@@ -435,16 +312,11 @@ attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
 		const bool active = r <= rl && s_r == S && n_r >= from;
 		const int last = (int)min(n_r, (int64_t)k0 + S);
 
-		st.first = k0 + AM_TILE * warp;
-		st.kend = kend;
-		if (staged)
-			am_start<D>(st, lane);
-		for (int kt = st.first; kt < kend; kt += AM_TILE * AM_WARPS)
+		for (int kt = k0 + AM_TILE * warp; kt < kend;
+		    kt += AM_TILE * AM_WARPS)
 			am_tile<D>(kb, vb, row, kt, kend, last, active, sqh,
-			    sql, m, l, o, lane, st, staged);
+			    sql, m, l, o, lane);
 	}
-	if (staged)
-		__syncthreads();	/* wpart lies over the warps' rings */
 	/* l of row g: the quad's partials in a fixed order; then the warp's
 	   (m, l, o) to shared memory */
 	l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -494,8 +366,7 @@ attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
 	/* archs before SM80: the launcher gives them no rows here */
 	(void)mb; (void)j; (void)split; (void)q; (void)ldq; (void)qs;
 	(void)kc; (void)vc; (void)n_head; (void)n_head_kv; (void)n_tok;
-	(void)pos0; (void)from; (void)staged; (void)scale; (void)part;
-	(void)smem;
+	(void)pos0; (void)from; (void)scale; (void)part; (void)smem;
 #endif
 }
 
