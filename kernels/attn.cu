@@ -502,7 +502,16 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
  * XQ also the 16-bit form of O (rs_xq.h, the tokens as one batch, BM its
  * layout): a warp's 32 values are one block (DV and the block's 128
  * threads multiples of 32), stored by the conversion kernel's code.
+ *
+ * The partials were just written, so each load is an L2 round trip: a
+ * loop that loads a split's value only once its m has been tested waits
+ * one trip a split, 65 splits twice over (L, then each of a thread's two
+ * dims) at depth 32,768.  So the loads of COMBINE_BATCH splits are made
+ * first, into registers, and then summed in split order with the same
+ * test: the same operations in the same order, the same bits.
  */
+#define COMBINE_BATCH	16
+
 static __global__ void
 attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
     int64_t ldq, int64_t qs, int64_t gate_off, int n_head, int dv,
@@ -519,18 +528,40 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 
 	for (int s = 0; s < ns; s++)
 		M = fmaxf(M, p[s * (2 + dv)]);
-	for (int s = 0; s < ns; s++) {
-		float ms = p[s * (2 + dv)];
-		if (ms != -INFINITY)
-			L += p[s * (2 + dv) + 1] * __expf(ms - M);
+	for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
+		float ms[COMBINE_BATCH], ls[COMBINE_BATCH];
+
+#pragma unroll
+		for (int k = 0; k < COMBINE_BATCH; k++) {
+			const bool in = s0 + k < ns;
+
+			ms[k] = in ? p[(s0 + k) * (2 + dv)] : -INFINITY;
+			ls[k] = in ? p[(s0 + k) * (2 + dv) + 1] : 0.0f;
+		}
+#pragma unroll
+		for (int k = 0; k < COMBINE_BATCH; k++)
+			if (ms[k] != -INFINITY)
+				L += ls[k] * __expf(ms[k] - M);
 	}
 	const float *gate = q + t * ldq + h * qs + gate_off;
 	for (int i = threadIdx.x; i < dv; i += blockDim.x) {
 		float acc = 0.0f;
-		for (int s = 0; s < ns; s++) {
-			float ms = p[s * (2 + dv)];
-			if (ms != -INFINITY)
-				acc += p[s * (2 + dv) + 2 + i] * __expf(ms - M);
+
+		for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
+			float ms[COMBINE_BATCH], os[COMBINE_BATCH];
+
+#pragma unroll
+			for (int k = 0; k < COMBINE_BATCH; k++) {
+				const bool in = s0 + k < ns;
+
+				ms[k] = in ? p[(s0 + k) * (2 + dv)] : -INFINITY;
+				os[k] = in ? p[(s0 + k) * (2 + dv) + 2 + i] :
+				    0.0f;
+			}
+#pragma unroll
+			for (int k = 0; k < COMBINE_BATCH; k++)
+				if (ms[k] != -INFINITY)
+					acc += os[k] * __expf(ms[k] - M);
 		}
 		const float v = acc / L * sigmoid_f(gate[i]);
 		o[(int64_t)t * n_head * dv + (int64_t)h * dv + i] = v;
