@@ -16,9 +16,11 @@
 # rs-bench: the playgrounds launch some kernels themselves.
 # run: extracts what pack and gpu-pack.sh made, writes the synthetic 27B
 # (SYNTH, default /tmp/s27.gguf) unless it is there, and runs `rs-bench
-# --backend cuda --depth 16 --json` for base (build/bin) and each variant
-# in turn, ROUNDS times (default 2), into $OUT/bench.txt (or stdout),
-# then prints decode and verify 1/2/4/8/16 in ms, a line a run.
+# --backend cuda --depth DEPTHS --json` (DEPTHS from the environment,
+# default 16; e.g. 4096,32768 for attention at depth) for base
+# (build/bin) and each variant in turn, ROUNDS times (default 2), into
+# $OUT/bench.txt (or stdout), then prints decode and verify 1/2/4/8/16
+# in ms, a line a run (rows past depth 16 marked @DEPTH).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -94,8 +96,8 @@ P
 			local b=.dev/var/$v/rs-bench
 			[ "$v" = base ] && b=build/bin/rs-bench
 			echo "== $v round $r"
-			timeout 90 "$b" -m "$synth" --backend cuda --depth 16 \
-			    --json
+			timeout 180 "$b" -m "$synth" --backend cuda \
+			    --depth "${DEPTHS:-16}" --json
 		done
 	done >"$out" 2>&1
 	[ "$out" = /dev/stdout ] || summary "$out"
@@ -118,7 +120,9 @@ for line in open(sys.argv[1]):
         if d["test"] == "probe":
             row.append("probe %.0f" % d["gb_s"])
         elif d["test"] in ("decode", "verify"):
-            row.append("%s%d %.3f" % (d["test"][0], d["tokens"], d["ms"]))
+            at = "" if d["depth"] == 16 else "@%d" % d["depth"]
+            row.append("%s%d%s %.3f" % (d["test"][0], d["tokens"], at,
+                d["ms"]))
 flush()
 P
 }
