@@ -18,7 +18,10 @@
  * the FMA kernel alone; else 131,072, with the mma path from SM80 on).  One JSON line per
  * case: µs for the layer, the KV bytes it must read (2·depth·1024 halves),
  * GB/s and µs for the 16 layers.  Decode at depth 32,768 should cost
- * little more than the bytes: 128 MB a layer, ~30 µs on an H200.
+ * little more than the bytes: 128 MB a layer, ~30 µs on an H200.  Last,
+ * the split kernel's K/V loads at depth 32,768 without its math, in the
+ * mma path's order and as whole rows, 4 or 16 KB in flight a warp
+ * (probe_kernel): the rate the access pattern itself allows.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +97,127 @@ invariance(int vp0, const float *dq, const uint16_t *dk, const uint16_t *dv,
 	return (same);
 }
 
+/*
+ * The split kernel's K/V loads for one token without its math, to tell
+ * the access pattern's DRAM rate from the kernel's (perf-log, session
+ * 31): a block a (KV head, split of 512 keys), four warps taking 32-key
+ * tiles w, w + 4, ... as attn_mma.cuh's do, each tile's K rows, then its
+ * V rows.  ROWS false: as the mma path reads K, 128 bytes of each of the
+ * tile's 32 rows at a time (lane 4g + t: chunks 8p + t and 8p + t + 4 of
+ * rows 8nt + g, p the 128-byte piece); true: whole 512-byte rows, one a
+ * warp-wide load.  IN_FLIGHT of a lane's 32 16-byte loads a tile are made
+ * before any is used: 8 is the mma path's 4 KB a warp, 32 a whole tile's
+ * K or V.  96 KB of dynamic shared memory a block (unused) hold it to
+ * two blocks an SM, the split kernel's occupancy.  What was read is
+ * folded into one word, stored only if it equals a value it will not,
+ * so that no load is dead.
+ */
+#define PROBE_SMEM	(96 << 10)
+
+template <bool ROWS, int IN_FLIGHT>
+static __global__ void __launch_bounds__(128)
+probe_kernel(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
+    int n_keys, uint32_t *sink)
+{
+	const int	lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+	const int	g = lane / 4, t = lane % 4;
+	const int	k0 = blockIdx.y * 512, k1 = min(n_keys, k0 + 512);
+	uint32_t	x = 0;
+
+	for (int kt = k0 + 32 * warp; kt < k1; kt += 128)
+		for (int kv = 0; kv < 2; kv++) {
+			const uint16_t *base = (kv ? vc : kc) +
+			    (int64_t)blockIdx.x * HD;
+
+			for (int i0 = 0; i0 < 32; i0 += IN_FLIGHT) {
+				uint4 w[IN_FLIGHT];
+
+#pragma unroll
+				for (int u = 0; u < IN_FLIGHT; u++) {
+					const int i = i0 + u, p = i / 8;
+					const int r = ROWS ? i : 8 * ((i / 2) %
+					    4) + g;
+					const int c = ROWS ? lane : 8 * p + t +
+					    4 * (i % 2);
+					const int key = kt + r;
+
+					w[u] = key < k1 ? __ldg((const uint4 *)
+					    (base + (int64_t)key * NKV * HD +
+					    8 * c)) : make_uint4(0, 0, 0, 0);
+				}
+#pragma unroll
+				for (int u = 0; u < IN_FLIGHT; u++)
+					x ^= w[u].x ^ w[u].y ^ w[u].z ^ w[u].w;
+			}
+		}
+	if (x == 0x9e3779b9u)
+		sink[0] = x;
+}
+
+struct probe {
+	const uint16_t	*dk, *dv;
+	uint32_t	*sink;
+	int		 n_keys, rows, in_flight;
+};
+
+template <bool ROWS, int IN_FLIGHT>
+static void
+probe_launch(const struct probe *p)
+{
+	probe_kernel<ROWS, IN_FLIGHT><<<dim3(NKV, (p->n_keys + 511) / 512),
+	    128, PROBE_SMEM>>>(p->dk, p->dv, p->n_keys, p->sink);
+}
+
+static void
+probe_call(void *ctx)
+{
+	const struct probe *p = (const struct probe *)ctx;
+
+	if (p->rows)
+		p->in_flight == 8 ? probe_launch<true, 8>(p) :
+		    probe_launch<true, 32>(p);
+	else
+		p->in_flight == 8 ? probe_launch<false, 8>(p) :
+		    probe_launch<false, 32>(p);
+}
+
+/* The four probes after DEPTH keys, one JSON line each; 0 if they ran. */
+static int
+probes(const uint16_t *dk, const uint16_t *dv, int depth, int reps)
+{
+	struct probe	 p = { dk, dv, NULL, depth + 1, 0, 8 };
+	const double	 bytes = 2.0 * (depth + 1) * NKV * HD * 2;
+
+	die("malloc", cudaMalloc(&p.sink, 4));
+	if (cudaFuncSetAttribute(probe_kernel<true, 8>,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
+	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<true, 32>,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
+	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<false, 8>,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
+	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<false, 32>,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
+	    cudaSuccess) {
+		(void)cudaGetLastError();
+		printf("{\"probe\":\"kv pattern\",\"skipped\":\"96 KB a "
+		    "block refused\"}\n");
+		return (1);
+	}
+	for (p.rows = 0; p.rows < 2; p.rows++)
+		for (p.in_flight = 8; p.in_flight <= 32; p.in_flight *= 4) {
+			double us = 1e3 * dev_time_ms(probe_call, &p, reps);
+
+			die("probe", cudaGetLastError());
+			printf("{\"probe\":\"kv pattern\",\"depth\":%d,"
+			    "\"pattern\":\"%s\",\"in_flight_kb\":%d,"
+			    "\"us\":%.1f,\"gb_s\":%.0f}\n", depth,
+			    p.rows ? "rows" : "tile128", p.in_flight / 2,
+			    us, bytes / us / 1e3);
+		}
+	cudaFree(p.sink);
+	return (0);
+}
+
 int
 main(void)
 {
@@ -129,5 +253,6 @@ main(void)
 			    (long long)rs_k_attn_split_keys(d + n), us,
 			    bytes / 1e6, bytes / us / 1e3, 16 * us);
 		}
+	(void)probes(dk, dv, 32768, reps);
 	return (0);
 }
