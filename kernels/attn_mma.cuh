@@ -148,36 +148,35 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 	const int g = lane / 4, t = lane % 4;
 	float s[4][4];
 
-	/* S = Q·Kᵀ, n-tile nt = keys kt + 8nt .. +7: each lane loads its
-	   row's eight chunks t, t + 4, ... at once (whole 512-byte rows for
-	   the warp at d = 256), then the row's k-steps in the order of
-	   before, so each s[nt] takes the same sums in the same order */
+	/* S = Q·Kᵀ, n-tile nt = keys kt + 8nt .. +7 */
 #pragma unroll
-	for (int nt = 0; nt < 4; nt++) {
-		const int key = kt + 8 * nt + g;
-		uint4 kw[D / 32];
-
+	for (int nt = 0; nt < 4; nt++)
 		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll
-		for (int jj = 0; jj < D / 32; jj++)
-			kw[jj] = am_ld16(kc + (int64_t)(key < kend ? key : 0) *
-			    row + 8 * (t + 4 * jj), key < kend);
-#pragma unroll
-		for (int jj = 0; jj < D / 32; jj++) {
-			const int c = t + 4 * jj;
-			uint32_t a[2][4];
+#pragma unroll 2
+	for (int jj = 0; jj < D / 32; jj++) {
+		const int c = t + 4 * jj;
+		uint4 kw[4];
+		uint32_t a[2][4];
 
 #pragma unroll
-			for (int h = 0; h < 2; h++) {
-				const uint2 qh = *(const uint2 *)(sqh + g *
-				    am_layout<D>::LDQ + 8 * c + 4 * h);
-				const uint2 ql = *(const uint2 *)(sql + g *
-				    am_layout<D>::LDQ + 8 * c + 4 * h);
-				a[h][0] = qh.x; a[h][1] = ql.x;
-				a[h][2] = qh.y; a[h][3] = ql.y;
-			}
-			mma16816(s[nt], a[0], kw[jj].x, kw[jj].y);
-			mma16816(s[nt], a[1], kw[jj].z, kw[jj].w);
+		for (int nt = 0; nt < 4; nt++) {
+			const int key = kt + 8 * nt + g;
+			kw[nt] = am_ld16(kc + (int64_t)(key < kend ? key : 0) *
+			    row + 8 * c, key < kend);
+		}
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const uint2 qh = *(const uint2 *)(sqh + g *
+			    am_layout<D>::LDQ + 8 * c + 4 * h);
+			const uint2 ql = *(const uint2 *)(sql + g *
+			    am_layout<D>::LDQ + 8 * c + 4 * h);
+			a[h][0] = qh.x; a[h][1] = ql.x;
+			a[h][2] = qh.y; a[h][3] = ql.y;
+		}
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++) {
+			mma16816(s[nt], a[0], kw[nt].x, kw[nt].y);
+			mma16816(s[nt], a[1], kw[nt].z, kw[nt].w);
 		}
 	}
 	/* scores of row g, keys kt + 8nt + 2t + e; the tile's row max */
