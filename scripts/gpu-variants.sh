@@ -9,11 +9,13 @@
 #   there:  bash scripts/gpu-variants.sh run [ROUNDS]
 #
 # pack: for each NAME, `git cherry-pick -n COMMIT` on a clean tree, a copy
-# of build/ rebuilt with NVCCFLAGS="-O3 -lineinfo FLAGS" (FLAGS: -D
-# options, words separated by commas; CUDA_ARCHS from the environment,
-# as build/ was made), its stripped rs-bench to
-# .dev/var/NAME, the tree reset to HEAD; then .dev/var.tar.xz.  Only
-# rs-bench: the playgrounds launch some kernels themselves.
+# of build/ rebuilt where the commit changed a source or a header it
+# includes (every kernel where FLAGS are given), with NVCCFLAGS="-O3
+# -lineinfo FLAGS" (FLAGS: -D options, words separated by commas;
+# CUDA_ARCHS from the environment, as build/ was made), its stripped
+# rs-bench to .dev/var/NAME, the tree reset to HEAD; then
+# .dev/var.tar.xz.  Only rs-bench: the playgrounds launch some kernels
+# themselves.
 # run: extracts what pack and gpu-pack.sh made, writes the synthetic 27B
 # (SYNTH, default /tmp/s27.gguf) unless it is there, and runs `rs-bench
 # --backend cuda --depth DEPTHS --json` (DEPTHS from the environment,
@@ -57,10 +59,17 @@ pack() {
 		local b=/tmp/rs-var-$name
 		git cherry-pick -n "$commit" || { git reset -q --hard HEAD;
 		    return 1; }
-		# (build/ less the sm_70 build and the CUDA 12.9 tools)
+		# (build/ less the sm_70 build and the CUDA 12.9 tools; the
+		# copied dependency files name build/'s objects, so that
+		# make would not see a changed header: they are renamed)
 		rm -rf "$b" && mkdir -p "$b" && tar cf - -C build \
 		    --exclude=./sm70 --exclude=./cuda129 . | tar xf - -C "$b" &&
-		    rm -f "$b/librs.a"
+		    rm -f "$b/librs.a" &&
+		    find "$b/obj" -name '*.d' -exec sed -i \
+		    "s#^build/#$b/#; s# build/# $b/#g" {} +
+		# (make does not track flags: with FLAGS every kernel is
+		# compiled again)
+		[ -z "$flags" ] || rm -f "$b"/obj/kernels/*.o
 		if ! NVCCFLAGS="-O3 -lineinfo ${flags//,/ }" make CUDA=1 \
 		    ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} BUILD="$b" \
 		    "$b/bin/rs-bench" >"$b.log" 2>&1; then
