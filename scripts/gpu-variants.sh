@@ -14,8 +14,9 @@
 # -lineinfo FLAGS" (FLAGS: -D options, words separated by commas;
 # CUDA_ARCHS from the environment, as build/ was made), its stripped
 # rs-bench to .dev/var/NAME, the tree reset to HEAD; then
-# .dev/var.tar.xz.  Only rs-bench: the playgrounds launch some kernels
-# themselves.
+# .dev/var.tar.xz; with PG (a playground's name, e.g. attn_decode) also
+# its build/dev/PG, for `pg` (the base's is gpu-pack.sh's, so build it
+# in build/ first).
 # run: extracts what pack and gpu-pack.sh made, writes the synthetic 27B
 # (SYNTH, default /tmp/s27.gguf) unless it is there, and runs `rs-bench
 # --backend cuda --depth DEPTHS --json` (DEPTHS from the environment,
@@ -23,6 +24,9 @@
 # (build/bin) and each variant in turn, ROUNDS times (default 2), into
 # $OUT/bench.txt (or stdout), then prints decode and verify 1/2/4/8/16
 # in ms, a line a run (rows past depth 16 marked @DEPTH).
+# pg: as run, the playground PG of base and each variant in turn, ROUNDS
+# times, into $OUT/pg.txt (or stdout), then a line a run: each timed
+# case's name and µs, each check's result.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
@@ -72,7 +76,7 @@ pack() {
 		[ -z "$flags" ] || rm -f "$b"/obj/kernels/*.o
 		if ! NVCCFLAGS="-O3 -lineinfo ${flags//,/ }" make CUDA=1 \
 		    ${CUDA_ARCHS:+CUDA_ARCHS="$CUDA_ARCHS"} BUILD="$b" \
-		    "$b/bin/rs-bench" >"$b.log" 2>&1; then
+		    "$b/bin/rs-bench" ${PG:+"$b/dev/$PG"} >"$b.log" 2>&1; then
 			echo "gpu-variants: $name does not build ($b.log)" >&2
 			git reset -q --hard HEAD
 			return 1
@@ -80,6 +84,7 @@ pack() {
 		git reset -q --hard HEAD
 		mkdir -p ".dev/var/$name"
 		strip -o ".dev/var/$name/rs-bench" "$b/bin/rs-bench"
+		[ -z "${PG:-}" ] || strip -o ".dev/var/$name/$PG" "$b/dev/$PG"
 		echo "gpu-variants: $name = $commit ${flags//,/ }"
 	done
 	tar cf - -C .dev/var . | xz -6 -T2 >.dev/var.tar.xz
@@ -136,10 +141,60 @@ flush()
 P
 }
 
+pg() {
+	local rounds=${1:-2} out=${OUT:+$OUT/pg.txt}
+	out=${out:-/dev/stdout}
+	if [ -z "${PG:-}" ]; then
+		echo "gpu-variants: pg: no PG (a playground's name)" >&2
+		return 2
+	fi
+	python3 - <<'P' || return 1
+import tarfile
+tarfile.open(".dev/bin.tar.xz").extractall()
+tarfile.open(".dev/var.tar.xz").extractall(".dev/var")
+P
+	chmod +x build/dev/* .dev/var/*/*
+	export LD_LIBRARY_PATH=$PWD/.dev/lib
+	for r in $(seq "$rounds"); do
+		for v in base $(ls .dev/var); do
+			local b=.dev/var/$v/$PG
+			[ "$v" = base ] && b=build/dev/$PG
+			echo "== $v round $r"
+			timeout 300 "$b"
+		done
+	done >"$out" 2>&1
+	[ "$out" = /dev/stdout ] || pg_summary "$out"
+}
+
+# "NAME round R: case µs | ... | check identical hash"
+pg_summary() {
+	python3 - "$1" <<'P'
+import json, sys
+name, row = None, []
+def flush():
+    if name:
+        print(name + ": " + " | ".join(row))
+keys = ("kernel", "probe", "pattern", "depth", "tokens", "in_flight_kb")
+for line in open(sys.argv[1]):
+    if line.startswith("=="):
+        flush()
+        name, row = line.strip("= \n"), []
+    elif line.startswith("{"):
+        d = json.loads(line)
+        if "check" in d:
+            row.append("%s %s" % (d.get("identical"), d.get("fnv1a", "")[:8]))
+        elif "us" in d:
+            row.append("/".join(str(d[k]) for k in keys if k in d) +
+                " %.1f" % d["us"])
+flush()
+P
+}
+
 case ${1:-} in
 pack)	shift; pack "$@" ;;
 run)	shift; run "$@" ;;
+pg)	shift; pg "$@" ;;
 *)	echo "usage: gpu-variants.sh pack NAME=COMMIT[:FLAGS] ... |" \
-	    "run [ROUNDS]" >&2
+	    "run [ROUNDS] | pg [ROUNDS]" >&2
 	exit 2 ;;
 esac
