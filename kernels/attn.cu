@@ -508,9 +508,38 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
  * one trip a split, 65 splits twice over (L, then each of a thread's two
  * dims) at depth 32,768.  So the loads of COMBINE_BATCH splits are made
  * first, into registers, and then summed in split order with the same
- * test: the same operations in the same order, the same bits.
+ * test (combine_sum): the same operations in the same order, the same
+ * bits.
  */
 #define COMBINE_BATCH	16
+
+/*
+ * Σ, in split order, of value OFF of each of the NS split records at P
+ * (REC floats apart) times e^(m − M), skipping the splits without keys
+ * (m = −inf): COMBINE_BATCH records' m and value loaded, then their terms.
+ */
+static __device__ __forceinline__ float
+combine_sum(const float *__restrict__ p, int rec, int ns, int off, float M)
+{
+	float sum = 0.0f;
+
+	for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
+		float ms[COMBINE_BATCH], vs[COMBINE_BATCH];
+
+#pragma unroll
+		for (int k = 0; k < COMBINE_BATCH; k++) {
+			const bool in = s0 + k < ns;
+
+			ms[k] = in ? p[(s0 + k) * rec] : -INFINITY;
+			vs[k] = in ? p[(s0 + k) * rec + off] : 0.0f;
+		}
+#pragma unroll
+		for (int k = 0; k < COMBINE_BATCH; k++)
+			if (ms[k] != -INFINITY)
+				sum += vs[k] * __expf(ms[k] - M);
+	}
+	return (sum);
+}
 
 static __global__ void
 attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
@@ -524,45 +553,14 @@ attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
 	const int	ns = (int)((n_keys + sk - 1) / sk);
 	const float	*p = part + ((int64_t)t * n_head + h) *
 	    RS_K_ATTN_MAX_SPLITS * (2 + dv);
-	float		 M = -INFINITY, L = 0.0f;
+	float		 M = -INFINITY;
 
 	for (int s = 0; s < ns; s++)
 		M = fmaxf(M, p[s * (2 + dv)]);
-	for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
-		float ms[COMBINE_BATCH], ls[COMBINE_BATCH];
-
-#pragma unroll
-		for (int k = 0; k < COMBINE_BATCH; k++) {
-			const bool in = s0 + k < ns;
-
-			ms[k] = in ? p[(s0 + k) * (2 + dv)] : -INFINITY;
-			ls[k] = in ? p[(s0 + k) * (2 + dv) + 1] : 0.0f;
-		}
-#pragma unroll
-		for (int k = 0; k < COMBINE_BATCH; k++)
-			if (ms[k] != -INFINITY)
-				L += ls[k] * __expf(ms[k] - M);
-	}
+	const float L = combine_sum(p, 2 + dv, ns, 1, M);
 	const float *gate = q + t * ldq + h * qs + gate_off;
 	for (int i = threadIdx.x; i < dv; i += blockDim.x) {
-		float acc = 0.0f;
-
-		for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
-			float ms[COMBINE_BATCH], os[COMBINE_BATCH];
-
-#pragma unroll
-			for (int k = 0; k < COMBINE_BATCH; k++) {
-				const bool in = s0 + k < ns;
-
-				ms[k] = in ? p[(s0 + k) * (2 + dv)] : -INFINITY;
-				os[k] = in ? p[(s0 + k) * (2 + dv) + 2 + i] :
-				    0.0f;
-			}
-#pragma unroll
-			for (int k = 0; k < COMBINE_BATCH; k++)
-				if (ms[k] != -INFINITY)
-					acc += os[k] * __expf(ms[k] - M);
-		}
+		const float acc = combine_sum(p, 2 + dv, ns, 2 + i, M);
 		const float v = acc / L * sigmoid_f(gate[i]);
 		o[(int64_t)t * n_head * dv + (int64_t)h * dv + i] = v;
 		if (xq != NULL)

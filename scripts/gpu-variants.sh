@@ -92,53 +92,43 @@ pack() {
 	du -sh .dev
 }
 
-run() {
-	local rounds=${1:-2} synth=${SYNTH:-/tmp/s27.gguf}
-	local out=${OUT:+$OUT/bench.txt}
-	out=${out:-/dev/stdout}
+# What pack and gpu-pack.sh made, extracted here; the shared libraries.
+unpack() {
 	python3 - <<'P' || return 1
 import tarfile
 tarfile.open(".dev/bin.tar.xz").extractall()
 tarfile.open(".dev/var.tar.xz").extractall(".dev/var")
 P
-	chmod +x build/bin/* .dev/var/*/rs-bench
+	chmod +x build/bin/* .dev/var/*/*
+	[ ! -d build/dev ] || chmod +x build/dev/*
 	export LD_LIBRARY_PATH=$PWD/.dev/lib
-	[ -f "$synth" ] || build/bin/rs-bench --synth 27b --out "$synth" -q ||
-	    return 1
-	for r in $(seq "$rounds"); do
-		for v in base $(ls .dev/var); do
-			local b=.dev/var/$v/rs-bench
-			[ "$v" = base ] && b=build/bin/rs-bench
-			echo "== $v round $r"
-			timeout 180 "$b" -m "$synth" --backend cuda \
-			    --depth "${DEPTHS:-16}" --json
-		done
-	done >"$out" 2>&1
-	[ "$out" = /dev/stdout ] || summary "$out"
 }
 
-# "NAME round R: probe GB/s, decode ms, verify 1/2/4/8/16 ms"
-summary() {
-	python3 - "$1" <<'P'
-import json, sys
-name, row = None, []
-def flush():
-    if name:
-        print(name + ": " + " ".join(row))
-for line in open(sys.argv[1]):
-    if line.startswith("=="):
-        flush()
-        name, row = line.strip("= \n"), []
-    elif line.startswith("{"):
-        d = json.loads(line)
-        if d["test"] == "probe":
-            row.append("probe %.0f" % d["gb_s"])
-        elif d["test"] in ("decode", "verify"):
-            at = "" if d["depth"] == 16 else "@%d" % d["depth"]
-            row.append("%s%d%s %.3f" % (d["test"][0], d["tokens"], at,
-                d["ms"]))
-flush()
-P
+# ROUNDS times, base's BASE and each variant's FILE in turn, each under
+# "== NAME round R" and at most SECONDS, with ARGS.
+in_turn() {
+	local rounds=$1 base=$2 file=$3 seconds=$4
+	shift 4
+	for r in $(seq "$rounds"); do
+		for v in base $(ls .dev/var); do
+			local b=.dev/var/$v/$file
+			[ "$v" = base ] && b=$base
+			echo "== $v round $r"
+			timeout "$seconds" "$b" "$@"
+		done
+	done
+}
+
+run() {
+	local rounds=${1:-2} synth=${SYNTH:-/tmp/s27.gguf}
+	local out=${OUT:+$OUT/bench.txt}
+	out=${out:-/dev/stdout}
+	unpack || return 1
+	[ -f "$synth" ] || build/bin/rs-bench --synth 27b --out "$synth" -q ||
+	    return 1
+	in_turn "$rounds" build/bin/rs-bench rs-bench 180 -m "$synth" \
+	    --backend cuda --depth "${DEPTHS:-16}" --json >"$out" 2>&1
+	[ "$out" = /dev/stdout ] || summary bench "$out"
 }
 
 pg() {
@@ -148,44 +138,40 @@ pg() {
 		echo "gpu-variants: pg: no PG (a playground's name)" >&2
 		return 2
 	fi
-	python3 - <<'P' || return 1
-import tarfile
-tarfile.open(".dev/bin.tar.xz").extractall()
-tarfile.open(".dev/var.tar.xz").extractall(".dev/var")
-P
-	chmod +x build/dev/* .dev/var/*/*
-	export LD_LIBRARY_PATH=$PWD/.dev/lib
-	for r in $(seq "$rounds"); do
-		for v in base $(ls .dev/var); do
-			local b=.dev/var/$v/$PG
-			[ "$v" = base ] && b=build/dev/$PG
-			echo "== $v round $r"
-			timeout 300 "$b"
-		done
-	done >"$out" 2>&1
-	[ "$out" = /dev/stdout ] || pg_summary "$out"
+	unpack || return 1
+	in_turn "$rounds" "build/dev/$PG" "$PG" 300 >"$out" 2>&1
+	[ "$out" = /dev/stdout ] || summary pg "$out"
 }
 
-# "NAME round R: case µs | ... | check identical hash"
-pg_summary() {
-	python3 - "$1" <<'P'
+# A line a run of FILE: "NAME round R: ...".  KIND bench: probe GB/s,
+# decode and verify 1/2/4/8/16 ms; pg: each timed case's name and µs,
+# each check's result and hash.
+summary() {
+	python3 - "$1" "$2" <<'P'
 import json, sys
-name, row = None, []
+kind, name, row = sys.argv[1], None, []
+keys = ("kernel", "probe", "pattern", "depth", "tokens", "in_flight_kb")
 def flush():
     if name:
-        print(name + ": " + " | ".join(row))
-keys = ("kernel", "probe", "pattern", "depth", "tokens", "in_flight_kb")
-for line in open(sys.argv[1]):
+        print(name + ": " + (" " if kind == "bench" else " | ").join(row))
+def bench(d):
+    if d["test"] == "probe":
+        row.append("probe %.0f" % d["gb_s"])
+    elif d["test"] in ("decode", "verify"):
+        at = "" if d["depth"] == 16 else "@%d" % d["depth"]
+        row.append("%s%d%s %.3f" % (d["test"][0], d["tokens"], at, d["ms"]))
+def pg(d):
+    if "check" in d:
+        row.append("%s %s" % (d.get("identical"), d.get("fnv1a", "")[:8]))
+    elif "us" in d:
+        row.append("/".join(str(d[k]) for k in keys if k in d) +
+            " %.1f" % d["us"])
+for line in open(sys.argv[2]):
     if line.startswith("=="):
         flush()
         name, row = line.strip("= \n"), []
     elif line.startswith("{"):
-        d = json.loads(line)
-        if "check" in d:
-            row.append("%s %s" % (d.get("identical"), d.get("fnv1a", "")[:8]))
-        elif "us" in d:
-            row.append("/".join(str(d[k]) for k in keys if k in d) +
-                " %.1f" % d["us"])
+        (bench if kind == "bench" else pg)(json.loads(line))
 flush()
 P
 }
