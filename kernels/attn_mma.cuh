@@ -152,7 +152,7 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 #pragma unroll
 	for (int nt = 0; nt < 4; nt++)
 		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-#pragma unroll 2
+#pragma unroll
 	for (int jj = 0; jj < D / 32; jj++) {
 		const int c = t + 4 * jj;
 		uint4 kw[4];
