@@ -500,74 +500,78 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 /*
  * Merge the splits of (token, head) in split order, normalise, gate; with
  * XQ also the 16-bit form of O (rs_xq.h, the tokens as one batch, BM its
- * layout): a warp's 32 values are one block (DV and the block's 128
- * threads multiples of 32), stored by the conversion kernel's code.
+ * layout): a warp's 32 values are one block (DV a multiple of 64, a
+ * block's 64 threads its dims 64z .. 64z + 63), stored by the
+ * conversion kernel's code.
  *
- * The partials were just written, so each load is an L2 round trip: a
- * loop that loads a split's value only once its m has been tested waits
- * one trip a split, 65 splits twice over (L, then each of a thread's two
- * dims) at depth 32,768.  So the loads of COMBINE_BATCH splits are made
- * first, into registers, and then summed in split order with the same
- * test (combine_sum): the same operations in the same order, the same
- * bits.
+ * The partials were just written, so each load is an L2 round trip.  A
+ * block (token, head, 64 dims) loads the splits' m and l once, one split
+ * a thread, into shared memory, with each split's weight e^(m − M); each
+ * thread then loads its dim's value of COMBINE_BATCH splits at a time,
+ * before it sums them.  L and every output take their terms in split
+ * order, skipping the splits without keys (m = −inf), with the same
+ * expressions as a loop over the splits would (l·e and o·e added to the
+ * sum so far): the same bits, in a few round trips where a split at a
+ * time took one each (65 at depth 32,768).
  */
-#define COMBINE_BATCH	16
+#define COMBINE_THREADS	64
+#define COMBINE_BATCH	32
 
-/*
- * Σ, in split order, of value OFF of each of the NS split records at P
- * (REC floats apart) times e^(m − M), skipping the splits without keys
- * (m = −inf): COMBINE_BATCH records' m and value loaded, then their terms.
- */
-static __device__ __forceinline__ float
-combine_sum(const float *__restrict__ p, int rec, int ns, int off, float M)
-{
-	float sum = 0.0f;
-
-	for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
-		float ms[COMBINE_BATCH], vs[COMBINE_BATCH];
-
-#pragma unroll
-		for (int k = 0; k < COMBINE_BATCH; k++) {
-			const bool in = s0 + k < ns;
-
-			ms[k] = in ? p[(s0 + k) * rec] : -INFINITY;
-			vs[k] = in ? p[(s0 + k) * rec + off] : 0.0f;
-		}
-#pragma unroll
-		for (int k = 0; k < COMBINE_BATCH; k++)
-			if (ms[k] != -INFINITY)
-				sum += vs[k] * __expf(ms[k] - M);
-	}
-	return (sum);
-}
-
-static __global__ void
+static __global__ void __launch_bounds__(COMBINE_THREADS)
 attn_combine_kernel(const float *__restrict__ part, const float *__restrict__ q,
     int64_t ldq, int64_t qs, int64_t gate_off, int n_head, int dv,
     const int32_t *__restrict__ pos0, float *__restrict__ o,
     uint8_t *__restrict__ xq, int bm)
 {
+	__shared__ float sm[RS_K_ATTN_MAX_SPLITS], sl[RS_K_ATTN_MAX_SPLITS];
+	__shared__ float se[RS_K_ATTN_MAX_SPLITS], smax[COMBINE_THREADS /
+	    RS_WARP];
 	const int	t = blockIdx.x, h = blockIdx.y;
+	const int	i = blockIdx.z * COMBINE_THREADS + threadIdx.x;
 	const int64_t	n_keys = (int64_t)*pos0 + t + 1;
 	const int64_t	sk = split_keys(n_keys);
 	const int	ns = (int)((n_keys + sk - 1) / sk);
 	const float	*p = part + ((int64_t)t * n_head + h) *
 	    RS_K_ATTN_MAX_SPLITS * (2 + dv);
-	float		 M = -INFINITY;
+	float		 M = -INFINITY, L = 0.0f, acc = 0.0f;
 
-	for (int s = 0; s < ns; s++)
-		M = fmaxf(M, p[s * (2 + dv)]);
-	const float L = combine_sum(p, 2 + dv, ns, 1, M);
-	const float *gate = q + t * ldq + h * qs + gate_off;
-	for (int i = threadIdx.x; i < dv; i += blockDim.x) {
-		const float acc = combine_sum(p, 2 + dv, ns, 2 + i, M);
-		const float v = acc / L * sigmoid_f(gate[i]);
-		o[(int64_t)t * n_head * dv + (int64_t)h * dv + i] = v;
-		if (xq != NULL)
-			xq_store(v, threadIdx.x % RS_WARP, xq,
-			    (int64_t)n_head * dv, gridDim.x, bm, t,
-			    ((int64_t)h * dv + i) / RS_XQ_BLOCK);
+	/* M: the splits' largest m (a max is the same in any order) */
+	for (int s = threadIdx.x; s < ns; s += COMBINE_THREADS) {
+		sm[s] = p[s * (2 + dv)];
+		sl[s] = p[s * (2 + dv) + 1];
+		M = fmaxf(M, sm[s]);
 	}
+	M = warp_max(M);
+	if (threadIdx.x % RS_WARP == 0)
+		smax[threadIdx.x / RS_WARP] = M;
+	__syncthreads();
+	for (int w = 0; w < COMBINE_THREADS / RS_WARP; w++)
+		M = fmaxf(M, smax[w]);
+	for (int s = threadIdx.x; s < ns; s += COMBINE_THREADS)
+		se[s] = sm[s] == -INFINITY ? 0.0f : __expf(sm[s] - M);
+	__syncthreads();
+	for (int s = 0; s < ns; s++)
+		if (sm[s] != -INFINITY)
+			L += sl[s] * se[s];
+	for (int s0 = 0; s0 < ns; s0 += COMBINE_BATCH) {
+		float os[COMBINE_BATCH];
+
+#pragma unroll
+		for (int k = 0; k < COMBINE_BATCH; k++)
+			os[k] = s0 + k < ns ? p[(s0 + k) * (2 + dv) + 2 + i] :
+			    0.0f;
+#pragma unroll
+		for (int k = 0; k < COMBINE_BATCH; k++)
+			if (s0 + k < ns && sm[s0 + k] != -INFINITY)
+				acc += os[k] * se[s0 + k];
+	}
+	const float *gate = q + t * ldq + h * qs + gate_off;
+	const float v = acc / L * sigmoid_f(gate[i]);
+
+	o[(int64_t)t * n_head * dv + (int64_t)h * dv + i] = v;
+	if (xq != NULL)
+		xq_store(v, threadIdx.x % RS_WARP, xq, (int64_t)n_head * dv,
+		    gridDim.x, bm, t, ((int64_t)h * dv + i) / RS_XQ_BLOCK);
 }
 
 #ifndef __CUDACC_RTC__
@@ -742,9 +746,10 @@ rs_k_attn_xq(const float *d_q, int64_t ldq, int64_t qs, int64_t gate_off,
 	    d_vc, n_head, n_head_kv, n_tok, d_params, scale, d_scratch); break;
 	}
 	RS_LAUNCH_CHECK(err, "attn split");
-	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head), 128, 0,
-	    stream>>>(d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params,
-	    d_o, (uint8_t *)d_xq, rs_k_xq_block_major(n_tok));
+	attn_combine_kernel<<<dim3((unsigned)n_tok, (unsigned)n_head,
+	    (unsigned)(dv / COMBINE_THREADS)), COMBINE_THREADS, 0, stream>>>(
+	    d_scratch, d_q, ldq, qs, gate_off, n_head, dv, d_params, d_o,
+	    (uint8_t *)d_xq, rs_k_xq_block_major(n_tok));
 	RS_LAUNCH_CHECK(err, "attn combine");
 	return (RS_OK);
 }
