@@ -281,6 +281,8 @@ attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
 
 	if (p0 + rl / G + 1 < from)
 		return;		/* every row on the FMA path */
+	if (split * s_lo >= p0 + rl / G + 1)
+		return;		/* past every row's last split (S ≥ s_lo) */
 
 	/* Q of the 8 rows, scaled, as f16 hi and lo (zeros past the last) */
 	for (int x = threadIdx.x; x < AM_ROWS * D / 2; x += blockDim.x) {
