@@ -20,8 +20,11 @@
  * GB/s and µs for the 16 layers.  Decode at depth 32,768 should cost
  * little more than the bytes: 128 MB a layer, ~30 µs on an H200.  Last,
  * the split kernel's K/V loads at depth 32,768 without its math, in the
- * mma path's order and as whole rows, 4 or 16 KB in flight a warp
- * (probe_kernel): the rate the access pattern itself allows.
+ * mma path's order and as whole rows, 4 or 16 KB in flight a warp, in
+ * the kernel's grid (512 keys a block, two blocks an SM) and in four
+ * times as many blocks of 128 keys with no cap an SM (probe_kernel): the
+ * rate the access pattern itself allows, and whether the kernel's one
+ * wave of blocks holds it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,26 +105,28 @@ invariance(int vp0, const float *dq, const uint16_t *dk, const uint16_t *dv,
  * the access pattern's DRAM rate from the kernel's (perf-log, session
  * 31): a block a (KV head, split of 512 keys), four warps taking 32-key
  * tiles w, w + 4, ... as attn_mma.cuh's do, each tile's K rows, then its
- * V rows.  ROWS false: as the mma path reads K, 128 bytes of each of the
+ * V rows (KPB keys a block: 512 as the kernel's splits at depth 32,768,
+ * or 128, a tile a warp).  ROWS false: as the mma path reads K, 128 bytes of each of the
  * tile's 32 rows at a time (lane 4g + t: chunks 8p + t and 8p + t + 4 of
  * rows 8nt + g, p the 128-byte piece); true: whole 512-byte rows, one a
  * warp-wide load.  IN_FLIGHT of a lane's 32 16-byte loads a tile are made
  * before any is used: 8 is the mma path's 4 KB a warp, 32 a whole tile's
- * K or V.  96 KB of dynamic shared memory a block (unused) hold it to
- * two blocks an SM, the split kernel's occupancy.  What was read is
+ * K or V.  With KPB 512, 96 KB of dynamic shared memory a block (unused)
+ * hold it to two blocks an SM, the split kernel's occupancy (its 255
+ * registers a thread allow no more); with 128, none.  What was read is
  * folded into one word, stored only if it equals a value it will not,
  * so that no load is dead.
  */
 #define PROBE_SMEM	(96 << 10)
 
-template <bool ROWS, int IN_FLIGHT>
+template <bool ROWS, int IN_FLIGHT, int KPB>
 static __global__ void __launch_bounds__(128)
 probe_kernel(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
     int n_keys, uint32_t *sink)
 {
 	const int	lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 	const int	g = lane / 4, t = lane % 4;
-	const int	k0 = blockIdx.y * 512, k1 = min(n_keys, k0 + 512);
+	const int	k0 = blockIdx.y * KPB, k1 = min(n_keys, k0 + KPB);
 	uint32_t	x = 0;
 
 	for (int kt = k0 + 32 * warp; kt < k1; kt += 128)
@@ -157,15 +162,28 @@ probe_kernel(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 struct probe {
 	const uint16_t	*dk, *dv;
 	uint32_t	*sink;
-	int		 n_keys, rows, in_flight;
+	int		 n_keys, rows, in_flight, kpb;
 };
 
-template <bool ROWS, int IN_FLIGHT>
+template <bool ROWS, int IN_FLIGHT, int KPB>
 static void
 probe_launch(const struct probe *p)
 {
-	probe_kernel<ROWS, IN_FLIGHT><<<dim3(NKV, (p->n_keys + 511) / 512),
-	    128, PROBE_SMEM>>>(p->dk, p->dv, p->n_keys, p->sink);
+	probe_kernel<ROWS, IN_FLIGHT, KPB><<<dim3(NKV, (p->n_keys + KPB - 1) /
+	    KPB), 128, KPB == 512 ? PROBE_SMEM : 0>>>(p->dk, p->dv, p->n_keys,
+	    p->sink);
+}
+
+template <int KPB>
+static void
+probe_shape(const struct probe *p)
+{
+	if (p->rows)
+		p->in_flight == 8 ? probe_launch<true, 8, KPB>(p) :
+		    probe_launch<true, 32, KPB>(p);
+	else
+		p->in_flight == 8 ? probe_launch<false, 8, KPB>(p) :
+		    probe_launch<false, 32, KPB>(p);
 }
 
 static void
@@ -173,29 +191,37 @@ probe_call(void *ctx)
 {
 	const struct probe *p = (const struct probe *)ctx;
 
-	if (p->rows)
-		p->in_flight == 8 ? probe_launch<true, 8>(p) :
-		    probe_launch<true, 32>(p);
-	else
-		p->in_flight == 8 ? probe_launch<false, 8>(p) :
-		    probe_launch<false, 32>(p);
+	p->kpb == 512 ? probe_shape<512>(p) : probe_shape<128>(p);
 }
 
-/* The four probes after DEPTH keys, one JSON line each; 0 if they ran. */
+/* One probe timed, its JSON line printed. */
+static void
+probe_line(struct probe *p, int depth, double bytes, int reps)
+{
+	const double us = 1e3 * dev_time_ms(probe_call, p, reps);
+
+	die("probe", cudaGetLastError());
+	printf("{\"probe\":\"kv pattern\",\"depth\":%d,\"pattern\":\"%s\","
+	    "\"in_flight_kb\":%d,\"keys_a_block\":%d,\"us\":%.1f,"
+	    "\"gb_s\":%.0f}\n", depth, p->rows ? "rows" : "tile128",
+	    p->in_flight / 2, p->kpb, us, bytes / us / 1e3);
+}
+
+/* The eight probes after DEPTH keys, one JSON line each; 0 if they ran. */
 static int
 probes(const uint16_t *dk, const uint16_t *dv, int depth, int reps)
 {
-	struct probe	 p = { dk, dv, NULL, depth + 1, 0, 8 };
+	struct probe	 p = { dk, dv, NULL, depth + 1, 0, 8, 512 };
 	const double	 bytes = 2.0 * (depth + 1) * NKV * HD * 2;
 
 	die("malloc", cudaMalloc(&p.sink, 4));
-	if (cudaFuncSetAttribute(probe_kernel<true, 8>,
+	if (cudaFuncSetAttribute(probe_kernel<true, 8, 512>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
-	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<true, 32>,
+	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<true, 32, 512>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
-	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<false, 8>,
+	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<false, 8, 512>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
-	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<false, 32>,
+	    cudaSuccess || cudaFuncSetAttribute(probe_kernel<false, 32, 512>,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, PROBE_SMEM) !=
 	    cudaSuccess) {
 		(void)cudaGetLastError();
@@ -203,17 +229,11 @@ probes(const uint16_t *dk, const uint16_t *dv, int depth, int reps)
 		    "block refused\"}\n");
 		return (1);
 	}
-	for (p.rows = 0; p.rows < 2; p.rows++)
-		for (p.in_flight = 8; p.in_flight <= 32; p.in_flight *= 4) {
-			double us = 1e3 * dev_time_ms(probe_call, &p, reps);
-
-			die("probe", cudaGetLastError());
-			printf("{\"probe\":\"kv pattern\",\"depth\":%d,"
-			    "\"pattern\":\"%s\",\"in_flight_kb\":%d,"
-			    "\"us\":%.1f,\"gb_s\":%.0f}\n", depth,
-			    p.rows ? "rows" : "tile128", p.in_flight / 2,
-			    us, bytes / us / 1e3);
-		}
+	for (p.kpb = 512; p.kpb >= 128; p.kpb /= 4)
+		for (p.rows = 0; p.rows < 2; p.rows++)
+			for (p.in_flight = 8; p.in_flight <= 32;
+			    p.in_flight *= 4)
+				probe_line(&p, depth, bytes, reps);
 	cudaFree(p.sink);
 	return (0);
 }
