@@ -103,10 +103,10 @@ invariance(int vp0, const float *dq, const uint16_t *dk, const uint16_t *dv,
 /*
  * The split kernel's K/V loads for one token without its math, to tell
  * the access pattern's DRAM rate from the kernel's (perf-log, session
- * 31): a block a (KV head, split of 512 keys), four warps taking 32-key
- * tiles w, w + 4, ... as attn_mma.cuh's do, each tile's K rows, then its
- * V rows (KPB keys a block: 512 as the kernel's splits at depth 32,768,
- * or 128, a tile a warp).  ROWS false: as the mma path reads K, 128 bytes of each of the
+ * 31): a block a (KV head, KPB keys: 512 as the kernel's splits at
+ * depth 32,768, or 128, a tile a warp), four warps taking 32-key tiles
+ * w, w + 4, ... as attn_mma.cuh's do, each tile's K rows, then its V
+ * rows.  ROWS false: as the mma path reads K, 128 bytes of each of the
  * tile's 32 rows at a time (lane 4g + t: chunks 8p + t and 8p + t + 4 of
  * rows 8nt + g, p the 128-byte piece); true: whole 512-byte rows, one a
  * warp-wide load.  IN_FLIGHT of a lane's 32 16-byte loads a tile are made
