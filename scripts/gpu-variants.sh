@@ -150,7 +150,8 @@ summary() {
 	python3 - "$1" "$2" <<'P'
 import json, sys
 kind, name, row = sys.argv[1], None, []
-keys = ("kernel", "probe", "pattern", "depth", "tokens", "in_flight_kb")
+keys = ("kernel", "probe", "pattern", "depth", "tokens", "in_flight_kb",
+    "keys_a_block")
 def flush():
     if name:
         print(name + ": " + (" " if kind == "bench" else " | ").join(row))
