@@ -14,9 +14,11 @@
  *            Q6_K, what the 27B files are made of, held in the 16-row
  *            tiles of rs_tile.h (as the engine uploads them).  One order
  *            of sums (matvec_xq.cuh) in two kernels: dp4a with a lane per
- *            chunk of a pair of rows (matvec_xq_kernel: every column
- *            count before SM80, one column of Q6_K after) and int8 tensor
- *            cores (matvec_mma.cuh: the rest from SM80 on).
+ *            chunk of a pair of rows (matvec_xq_kernel: one column
+ *            before SM80, and every column count where no tensor-core
+ *            kernel runs; one column of Q6_K after), f16 tensor cores on
+ *            Volta (matvec_884.cuh: 2-16 columns on SM70-SM74) and int8
+ *            tensor cores (matvec_mma.cuh: the rest from SM80 on).
  * X is read through the L1/L2 caches (a column of the 27B: 20 KB as
  * floats, 12.8 KB as 16 bits, shared by every row).  Each sum runs in one
  * order whatever N_TOK is (batch invariance, see matvec_rows_kernel).
@@ -35,6 +37,7 @@
  */
 #include "common.cuh"
 #include "matvec_sb.cuh"
+#include "matvec_884.cuh"
 #include "matvec_mma.cuh"
 #include "matvec_xq.cuh"
 #include "quant.cuh"
@@ -403,11 +406,35 @@ struct matvec_launch {
 		const int mma = 0;
 #endif
 		if (!mma)
-			go_dp4a<TYPE, NT>();
+			go_int<TYPE, NT>();
 		else if constexpr (NT >= 5 && NT <= 7)
 			go_mma<TYPE, 8>();	/* writes NT: xq_in.nw */
 		else
 			go_mma<TYPE, NT>();
+	}
+
+	/*
+	 * Before SM80: 2-16 columns on Volta's tensor cores where the code
+	 * that runs was built for SM70-SM74 (matvec_884.cuh; the same bits
+	 * as dp4a), otherwise, and for one column, dp4a.
+	 */
+	template <int TYPE, int NT>
+	void
+	go_int(void)
+	{
+#ifndef __CUDACC_RTC__
+		if constexpr (NT >= 2) {
+			if (has_884_matvec()) {
+				const unsigned grid = mv_parts_grid(&parts,
+				    RS_TILE_ROWS);
+				/* (no PDL: the kernel does not wait for x) */
+				mv_launch(matvec_884_kernel<TYPE, NT>, grid,
+				    8 * RS_WARP, 0, stream, 0, parts, n_in, xq);
+				return;
+			}
+		}
+#endif
+		go_dp4a<TYPE, NT>();
 	}
 
 	/*

@@ -241,18 +241,35 @@ q6_centre(uint32_t lo, uint32_t hi)
 
 /* ---- the canonical float steps (both kernels call these) ---- */
 
+/*
+ * The _f forms take P as the float (float)P, which the Volta tensor-core
+ * kernel (matvec_884.cuh) forms in one fmaf; the integer forms convert
+ * and call them: one code for every kernel's tail.
+ */
+static __device__ __forceinline__ float
+xq_term_min_f(float acc, float a, float m, float2 meta, float p)
+{
+	acc = fmaf(a, __fmul_rn(meta.x, p), acc);
+	return (fmaf(-m, meta.y, acc));
+}
+
+static __device__ __forceinline__ float
+xq_term_q6_f(float acc, float a0, float a1, float s, float p0, float p1)
+{
+	acc = fmaf(a0, __fmul_rn(s, p0), acc);
+	return (fmaf(a1, __fmul_rn(s, p1), acc));
+}
+
 static __device__ __forceinline__ float
 xq_term_min(float acc, float a, float m, float2 meta, int p)
 {
-	acc = fmaf(a, __fmul_rn(meta.x, (float)p), acc);
-	return (fmaf(-m, meta.y, acc));
+	return (xq_term_min_f(acc, a, m, meta, (float)p));
 }
 
 static __device__ __forceinline__ float
 xq_term_q6(float acc, float a0, float a1, float s, int p0, int p1)
 {
-	acc = fmaf(a0, __fmul_rn(s, (float)p0), acc);
-	return (fmaf(a1, __fmul_rn(s, (float)p1), acc));
+	return (xq_term_q6_f(acc, a0, a1, s, (float)p0, (float)p1));
 }
 
 /* dp4a of unsigned bytes A with signed bytes B (PTX has the mixed form) */
