@@ -31,9 +31,9 @@
  * bandwidth.  The f32 path spends ~9 instructions per weight and was
  * instruction-bound at a quarter of the H200's bandwidth; the integer
  * path spends ~2 and streams about half of it.  Each further column costs
- * the integer path 16 dp4a per 32 weights and lane, so groups of 16 are
- * instruction-bound (tensor cores are the next step there).  Only SM70
- * features are used.
+ * the dp4a kernel 16 dp4a per 32 weights and lane, so groups of 16 are
+ * instruction-bound there; the tensor-core kernels decode each weight
+ * once for all columns.  The baseline kernels use only SM70 features.
  */
 #include "common.cuh"
 #include "matvec_sb.cuh"
@@ -161,9 +161,10 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * increasing b as the canonical order does; at the end the 32 sums of
  * every output meet in shared memory and are added in warp_sum's tree.
  * A lane's chunk is decoded once for all NT columns and each x load
- * serves its two rows.  This is every column count's kernel before SM80
- * (the V100's decode) and Q6_K's one-column kernel after; matvec_mma.cuh
- * gives the same bits on tensor cores.  BS1 as for xq_chunk_dot.
+ * serves its two rows.  This is the one-column kernel before SM80 (the
+ * V100's decode), every column count's where no tensor-core kernel runs
+ * (Turing), and Q6_K's one-column kernel after; matvec_884.cuh and
+ * matvec_mma.cuh give the same bits on tensor cores.  BS1 as for xq_chunk_dot.
  *
  * Instructions per 64 weights of a lane and row, one column: 2-4 (Q4_K)
  * to 4-6 (Q6_K) loads of weights, 5 of x, ~16 nibble operations, 32 dp4a
@@ -440,7 +441,7 @@ struct matvec_launch {
 	/*
 	 * Four warps a tile row for one and two columns; eight (one virtual
 	 * lane a lane: fewer sums in registers) for the wider groups that
-	 * run here before SM80.  BS1: one column whose blocks are
+	 * run here where no tensor-core kernel does.  BS1: one column whose blocks are
 	 * consecutive (the decode step).
 	 */
 	template <int TYPE, int NT>
