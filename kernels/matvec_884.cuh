@@ -43,10 +43,12 @@
  * as in the other kernels.  Columns past NT are computed on a copy of
  * the last and not written.
  *
- * Per super-block, warp and quad of columns: 32 mma, ~4·8 conversions of
- * x words (a byte permutation pair and two f16 subtractions each), 16
- * float terms a lane (four instructions each) and 4 meta loads; per
- * super-block once: 64 A conversions a lane, 4 heads' scales.
+ * Per super-block, warp and quad of columns: 32 mma and, a lane, 16
+ * conversions of x words (4 values: a logic operation, two byte
+ * permutations, two f16 subtractions), 16 float terms (four instructions
+ * each) and 4 meta loads; per super-block once, a lane: 32 conversions
+ * of weight words and 4 heads' scales.  Estimates for a V100 in
+ * docs/perf-log.md session 33 (not measured: no V100 here).
  */
 #ifndef RS_MATVEC_884_CUH
 #define RS_MATVEC_884_CUH
