@@ -1,7 +1,8 @@
 /*
  * mma884.cu - playground for Volta's tensor cores as the integer matvec
- * would use them (issue #12: verification on SM70; perf-log session 21's
- * design note).
+ * uses them (kernels/matvec_884.cuh; issue #12: verification on SM70):
+ * the fragment map and the exactness that kernel relies on.  Both checks
+ * passed on an H100 and through the JIT (perf-log session 33).
  *
  *   make CUDA=1 build/dev/mma884 && build/dev/mma884
  *   make BUILD=build/sm70 CUDA=1 CUDA_ARCHS=70 \
