@@ -146,16 +146,12 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
     float (*o)[8][4], int lane)
 {
 	const int g = lane / 4, t = lane % 4;
-	/* two chains of dependent mma, the even and the odd jj (a tile is
-	   latency-bound on short splits), added once at the end */
-	float s[4][4], s2[4][4];
+	float s[4][4];
 
 	/* S = Q·Kᵀ, n-tile nt = keys kt + 8nt .. +7 */
 #pragma unroll
 	for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-		for (int i = 0; i < 4; i++)
-			s[nt][i] = s2[nt][i] = 0.0f;
+		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
 	for (int jj = 0; jj < D / 32; jj++) {
 		const int c = t + 4 * jj;
@@ -179,16 +175,10 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 		}
 #pragma unroll
 		for (int nt = 0; nt < 4; nt++) {
-			float *acc = jj % 2 ? s2[nt] : s[nt];
-			mma16816(acc, a[0], kw[nt].x, kw[nt].y);
-			mma16816(acc, a[1], kw[nt].z, kw[nt].w);
+			mma16816(s[nt], a[0], kw[nt].x, kw[nt].y);
+			mma16816(s[nt], a[1], kw[nt].z, kw[nt].w);
 		}
 	}
-#pragma unroll
-	for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-		for (int i = 0; i < 4; i++)
-			s[nt][i] += s2[nt][i];
 	/* scores of row g, keys kt + 8nt + 2t + e; the tile's row max */
 	float sc[4][2], mx = -INFINITY;
 #pragma unroll
