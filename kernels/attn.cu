@@ -494,7 +494,7 @@ attn_split_kernel(const float *__restrict__ q, int64_t ldq, int64_t qs,
 	else if (MMA && (int)blockIdx.y < n_head_kv)
 		attn_split_mma<DPL * RS_WARP>(blockIdx.x - n_tok, blockIdx.y,
 		    blockIdx.z, q, ldq, qs, kc, vc, n_head, n_head_kv, n_tok,
-		    pos0, from, staged, scale, part, smem);
+		    pos0, from, scale, part, smem);
 }
 
 /*
@@ -629,11 +629,9 @@ launch_kernel(unsigned nx, int64_t ns, int64_t from, size_t shm,
 	   cuda129-nvrtc.sh, device runtime only) compiles without them */
 #ifndef __CUDACC_RTC__
 	static signed char known[RS_MAX_DEVICES];
-	/* the FMA path's rings; the mma path's staged K and V */
-	size_t ring = (size_t)ATTN_WARPS * ATTN_RING(DPL) * sizeof(uint16_t);
+	const size_t ring = (size_t)ATTN_WARPS * ATTN_RING(DPL) *
+	    sizeof(uint16_t);
 
-	if (MMA && ring < (size_t)am_layout<DPL * RS_WARP>::SBYTES)
-		ring = am_layout<DPL * RS_WARP>::SBYTES;
 	if (ring_ok(attn_split_kernel<DPL, GB, MMA>, shm > ring ? shm : ring,
 	    known)) {
 		staged = true;

@@ -76,15 +76,6 @@
  * their own accumulators) still fits, 254 and no spills (ptxas, not
  * timed); more in flight would need O's dims split between two warps
  * that share a key stream, or O in two halves with P·V run twice.
- * A second chain was measured in session 33 (AM2M): no faster.
- *
- * Staging.  A tile's K is copied into the warp's region of shared memory
- * by cp.async in one group (am_stage_k) before Q·Kᵀ, and its V, once the
- * scores are made, in another that the softmax overlaps (am_stage_v):
- * two DRAM round trips a tile where each jj step's K loads and each P·V
- * step's V loads waited for their own.  Each lane copies and reads only
- * its own 16-byte pieces, so no barrier; the values, and so the bits,
- * are the loads' own.
  */
 #ifndef RS_ATTN_MMA_CUH
 #define RS_ATTN_MMA_CUH
@@ -99,20 +90,14 @@
 #define AM_ROWS		8	/* query rows a block */
 #define AM_TILE		32	/* keys a warp step */
 
-/*
- * Shared memory: Q hi and lo (AM_ROWS × (D + 8) halves each), then a
- * region a warp for its rows' m, l, o[D] (the merge), PART floats; where
- * K and V are staged (ST: am_stage_k / am_stage_v) the region first holds
- * its tile's K, then its V (AM_TILE rows of D halves), WREG floats.
- */
+/* shared memory: Q hi and lo (AM_ROWS × (D + 8) halves each), then per
+   warp and row m, l, o[D] for the merge */
 template <int D>
 struct am_layout {
 	static const int LDQ = D + 8;
-	static const int PART = AM_ROWS * (2 + D);	/* floats of partials */
-	static const int STAGE = AM_TILE * D * 2;	/* bytes of K or V */
-	static const int WREG = (PART * 4 > STAGE ? PART * 4 : STAGE) / 4;
-	static const int BYTES = 2 * AM_ROWS * LDQ * 2 + AM_WARPS * PART * 4;
-	static const int SBYTES = 2 * AM_ROWS * LDQ * 2 + AM_WARPS * WREG * 4;
+	static const int PART = AM_ROWS * (2 + D);	/* floats a warp */
+	static const int BYTES = 2 * AM_ROWS * LDQ * 2 +
+	    AM_WARPS * PART * 4;
 };
 
 /* S(n) of attn.cu, for device code */
@@ -128,86 +113,11 @@ am_split_keys(int64_t n)
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 
-/* 16 bytes at P, or zeros (IN false) */
+/* 16 bytes of P at key index KEY (< LAST) or zeros */
 static __device__ __forceinline__ uint4
 am_ld16(const uint16_t *p, bool in)
 {
 	return (in ? __ldg((const uint4 *)p) : make_uint4(0, 0, 0, 0));
-}
-
-/*
- * 16 bytes at P into shared address S, asynchronously, or 16 zero bytes
- * (IN false: src-size 0 reads nothing; P is then any valid address).
- */
-static __device__ __forceinline__ void
-am_cp16(uint32_t s, const uint16_t *p, bool in)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::
-	    "r"(s), "l"(p), "r"(in ? 16 : 0) : "memory");
-}
-
-static __device__ __forceinline__ uint4
-am_lds16(uint32_t s)
-{
-	uint4 v;
-
-	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" :
-	    "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(s));
-	return (v);
-}
-
-/*
- * The tile's K as the lane uses it, into its pieces of the warp's region
- * ST: piece (jj, nt) is chunk t + 4jj of key kt + 8nt + g (zeros at or
- * past KEND), at ST + 16·(32·(4jj + nt) + lane).  One commit group: the
- * whole tile's K is one DRAM round trip, not one a jj step.
- */
-template <int D>
-static __device__ __forceinline__ void
-am_stage_k(uint32_t st, const uint16_t *__restrict__ kc, int64_t row,
-    int kt, int kend, int lane)
-{
-	const int g = lane / 4, t = lane % 4;
-
-#pragma unroll
-	for (int jj = 0; jj < D / 32; jj++)
-#pragma unroll
-		for (int nt = 0; nt < 4; nt++) {
-			const int key = kt + 8 * nt + g;
-			am_cp16(st + 16 * (32 * (4 * jj + nt) + lane), kc +
-			    (int64_t)(key < kend ? key : 0) * row + 8 *
-			    (t + 4 * jj), key < kend);
-		}
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/*
- * The tile's V as P·V uses it: piece (kk, u, i) is chunk g + 8u of key
- * kt + 16kk + 2t + {0, 1, 8, 9}[i], at ST + 16·(32·(4·(D / 64)·kk + 4u
- * + i) + lane).  Issued once the scores are made (K's pieces are no longer
- * read), so that its round trip overlaps the softmax.
- */
-template <int D>
-static __device__ __forceinline__ void
-am_stage_v(uint32_t st, const uint16_t *__restrict__ vc, int64_t row,
-    int kt, int kend, int lane)
-{
-	const int g = lane / 4, t = lane % 4;
-
-#pragma unroll
-	for (int kk = 0; kk < 2; kk++)
-#pragma unroll
-		for (int u = 0; u < D / 64; u++)
-#pragma unroll
-			for (int i = 0; i < 4; i++) {
-				const int key = kt + 16 * kk + 2 * t + (i & 1) +
-				    8 * (i >> 1);
-				am_cp16(st + 16 * (32 * (4 * (D / 64) * kk +
-				    4 * u + i) + lane), vc + (int64_t)(key <
-				    kend ? key : 0) * row + 8 * (g + 8 * u),
-				    key < kend);
-			}
-	asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
 /* f16 pair {lo half: A, hi half: B} and what rounding left of each */
@@ -228,24 +138,20 @@ am_split2(float a, float b, uint32_t *hi, uint32_t *lo)
  * O += P·V.  ACTIVE: this lane's row takes part in the pass; LAST: the
  * row's keys end there; KEND: no key at or past it is read.
  */
-template <int D, bool ST>
+template <int D>
 static __device__ __forceinline__ void
 am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
     int64_t row, int kt, int kend, int last, bool active,
     const half *sqh, const half *sql, float &m, float &l,
-    float (*o)[8][4], int lane, uint32_t st)
+    float (*o)[8][4], int lane)
 {
 	const int g = lane / 4, t = lane % 4;
 	float s[4][4];
 
-	if (ST)
-		am_stage_k<D>(st, kc, row, kt, kend, lane);
 	/* S = Q·Kᵀ, n-tile nt = keys kt + 8nt .. +7 */
 #pragma unroll
 	for (int nt = 0; nt < 4; nt++)
 		s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-	if (ST)
-		asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #pragma unroll
 	for (int jj = 0; jj < D / 32; jj++) {
 		const int c = t + 4 * jj;
@@ -255,9 +161,8 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 #pragma unroll
 		for (int nt = 0; nt < 4; nt++) {
 			const int key = kt + 8 * nt + g;
-			kw[nt] = ST ? am_lds16(st + 16 * (32 * (4 * jj + nt) +
-			    lane)) : am_ld16(kc + (int64_t)(key < kend ? key :
-			    0) * row + 8 * c, key < kend);
+			kw[nt] = am_ld16(kc + (int64_t)(key < kend ? key : 0) *
+			    row + 8 * c, key < kend);
 		}
 #pragma unroll
 		for (int h = 0; h < 2; h++) {
@@ -274,9 +179,6 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 			mma16816(s[nt], a[1], kw[nt].z, kw[nt].w);
 		}
 	}
-	/* (every lane's K pieces are read: its V may take their place) */
-	if (ST)
-		am_stage_v<D>(st, vc, row, kt, kend, lane);
 	/* scores of row g, keys kt + 8nt + 2t + e; the tile's row max */
 	float sc[4][2], mx = -INFINITY;
 #pragma unroll
@@ -313,8 +215,6 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 			for (int i = 0; i < 4; i++)
 				o[f / 8][f % 8][i] *= al;
 	/* O += P·V, keys kt + 16kk .. +15 */
-	if (ST)
-		asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 #pragma unroll 1
 	for (int kk = 0; kk < 2; kk++) {
 		const uint32_t a[4] = { kk ? ph[2] : ph[0], kk ? pl[2] : pl[0],
@@ -328,9 +228,7 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 
 #pragma unroll
 			for (int i = 0; i < 4; i++)
-				vw[i] = ST ? am_lds16(st + 16 * (32 * (4 *
-				    (D / 64) * kk + 4 * u + i) + lane)) :
-				    am_ld16(vc + (int64_t)(keys[i] < kend ?
+				vw[i] = am_ld16(vc + (int64_t)(keys[i] < kend ?
 				    keys[i] : 0) * row + 8 * (g + 8 * u),
 				    keys[i] < kend);
 #pragma unroll
@@ -350,20 +248,22 @@ am_tile(const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
 
 #endif /* __CUDA_ARCH__ >= 800 */
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-/* attn_split_mma's work; ST: K and V staged (SMEM am_layout's SBYTES) */
-template <int D, bool ST>
+/*
+ * Partials of rows 8·MB .. +7 of KV head J, split SPLIT, into PART as
+ * attn.cu's FMA path writes them, for the rows of at least FROM keys (the
+ * others are that path's).  SMEM: am_layout<D>::BYTES.
+ */
+template <int D>
 static __device__ __forceinline__ void
-am_split(int mb, int j, int split, const float *__restrict__ q,
+attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
     int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
     const uint16_t *__restrict__ vc, int n_head, int n_head_kv, int n_tok,
     const int32_t *__restrict__ pos0, int64_t from, float scale,
     float *__restrict__ part, unsigned char *smem)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 	typedef am_layout<D> L;
-	const int WS = ST ? L::WREG : L::PART;	/* floats a warp's region */
 	half	*sqh = (half *)smem, *sql = sqh + AM_ROWS * L::LDQ;
-	/* the warps' regions (am_layout) */
 	float	*wpart = (float *)(sql + AM_ROWS * L::LDQ);
 	const int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
 	const int g = lane / 4, G = n_head / n_head_kv;
@@ -416,15 +316,14 @@ am_split(int mb, int j, int split, const float *__restrict__ q,
 
 		for (int kt = k0 + AM_TILE * warp; kt < kend;
 		    kt += AM_TILE * AM_WARPS)
-			am_tile<D, ST>(kb, vb, row, kt, kend, last, active,
-			    sqh, sql, m, l, o, lane, (uint32_t)
-			    __cvta_generic_to_shared(wpart + warp * WS));
+			am_tile<D>(kb, vb, row, kt, kend, last, active, sqh,
+			    sql, m, l, o, lane);
 	}
 	/* l of row g: the quad's partials in a fixed order; then the warp's
 	   (m, l, o) to shared memory */
 	l += __shfl_xor_sync(0xffffffffu, l, 1);
 	l += __shfl_xor_sync(0xffffffffu, l, 2);
-	float *mine = wpart + warp * WS + g * (2 + D);
+	float *mine = wpart + warp * L::PART + g * (2 + D);
 	if (lane % 4 == 0) {
 		mine[0] = m;
 		mine[1] = l;
@@ -450,9 +349,9 @@ am_split(int mb, int j, int split, const float *__restrict__ q,
 			continue;	/* the FMA path's, or past its splits */
 		float M = -INFINITY, Lsum = 0.0f, out = 0.0f;
 		for (int w = 0; w < AM_WARPS; w++)
-			M = fmaxf(M, wpart[w * WS + rr * (2 + D)]);
+			M = fmaxf(M, wpart[w * L::PART + rr * (2 + D)]);
 		for (int w = 0; w < AM_WARPS; w++) {
-			const float *p = wpart + w * WS + rr * (2 + D);
+			const float *p = wpart + w * L::PART + rr * (2 + D);
 			float f = p[0] == -INFINITY ? 0.0f : __expf(p[0] - M);
 			Lsum += p[1] * f;
 			out += p[2 + i] * f;
@@ -465,36 +364,11 @@ am_split(int mb, int j, int split, const float *__restrict__ q,
 		}
 		dst[2 + i] = out;
 	}
-}
-#endif
-
-/*
- * Partials of rows 8·MB .. +7 of KV head J, split SPLIT, into PART as
- * attn.cu's FMA path writes them, for the rows of at least FROM keys (the
- * others are that path's).  STAGED: K and V through shared memory (SMEM
- * am_layout<D>::SBYTES, else BYTES).
- */
-template <int D>
-static __device__ __forceinline__ void
-attn_split_mma(int mb, int j, int split, const float *__restrict__ q,
-    int64_t ldq, int64_t qs, const uint16_t *__restrict__ kc,
-    const uint16_t *__restrict__ vc, int n_head, int n_head_kv, int n_tok,
-    const int32_t *__restrict__ pos0, int64_t from, bool staged,
-    float scale, float *__restrict__ part, unsigned char *smem)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	if (staged)
-		am_split<D, true>(mb, j, split, q, ldq, qs, kc, vc, n_head,
-		    n_head_kv, n_tok, pos0, from, scale, part, smem);
-	else
-		am_split<D, false>(mb, j, split, q, ldq, qs, kc, vc, n_head,
-		    n_head_kv, n_tok, pos0, from, scale, part, smem);
 #else
 	/* archs before SM80: the launcher gives them no rows here */
 	(void)mb; (void)j; (void)split; (void)q; (void)ldq; (void)qs;
 	(void)kc; (void)vc; (void)n_head; (void)n_head_kv; (void)n_tok;
-	(void)pos0; (void)from; (void)staged; (void)scale; (void)part;
-	(void)smem;
+	(void)pos0; (void)from; (void)scale; (void)part; (void)smem;
 #endif
 }
 

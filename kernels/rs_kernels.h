@@ -254,7 +254,7 @@ enum rs_status	rs_k_qkv_prep(const struct rs_k_qkv *a, int n_tok,
  */
 #define RS_K_ATTN_MAX_SPLITS	128
 #define RS_K_ATTN_SPLIT_MIN	128
-#define RS_K_ATTN_MMA_FROM	16385
+#define RS_K_ATTN_MMA_FROM	32769
 int64_t		rs_k_attn_split_keys(int64_t n_keys);
 size_t		rs_k_attn_scratch(int n_head, int n_tok, int dv);
 enum rs_status	rs_k_attn(const float *d_q, int64_t ldq, int64_t qs,
