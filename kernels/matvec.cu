@@ -164,7 +164,8 @@ matvec_rows_kernel(const uint8_t *__restrict__ w, int64_t n_in,
  * serves its two rows.  This is the one-column kernel before SM80 (the
  * V100's decode), every column count's where no tensor-core kernel runs
  * (Turing), and Q6_K's one-column kernel after; matvec_884.cuh and
- * matvec_mma.cuh give the same bits on tensor cores.  BS1 as for xq_chunk_dot.
+ * matvec_mma.cuh give the same bits on tensor cores.  BS1 as for
+ * xq_chunk_dot.
  *
  * Instructions per 64 weights of a lane and row, one column: 2-4 (Q4_K)
  * to 4-6 (Q6_K) loads of weights, 5 of x, ~16 nibble operations, 32 dp4a
@@ -441,8 +442,8 @@ struct matvec_launch {
 	/*
 	 * Four warps a tile row for one and two columns; eight (one virtual
 	 * lane a lane: fewer sums in registers) for the wider groups that
-	 * run here where no tensor-core kernel does.  BS1: one column whose blocks are
-	 * consecutive (the decode step).
+	 * run here where no tensor-core kernel does.  BS1: one column whose
+	 * blocks are consecutive (the decode step).
 	 */
 	template <int TYPE, int NT>
 	void

@@ -304,9 +304,11 @@ matvec_884_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 	constexpr int	 QR = NQ < 2 ? NQ : 2;	/* quads a reduction round */
 	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
 	__shared__ float red[RS_WARP][RS_TILE_ROWS][4 * QR];
-	const int	 lane = threadIdx.x % RS_WARP, wi = threadIdx.x / RS_WARP;
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int	 wi = threadIdx.x / RS_WARP;
 	const int	 q = (lane >> 2) & 3, j = (lane & 3) + 4 * (lane >> 4);
-	const int	 r0 = (lane & 1) + 4 * (lane >> 4), tq = (lane >> 1) & 1;
+	const int	 r0 = (lane & 1) + 4 * (lane >> 4);
+	const int	 tq = (lane >> 1) & 1;
 	const int64_t	 nb = n_in / 256;
 	const uint8_t	*tiles = pt.w + pt.blk * nb * TB;
 	const xq_at	 x = xq_at_of(xc, n_in);

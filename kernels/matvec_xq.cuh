@@ -2,12 +2,12 @@
  * matvec_xq.cuh - the integer matvec's canonical order and its weight
  * decoders, for the formats of the Q4_K_M files: Q4_K, Q5_K, Q6_K.
  *
- * Both kernels that read these (matvec.cu's one-row-per-warp dp4a kernel,
- * matvec_mma.cuh's tensor-core kernel for 2..16 columns) must give the
- * same bits for every output, so that a verification pass equals token-by-
- * token decoding.  Integer sums are exact whoever computes them; what has
- * to match is every float operation and its order.  That order is defined
- * here, once:
+ * The kernels that read these (matvec.cu's one-row-per-warp dp4a kernel,
+ * the tensor-core kernels for 2..16 columns of matvec_mma.cuh, SM80 on,
+ * and matvec_884.cuh, Volta) must give the same bits for every output,
+ * so that a verification pass equals token-by-token decoding.  Integer
+ * sums are exact whoever computes them; what has to match is every float
+ * operation and its order.  That order is defined here, once:
  *
  *   chunks     a row of N values is N/64 chunks of 64 values; chunk k is
  *              chunk c = k % 4 of super-block k / 4 and holds two 32-value
@@ -239,7 +239,7 @@ q6_centre(uint32_t lo, uint32_t hi)
 	return ((lo + hi + 0x60606060u) ^ 0x80808080u);
 }
 
-/* ---- the canonical float steps (both kernels call these) ---- */
+/* ---- the canonical float steps (every kernel calls these) ---- */
 
 /*
  * The _f forms take P as the float (float)P, which the Volta tensor-core
