@@ -245,18 +245,11 @@ matvec_xq_kernel(const mv_parts parts, int64_t n_in, const xq_in xq)
 	for (int el = threadIdx.x; el < TR * RS_TILE_ROWS * NT;
 	    el += blockDim.x) {
 		const int row = el / NT, t = el % NT;
-		float v[RS_WARP];
-#pragma unroll
-		for (int i = 0; i < RS_WARP; i++)
-			v[i] = red[i][row][t];
-#pragma unroll
-		for (int h = RS_WARP / 2; h > 0; h /= 2)
-#pragma unroll
-			for (int i = 0; i < h; i++)
-				v[i] += v[i + h];
+		const float v = xq_lanes_sum(red, row, t);
+
 		if (o0 + row < pt.n_out) {
 			float *dst = pt.y + t * pt.ldy + o0 + row;
-			*dst = pt.acc ? *dst + v[0] : v[0];
+			*dst = pt.acc ? *dst + v : v;
 		}
 	}
 }

@@ -373,20 +373,12 @@ matvec_884_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 		for (int el = threadIdx.x; el < RS_TILE_ROWS * 4 * QR;
 		    el += blockDim.x) {
 			const int row = el / (4 * QR), col = el % (4 * QR);
-			float s[RS_WARP];
-#pragma unroll
-			for (int v = 0; v < RS_WARP; v++)
-				s[v] = red[v][row][col];
-#pragma unroll
-			for (int h = RS_WARP / 2; h > 0; h /= 2)
-#pragma unroll
-				for (int v = 0; v < h; v++)
-					s[v] += s[v + h];
+			const float s = xq_lanes_sum(red, row, col);
 			const int64_t orow = pt.blk * RS_TILE_ROWS + row;
 			const int tc = 4 * u0 + col;
 			if (orow < pt.n_out && tc < NT) {
 				float *dst = pt.y + tc * pt.ldy + orow;
-				*dst = pt.acc ? *dst + s[0] : s[0];
+				*dst = pt.acc ? *dst + s : s;
 			}
 		}
 		if (u0 + QR < NQ)

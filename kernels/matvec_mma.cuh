@@ -666,22 +666,13 @@ matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 		for (int el = threadIdx.x; el < MMA_ROWS * RC;
 		    el += blockDim.x) {
 			const int row = el / RC, col = el % RC;
-			float s[RS_WARP];
-#pragma unroll
-			for (int v = 0; v < RS_WARP; v++)
-				s[v] = red[v][row][col];
-#pragma unroll
-			for (int lv = 0; lv < 5; lv++)
-#pragma unroll
-				for (int v = 0; v < RS_WARP / 2; v++)
-					if (v < (RS_WARP / 2 >> lv))
-						s[v] += s[v + (RS_WARP / 2 >> lv)];
+			const float s = xq_lanes_sum(red, row, col);
 			const int64_t orow = o0 + row;
 			const int tc = 4 * u0 + col;
 			/* (8 columns may stand in for 5-7: xq_in.nw) */
 			if (orow < n_out && tc < (NT == 8 ? xc.nw : NT)) {
 				float *dst = y + tc * ldy + orow;
-				*dst = accumulate ? *dst + s[0] : s[0];
+				*dst = accumulate ? *dst + s : s;
 			}
 		}
 		if (u0 + QR < NQ)

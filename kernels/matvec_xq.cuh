@@ -272,6 +272,32 @@ xq_term_q6(float acc, float a0, float a1, float s, int p0, int p1)
 	return (xq_term_q6_f(acc, a0, a1, s, (float)p0, (float)p1));
 }
 
+/*
+ * The order's reduction: output (ROW, COL)'s 32 virtual-lane sums, lane
+ * v's in RED[v][ROW][COL] (a kernel's shared array), added as warp_sum
+ * adds them (partners 16, 8, 4, 2, 1 apart; lane 0's value) by one thread
+ * instead of a warp's shuffles.
+ */
+template <int ROWS, int COLS>
+static __device__ __forceinline__ float
+xq_lanes_sum(const float (&red)[RS_WARP][ROWS][COLS], int row, int col)
+{
+	float s[RS_WARP];
+
+#pragma unroll
+	for (int v = 0; v < RS_WARP; v++)
+		s[v] = red[v][row][col];
+	/* (fixed trip counts: nvcc unrolls this form fully, where a loop
+	   over v < h kept s in local memory) */
+#pragma unroll
+	for (int lv = 0; lv < 5; lv++)
+#pragma unroll
+		for (int v = 0; v < RS_WARP / 2; v++)
+			if (v < (RS_WARP / 2 >> lv))
+				s[v] += s[v + (RS_WARP / 2 >> lv)];
+	return (s[0]);
+}
+
 /* dp4a of unsigned bytes A with signed bytes B (PTX has the mixed form) */
 static __device__ __forceinline__ int
 dp4a_us(unsigned a, int b, int c)

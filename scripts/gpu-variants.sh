@@ -104,13 +104,14 @@ P
 	export LD_LIBRARY_PATH=$PWD/.dev/lib
 }
 
-# ROUNDS times, base's BASE and each variant's FILE in turn, each under
-# "== NAME round R" and at most SECONDS, with ARGS.
+# ROUNDS times, base's BASE and each variant's FILE in turn (VARS from the
+# environment: only the variants it names), each under "== NAME round R"
+# and at most SECONDS, with ARGS.
 in_turn() {
 	local rounds=$1 base=$2 file=$3 seconds=$4
 	shift 4
 	for r in $(seq "$rounds"); do
-		for v in base $(ls .dev/var); do
+		for v in base ${VARS:-$(ls .dev/var)}; do
 			local b=.dev/var/$v/$file
 			[ "$v" = base ] && b=$base
 			echo "== $v round $r"
