@@ -17,6 +17,7 @@
  *              first, each block by xq_term_min or xq_term_q6
  *   reduction  the 32 lane sums are added as warp_sum adds them
  *              (xor 16, 8, 4, 2, 1) and lane 0's value is the output
+ *              (xq_lanes_sum, for kernels that meet in shared memory)
  *
  * A block's term takes the exact integer sums of 256·hi and lo against
  * the block's quantized weights (P = 256·Σ q·hi + Σ q·lo = Σ q·v, which
@@ -287,8 +288,8 @@ xq_lanes_sum(const float (&red)[RS_WARP][ROWS][COLS], int row, int col)
 #pragma unroll
 	for (int v = 0; v < RS_WARP; v++)
 		s[v] = red[v][row][col];
-	/* (fixed trip counts: nvcc unrolls this form fully, where a loop
-	   over v < h kept s in local memory) */
+	/* five rounds (log2 RS_WARP) of fixed trip counts: nvcc unrolls
+	   this form fully, where a loop over v < h kept s in local memory */
 #pragma unroll
 	for (int lv = 0; lv < 5; lv++)
 #pragma unroll
