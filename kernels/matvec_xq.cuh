@@ -288,8 +288,8 @@ xq_lanes_sum(const float (&red)[RS_WARP][ROWS][COLS], int row, int col)
 #pragma unroll
 	for (int v = 0; v < RS_WARP; v++)
 		s[v] = red[v][row][col];
-	/* five rounds (log2 RS_WARP) of fixed trip counts: nvcc unrolls
-	   this form fully, where a loop over v < h kept s in local memory */
+	/* five rounds (log2 RS_WARP) of fixed trip counts, which nvcc's
+	   front end unrolls itself (a loop over v < h it left to ptxas) */
 #pragma unroll
 	for (int lv = 0; lv < 5; lv++)
 #pragma unroll
