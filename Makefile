@@ -69,10 +69,14 @@ ifeq ($(origin NVCC)$(origin CUDA_HOME),command lineenvironment)
 CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
 endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
-CUDA_ARCHS ?= 75 90
+# SASS for each arch listed (sm_XY runs on compute capability X.Y to X.9:
+# sm_80 on the A100 and the RTX 30 / 40 series), and the PTX of the last
+# one, which the driver compiles for any newer GPU (CUDA_PTX= for none)
+CUDA_ARCHS ?= 75 80 90
+CUDA_PTX ?= $(lastword $(CUDA_ARCHS))
 NVCCFLAGS ?= -O3 -lineinfo
 NVCCFLAGS += -std=c++17 -DRS_CUDA=1 $(LIB_INC) -Ikernels $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
-	     $(if $(filter 70,$(CUDA_ARCHS)),-gencode arch=compute_70$(comma)code=compute_70) \
+	     $(if $(CUDA_PTX),-gencode arch=compute_$(CUDA_PTX)$(comma)code=compute_$(CUDA_PTX)) \
 	     -Xcompiler -Wall,-Wextra
 CU_SRC	:= $(sort $(wildcard kernels/*.cu))
 CU_OBJ	:= $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
@@ -84,12 +88,12 @@ comma	:= ,
 
 .PHONY: all lib cmds test test-layers test-unit test-man test-serve \
 	test-install test-cuda \
-	volta asan fuzz \
+	volta ampere asan fuzz \
 	install clean config
 all: config lib cmds
 
 config:
-	@echo "redshift $(VERSION): CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC), archs $(CUDA_ARCHS)), (CPU backend only$(if $(NVCC),$(if $(wildcard kernels/*.cu),,: no CUDA kernels yet),: no nvcc found)))"
+	@echo "redshift $(VERSION): CUDA=$(CUDA)$(if $(filter 1,$(CUDA)), (nvcc $(NVCC), archs $(CUDA_ARCHS)$(if $(CUDA_PTX), + PTX $(CUDA_PTX))), (CPU backend only$(if $(NVCC),$(if $(wildcard kernels/*.cu),,: no CUDA kernels yet),: no nvcc found)))"
 
 lib: $(BUILD)/librs.a
 cmds: $(CMDS)
@@ -199,6 +203,15 @@ volta:
 	$(MAKE) BUILD=build/sm70 CUDA=1 CUDA_ARCHS=70 \
 	    NVCC="$$(bash scripts/cuda129.sh)" all build/sm70/tests/check_cuda
 	bash scripts/cuda129-nvrtc.sh
+
+# The SM80 code (A100, the RTX 30 / 40 series: tensor cores, no
+# programmatic launch) as compute_80 PTX alone into build/sm80: a Hopper
+# GPU runs the default build's sm_90 SASS, and this build's
+# `build/sm80/tests/check_cuda` through the driver's JIT, the kernels
+# taking their SM80 branches (scripts/gpu-check.sh, section ampere).
+ampere:
+	$(MAKE) BUILD=build/sm80 CUDA=1 CUDA_ARCHS= CUDA_PTX=80 \
+	    build/sm80/tests/check_cuda
 
 # lib/'s layers: no file includes a header of a layer above its own
 test-layers:

@@ -344,16 +344,86 @@ static struct rs_state_mem cuda_mem = {
 	dev_gdn_replay
 };
 
+/* why the last rs_cuda_device_count() found none, or NULL */
+static const char *no_device_why;
+
 extern "C" int
 rs_cuda_device_count(void)
 {
 	int	n = 0;
+	const cudaError_t ce = cudaGetDeviceCount(&n);
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess) {
-		(void)cudaGetLastError();	/* no driver: not sticky */
+	if (ce != cudaSuccess) {
+		/* (the runtime says "insufficient" for no driver at all) */
+		no_device_why = ce == cudaErrorInsufficientDriver ? "no NVIDIA "
+		    "driver, or one older than this build's CUDA runtime" :
+		    cudaGetErrorString(ce);
+		(void)cudaGetLastError();	/* not sticky */
 		return (0);
 	}
+	no_device_why = n > 0 ? NULL : "none in this machine";
 	return (n);
+}
+
+extern "C" const char *
+rs_cuda_no_device_why(void)
+{
+	return (no_device_why != NULL ? no_device_why : "none found");
+}
+
+/* (the kernel whose attributes say whether this build runs on a GPU) */
+static __global__ void
+arch_probe_kernel(void)
+{
+}
+
+/*
+ * Does this build hold code that GPU DEV (−1: the current one) runs?
+ * Every kernel file is
+ * compiled for the same CUDA_ARCHS (the Makefile), so one kernel answers
+ * for all; without the check the first launch would fail with the
+ * runtime's "no kernel image is available" and no hint.  SASS runs on
+ * the GPUs of its major version from its minor on (sm_80 on 8.0-8.9),
+ * the PTX of the last listed arch on every newer GPU through the
+ * driver's JIT; Volta needs `make volta`.
+ */
+extern "C" enum rs_status
+rs_cuda_check_device(int dev, struct rs_err *err)
+{
+	cudaFuncAttributes fa;
+	int major = 0, minor = 0, prev = 0;
+
+	(void)cudaGetDevice(&prev);
+	if (dev < 0)
+		dev = prev;
+	RS_CUDA_TRY(err, cudaSetDevice(dev));
+	const cudaError_t ce = cudaFuncGetAttributes(&fa, arch_probe_kernel);
+	(void)cudaGetLastError();	/* not sticky: clear it */
+	(void)cudaDeviceGetAttribute(&major,
+	    cudaDevAttrComputeCapabilityMajor, dev);
+	(void)cudaDeviceGetAttribute(&minor,
+	    cudaDevAttrComputeCapabilityMinor, dev);
+	(void)cudaSetDevice(prev);
+	if (ce == cudaSuccess)
+		return (RS_OK);
+	if (ce == cudaErrorUnsupportedPtxVersion)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend 'cuda': GPU "
+		    "%d: %s: the driver is older than the CUDA toolkit of "
+		    "this build; update the NVIDIA driver", dev,
+		    cudaGetErrorString(ce)));
+	if (major < 7)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend 'cuda': GPU "
+		    "%d has compute capability %d.%d; Redshift needs 7.0 "
+		    "(Volta) or later", dev, major, minor));
+	if (major == 7 && minor == 0)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend 'cuda': "
+		    "this build has no code for GPU %d (compute capability "
+		    "7.0, Volta: %s); build with `make volta` (CUDA 12.9, "
+		    "README: Building)", dev, cudaGetErrorString(ce)));
+	return (rs_errf(err, RS_ERR_UNSUPPORTED, "backend 'cuda': this build "
+	    "has no code for GPU %d (compute capability %d.%d: %s); rebuild "
+	    "for it: `make clean && make CUDA_ARCHS=%d%d` (README: Building)",
+	    dev, major, minor, cudaGetErrorString(ce), major, minor));
 }
 
 extern "C" enum rs_status

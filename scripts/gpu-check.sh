@@ -1,7 +1,8 @@
 #!/bin/bash
 # gpu-check.sh - what a GPU machine runs for the CUDA backend: the kernel and
 # engine tests (also those of `make volta`'s sm_70 + compute_70 build, when
-# it is there: on a newer GPU they run the PTX through the driver's JIT),
+# it is there: on a newer GPU they run the PTX through the driver's JIT;
+# and of `make ampere`'s compute_80 PTX, the SM80 branches, the same way),
 # rs-verify's rollback check and rs-generate's greedy decode on the GPU
 # against the fixtures, rs-serve answering under its seccomp sandbox with
 # the CUDA backend, then, on a synthetic Qwen3.8-27B file: rs-serve under
@@ -27,14 +28,16 @@ rc=0
 # GPU_CHECK: the sections to run (default all): "tests" (check_cuda,
 # rs-verify, rs-generate and rs-serve on the fixtures), "serve" (rs-serve
 # on the synthetic 27B: traffic under the sandbox, the memory refusal),
-# "bench" (rs-bench on it), "split" (the layer split, issue #19, on one GPU
+# "bench" (rs-bench on it), "ampere" (check_cuda of build/sm80, when it is
+# there: the kernels' SM80 branches, which the A100 and the RTX 30 / 40
+# series run, through the JIT), "split" (the layer split, issue #19, on one GPU
 # as --devices 0,0: rs-verify's rollback check, rs-generate's greedy
 # decode and rs-serve on the fixtures, rs-bench --quick on the synthetic
 # 27B with and without the split; check_cuda's engine_split and
 # engine_split_rollback run in "tests").  The device machine runs a
-# command for at most 10 minutes, so GPU_CHECK=tests, =serve, =bench and
-# =split can go in separate runs.
-sections=${GPU_CHECK:-tests serve bench split}
+# command for at most 10 minutes, so GPU_CHECK=tests, =ampere, =serve,
+# =bench and =split can go in separate runs.
+sections=${GPU_CHECK:-tests ampere serve bench split}
 want() {
 	case " $sections " in *" $1 "*) return 0 ;; esac
 	return 1
@@ -110,6 +113,29 @@ fi
 kill -TERM "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 fi	# tests
+
+if want ampere && [ -x build/sm80/tests/check_cuda ]; then
+	echo "== check_cuda of the compute_80 PTX build (make ampere)"
+	build/sm80/tests/check_cuda | grep -v "rel err vs cpu"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+fi
+# A build with no code for this GPU (sm_75 SASS alone, no PTX: `make
+# BUILD=build/sm75 CUDA=1 CUDA_ARCHS=75 CUDA_PTX= build/sm75/bin/rs-generate`)
+# must refuse it with a message that says how to build for it.
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
+if want ampere && [ -x build/sm75/bin/rs-generate ] && [ "$cc" != 7.5 ]; then
+	echo "== a build without code for this GPU refuses it"
+	echo '{"tokens":[1,2,3],"max_tokens":1}' |
+	    build/sm75/bin/rs-generate -m "$fx/tiny/model-q4_k_m.gguf" \
+	    --backend cuda -q >/dev/null 2>/tmp/rs-noarch.err
+	e=$?
+	cat /tmp/rs-noarch.err
+	if [ "$e" -eq 0 ] || ! grep -q "has no code for GPU" /tmp/rs-noarch.err
+	then
+		echo "expected a refusal that names the build to make"
+		rc=1
+	fi
+fi
 
 # Stop the server of process group $1 (setsid made it the leader):
 # SIGTERM, then SIGKILL to the whole group after 20 s (a server under

@@ -2,18 +2,23 @@
 # gpu-pack.sh - what a GPU machine needs to run scripts/gpu-check.sh, in
 # .dev/ (git-ignored), small enough to travel with the working tree
 # (64 MiB): the stripped commands, check_cuda and kernel playgrounds of
-# build/ (and of build/sm70, the `make volta` build, when it is there) as
-# one xz tarball,
+# build/ (and of build/sm70 and build/sm80, the `make volta` and `make
+# ampere` builds, when they are there) as one xz tarball,
 # the fixtures the GPU tests read (tiny/*.gguf, tiny/reference.json and
 # ref-logits.npy, demo/model-q4_k_m.gguf, reference.json and the eval
 # windows), and
 # the shared libraries of our dependencies that a CUDA image lacks
 # (jansson, PCRE2, utf8proc, Check's subunit), for LD_LIBRARY_PATH.
 #
-#   make CUDA=1 all build/tests/check_cuda && bash scripts/gpu-pack.sh
+#   make CUDA=1 CUDA_ARCHS=90 all build/tests/check_cuda && make volta &&
+#   make ampere && bash scripts/gpu-pack.sh
 #   # there:
 #   python3 -c 'import tarfile; tarfile.open(".dev/bin.tar.xz").extractall()'
 #   LD_LIBRARY_PATH=$PWD/.dev/lib RS_FIXTURES=.dev/fx bash scripts/gpu-check.sh
+#
+# (CUDA_ARCHS=90: the H100 / H200 run sm_90 code, and the default's
+# sm_75 and sm_80 SASS would grow the tarball past what travels beside
+# the fixtures.)
 #
 # Environment: RS_FIXTURES (default ../shared/fixtures).
 set -eu
@@ -35,13 +40,17 @@ cp "$fx"/tiny/model-*.gguf "$fx"/tiny/reference.json "$fx"/tiny/ref-logits.npy \
 mkdir -p .dev/fx/demo
 cp "$fx"/demo/model-q4_k_m.gguf "$fx"/demo/reference.json \
     "$fx"/demo/eval-tokens.npy "$fx"/demo/eval-argmax.npy .dev/fx/demo/
-for b in build build/sm70; do
-	[ -x "$b/tests/check_cuda" ] || continue
+for b in build build/sm70 build/sm80 build/sm75; do
+	# (build/sm75: rs-generate alone, gpu-check.sh's refusal case)
+	[ -x "$b/tests/check_cuda" ] || [ -x "$b/bin/rs-generate" ] ||
+	    continue
 	mkdir -p ".dev/stage/$b/bin" ".dev/stage/$b/tests"
 	for f in "$b"/bin/*; do
+		[ -x "$f" ] || continue		# (make ampere: no commands)
 		strip -o ".dev/stage/$b/bin/${f##*/}" "$f"
 	done
-	strip -o ".dev/stage/$b/tests/check_cuda" "$b/tests/check_cuda"
+	[ ! -x "$b/tests/check_cuda" ] ||
+	    strip -o ".dev/stage/$b/tests/check_cuda" "$b/tests/check_cuda"
 	# the kernel playgrounds built there
 	for f in "$b"/dev/*; do
 		[ -x "$f" ] || continue

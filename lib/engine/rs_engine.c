@@ -53,6 +53,30 @@ cuda_ops(void)
 }
 #endif
 
+/* Does this build run on GPU DEV (−1: the current one)? */
+static enum rs_status
+check_gpu(int dev, struct rs_err *err)
+{
+#ifdef RS_CUDA
+	return (rs_cuda_check_device(dev, err));
+#else
+	(void)dev;
+	(void)err;
+	return (RS_OK);
+#endif
+}
+
+/* Why no GPU was found (the driver's word). */
+static const char *
+no_gpu_why(void)
+{
+#ifdef RS_CUDA
+	return (rs_cuda_no_device_why());
+#else
+	return ("no CUDA in this build");
+#endif
+}
+
 /* Resolve AUTO and check that the backend asked for exists here. */
 static enum rs_status
 pick_backend(enum rs_backend *b, struct rs_err *err)
@@ -74,25 +98,32 @@ pick_backend(enum rs_backend *b, struct rs_err *err)
 			    "backend 'cuda' is not available in this build"));
 		if (gpus == 0)
 			return (rs_errf(err, RS_ERR_UNSUPPORTED,
-			    "backend 'cuda': no CUDA device found"));
+			    "backend 'cuda': no CUDA device (%s)",
+			    no_gpu_why()));
 		return (RS_OK);
 	}
 	return (rs_errf(err, RS_ERR_INVALID_ARG, "unknown backend %d",
 	    (int)*b));
 }
 
-/* E's split from O's devices (none: one slot on the current device). */
+/*
+ * E's split from O's devices (none: one slot on the current device), each
+ * GPU checked against this build's code (with AUTO too: a GPU the build
+ * cannot run is an error, not the CPU's pace without a word).
+ */
 static enum rs_status
 make_split(struct rs_engine *e, const struct rs_engine_opts *o,
     struct rs_err *err)
 {
 	struct rs_state_opts so = { .n_ctx = o->split_ctx, .n_snap = 3,
 	    .checkpoint = 1 };
+	enum rs_status st;
 	int	given = 0, gpus = 0;
 
 	if (o->n_devices == 0) {
 		rs_split_single(&e->split, e->model, -1);
-		return (RS_OK);
+		return (e->backend == RS_BACKEND_CUDA ? check_gpu(-1, err) :
+		    RS_OK);
 	}
 #ifdef RS_CUDA
 	gpus = rs_cuda_device_count();
@@ -102,6 +133,8 @@ make_split(struct rs_engine *e, const struct rs_engine_opts *o,
 			return (rs_errf(err, RS_ERR_INVALID_ARG, "--devices: "
 			    "no CUDA device %d (this machine has %d)",
 			    o->devices[j], gpus));
+		if ((st = check_gpu(o->devices[j], err)) != RS_OK)
+			return (st);
 		given |= o->split[j] != 0;
 	}
 	return (rs_split_make(&e->split, e->model, o->devices, o->n_devices,

@@ -100,6 +100,11 @@ extern const struct rs_backend_ops rs_cpu_backend;
 /* kernels/cuda_forward.cu; rs_cuda_device_count() > 0 before using it. */
 extern const struct rs_backend_ops rs_cuda_backend;
 int		rs_cuda_device_count(void);
+/* Why the last rs_cuda_device_count() was 0 (the driver's word). */
+const char	*rs_cuda_no_device_why(void);
+/* RS_OK if this build has code that GPU DEV (−1: the current one) runs,
+   else an error that says how to build for it. */
+enum rs_status	rs_cuda_check_device(int dev, struct rs_err *err);
 /* Scratch bytes of a CUDA engine of batch B (needs no GPU). */
 uint64_t	rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b);
 /* cudaMemGetInfo() of device DEV (−1: the current one), which becomes
