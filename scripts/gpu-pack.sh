@@ -10,15 +10,18 @@
 # the shared libraries of our dependencies that a CUDA image lacks
 # (jansson, PCRE2, utf8proc, Check's subunit), for LD_LIBRARY_PATH.
 #
-#   make CUDA=1 CUDA_ARCHS=90 all build/tests/check_cuda && make volta &&
-#   make ampere && bash scripts/gpu-pack.sh
+#   make CUDA=1 CUDA_ARCHS=90 CUDA_PTX= all build/tests/check_cuda &&
+#   make volta && make ampere && make BUILD=build/sm75 CUDA=1 \
+#   CUDA_ARCHS=75 CUDA_PTX= build/sm75/bin/rs-generate &&
+#   bash scripts/gpu-pack.sh
 #   # there:
 #   python3 -c 'import tarfile; tarfile.open(".dev/bin.tar.xz").extractall()'
 #   LD_LIBRARY_PATH=$PWD/.dev/lib RS_FIXTURES=.dev/fx bash scripts/gpu-check.sh
 #
-# (CUDA_ARCHS=90: the H100 / H200 run sm_90 code, and the default's
-# sm_75 and sm_80 SASS would grow the tarball past what travels beside
-# the fixtures.)
+# (CUDA_ARCHS=90 CUDA_PTX=: the H100 / H200 run sm_90 code, and the
+# default's sm_75 and sm_80 SASS and PTX would grow the tarball past what
+# travels beside the fixtures.  build/sm75's rs-generate, sm_75 alone, is
+# gpu-check.sh's case of a build that has no code for the GPU.)
 #
 # Environment: RS_FIXTURES (default ../shared/fixtures).
 set -eu
