@@ -379,13 +379,12 @@ arch_probe_kernel(void)
 
 /*
  * Does this build hold code that GPU DEV (−1: the current one) runs?
- * Every kernel file is
- * compiled for the same CUDA_ARCHS (the Makefile), so one kernel answers
- * for all; without the check the first launch would fail with the
- * runtime's "no kernel image is available" and no hint.  SASS runs on
- * the GPUs of its major version from its minor on (sm_80 on 8.0-8.9),
- * the PTX of the last listed arch on every newer GPU through the
- * driver's JIT; Volta needs `make volta`.
+ * Every kernel file is compiled for the same CUDA_ARCHS (the Makefile),
+ * so one kernel answers for all; without the check the first launch
+ * would fail with the runtime's "no kernel image is available" and no
+ * hint.  SASS runs on the GPUs of its major version from its minor on
+ * (sm_80 on 8.0-8.9), the PTX of the last listed arch on every newer GPU
+ * through the driver's JIT; Volta needs `make volta`.
  */
 extern "C" enum rs_status
 rs_cuda_check_device(int dev, struct rs_err *err)
