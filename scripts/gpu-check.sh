@@ -122,8 +122,8 @@ fi
 # A build with no code for this GPU (sm_75 SASS alone, no PTX: `make
 # BUILD=build/sm75 CUDA=1 CUDA_ARCHS=75 CUDA_PTX= build/sm75/bin/rs-generate`)
 # must refuse it with a message that says how to build for it.
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
-if want ampere && [ -x build/sm75/bin/rs-generate ] && [ "$cc" != 7.5 ]; then
+if want ampere && [ -x build/sm75/bin/rs-generate ] && [ "$(nvidia-smi \
+    --query-gpu=compute_cap --format=csv,noheader | head -1)" != 7.5 ]; then
 	echo "== a build without code for this GPU refuses it"
 	echo '{"tokens":[1,2,3],"max_tokens":1}' |
 	    build/sm75/bin/rs-generate -m "$fx/tiny/model-q4_k_m.gguf" \
