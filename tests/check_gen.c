@@ -1277,6 +1277,56 @@ START_TEST(tool_parallel_and_thinking)
 END_TEST
 
 /*
+ * A forced tool call's opening must fit in the context (§3.8): with one
+ * token less room than it needs, rs_gen_prepare() refuses the request
+ * (param tool_choice), so that a server answers 400 before it opens a
+ * stream (§4.5); with exactly the room, the run makes the call.
+ */
+START_TEST(tool_choice_no_room)
+{
+	static const char	*body = "{\"messages\": [{\"role\": \"user\", "
+				    "\"content\": \"Time?\"}], \"tools\": [{\"type\": "
+				    "\"function\", \"function\": {\"name\": "
+				    "\"get_the_time_of_day_in_a_city\"}}], \"tool_choice\": "
+				    "\"required\", \"temperature\": 0}";
+	struct gx		 x;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge = { 0 };
+	struct rs_gen_result	 res;
+	int32_t			 need;
+
+	/* the prompt and the reservation, measured with room to spare */
+	gx_open(&x, F16, 0, 0, NULL);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, body, &ge) == RS_OK);
+	ck_assert_msg(rs_gen_prepare(x.g, &r, &ge) == RS_OK, "%s",
+	    ge.err.msg);
+	ck_assert_uint_gt(r.n_reserve, 2);
+	need = (int32_t)(r.n_prompt + r.n_reserve);
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+
+	gx_open(&x, F16, need - 1, 0, NULL);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, body, &ge) == RS_OK);
+	ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge), RS_ERR_INVALID_ARG);
+	ck_assert_str_eq(ge.type, "invalid_request_error");
+	ck_assert_int_eq(ge.code, 400);
+	ck_assert_str_eq(ge.param, "tool_choice");
+	ck_assert_ptr_nonnull(strstr(ge.err.msg, "forced tool call needs"));
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+
+	gx_open(&x, F16, need, 0, NULL);
+	run_body(&x, body, &res, NULL);
+	ck_assert_uint_ge(res.n_calls, 1);
+	ck_assert_str_eq(res.calls[0].name, "get_the_time_of_day_in_a_city");
+	rs_gen_result_cleanup(&res);
+	gx_close(&x);
+}
+END_TEST
+
+/*
  * tool_choice required or named yields a valid call of a listed tool
  * whatever the model writes (#15): the tiny model's weights are noise, so
  * sampled at temperature 1 it would wander off in reasoning, end early,
@@ -1980,6 +2030,7 @@ gen_suite(void)
 	tcase_add_test(tc, tool_named);
 	tcase_add_test(tc, tool_parallel_and_thinking);
 	tcase_add_test(tc, tool_choice_any_model);
+	tcase_add_test(tc, tool_choice_no_room);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("request");
 	tcase_set_timeout(tc, 60);

@@ -530,11 +530,7 @@ setup(struct rs_gen_job *u)
 	u->limit = (size_t)(r->max_tokens > 0 && r->max_tokens < room ?
 	    r->max_tokens : room);
 	/* a forced call's opening always fits (§3.8): max_tokens is raised
-	   to it, a context without room for it is refused */
-	if (r->n_reserve > 0 && (int64_t)r->n_reserve > room)
-		return (rs_errf(&u->err, RS_ERR_INVALID_ARG, "tool_choice: "
-		    "the prompt leaves %lld tokens of context, the forced tool "
-		    "call needs %zu", (long long)room, r->n_reserve));
+	   to it (rs_gen_prepare() refused a context without room for it) */
 	if (u->limit < r->n_reserve)
 		u->limit = r->n_reserve;
 	if (r->n_names > 0 && ((u->cand = malloc(r->n_names)) == NULL ||

@@ -356,7 +356,8 @@ enum rs_status	rs_gen_req_parse(const struct rs_gen *g, struct rs_gen_req *r,
  * with special parsing, client text without unless client_specials),
  * check the ids and the context.  Idempotent.  Fails with
  * RS_ERR_INVALID_ARG (type invalid_request_error: a template error, an
- * empty prompt, an id outside the model), RS_ERR_LIMIT (type
+ * empty prompt, an id outside the model, a forced tool call without room
+ * in the context, param tool_choice), RS_ERR_LIMIT (type
  * exceed_context_size_error, with n_prompt_tokens and n_ctx, and a message
  * matching both "maximum context length" and "exceeds the available
  * context size"), RS_ERR_UNSUPPORTED (a chat request while

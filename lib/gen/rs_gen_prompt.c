@@ -273,6 +273,25 @@ prepare_text(const struct rs_gen *g, struct rs_gen_req *r,
 	return (RS_OK);
 }
 
+/*
+ * A forced tool call's opening always fits (§3.8): rs_gen_run() raises
+ * max_tokens to R->n_reserve, so a prompt that leaves less room than that
+ * is refused here, before a server opens a stream (§4.5: errors known
+ * before the first token are plain HTTP errors).
+ */
+static enum rs_status
+check_reserve(const struct rs_gen *g, const struct rs_gen_req *r,
+    struct rs_gen_error *ge)
+{
+	int64_t	room = (int64_t)g->n_ctx - (int64_t)r->n_prompt;
+
+	if ((int64_t)r->n_reserve <= room)
+		return (RS_OK);
+	return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "tool_choice",
+	    "tool_choice: the prompt leaves %lld tokens of context, the forced "
+	    "tool call needs %zu", (long long)room, r->n_reserve));
+}
+
 /* The context rule of §4.9, with both phrasings clients match (§4.6). */
 static enum rs_status
 check_context(const struct rs_gen *g, const struct rs_gen_req *r,
@@ -291,7 +310,7 @@ check_context(const struct rs_gen *g, const struct rs_gen_req *r,
 			    "[0, %d)", param, (int)r->prompt[i], i,
 			    (int)g->n_vocab));
 	if ((int64_t)r->n_prompt < (int64_t)g->n_ctx - 1)
-		return (RS_OK);
+		return (check_reserve(g, r, ge));
 	rs_gen_fail(ge, RS_ERR_LIMIT, param, "This model's maximum context "
 	    "length is %d tokens. However, your messages resulted in %zu "
 	    "tokens. Please reduce the length of the messages. (request (%zu "
