@@ -13,14 +13,114 @@
 #define J(x)	((json_t *)(x))
 #define R(x)	((struct rs_json *)(x))
 
+/* The value of 4 hex digits at S, or -1. */
+static int
+hex4(const char *s)
+{
+	int	v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int	c = (unsigned char)s[i];
+
+		if (c >= '0' && c <= '9')
+			c -= '0';
+		else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+			c = (c | 0x20) - 'a' + 10;
+		else
+			return (-1);
+		v = v << 4 | c;
+	}
+	return (v);
+}
+
+/*
+ * The offset of the next \uXXXX escape at or after I in TEXT (N bytes)
+ * that is an unpaired UTF-16 surrogate, or N.  Strings are tracked from
+ * their quotes, so a backslash that is itself escaped ("\\ud83d") is no
+ * escape.  For text that is not valid JSON the answer does not matter:
+ * the parser rejects it either way.
+ */
+static size_t
+next_lone_surrogate(const char *text, size_t n, size_t i, int *in_str)
+{
+	while (i < n) {
+		char	c = text[i];
+		int	u, v;
+
+		if (!*in_str) {
+			*in_str = c == '"';
+			i++;
+			continue;
+		}
+		if (c == '"') {
+			*in_str = 0;
+			i++;
+			continue;
+		}
+		if (c != '\\') {
+			i++;
+			continue;
+		}
+		if (i + 1 >= n || text[i + 1] != 'u' || i + 6 > n ||
+		    (u = hex4(text + i + 2)) < 0xd800 || u > 0xdfff) {
+			i += 2;
+			continue;
+		}
+		if (u >= 0xdc00 || i + 12 > n || text[i + 6] != '\\' ||
+		    text[i + 7] != 'u' || (v = hex4(text + i + 8)) < 0xdc00 ||
+		    v > 0xdfff)
+			return (i);	/* a low half, or a high one alone */
+		i += 12;		/* a pair */
+	}
+	return (n);
+}
+
+size_t
+rs_json_lone_surrogates(const char *text, size_t n)
+{
+	size_t	k = 0;
+	int	in_str = 0;
+
+	for (size_t i = 0; (i = next_lone_surrogate(text, n, i, &in_str)) < n;
+	    i += 6)
+		k++;
+	return (k);
+}
+
+/* A copy of TEXT with each unpaired surrogate escape written \uFFFD. */
+static char *
+mend_surrogates(const char *text, size_t n)
+{
+	char	*t;
+	int	 in_str = 0;
+
+	if ((t = malloc(n > 0 ? n : 1)) == NULL)
+		return (NULL);
+	memcpy(t, text, n);
+	for (size_t i = 0; (i = next_lone_surrogate(t, n, i, &in_str)) < n;
+	    i += 6)
+		memcpy(t + i + 2, "FFFD", 4);
+	return (t);
+}
+
 enum rs_status
 rs_json_parse(const char *text, size_t n, struct rs_json **out,
     struct rs_err *err)
 {
-	json_error_t	e;
+	json_error_t	 e;
 	json_t		*j;
+	char		*mended = NULL;
 
+	/* jansson refuses unpaired surrogate escapes, which clients that cut
+	   JavaScript strings send: read as U+FFFD (serving.md §1.7), the
+	   same six bytes, so error positions do not move */
+	if (rs_json_lone_surrogates(text, n) > 0) {
+		if ((mended = mend_surrogates(text, n)) == NULL)
+			return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+		text = mended;
+	}
 	j = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+	free(mended);
 	if (j == NULL) {
 		/* jansson reports integers past 64 bits as a range error */
 		if (json_error_code(&e) == json_error_numeric_overflow)

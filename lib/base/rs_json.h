@@ -27,12 +27,19 @@ enum rs_json_kind {
 
 /*
  * Parse exactly one JSON value from N bytes at TEXT (trailing white space is
- * allowed, anything else is an error).  RS_ERR_FORMAT with line/column and
- * the parser's reason, RS_ERR_LIMIT for an integer beyond 64 bits.
+ * allowed, anything else is an error).  An unpaired UTF-16 surrogate escape
+ * in a string ("\ud83d" alone, or a lone low half) reads as U+FFFD
+ * (serving.md §1.7).  RS_ERR_FORMAT with line/column and the parser's
+ * reason, RS_ERR_LIMIT for an integer beyond 64 bits, RS_ERR_NOMEM.
  * Caller frees *OUT with rs_json_free().
  */
 enum rs_status	 rs_json_parse(const char *text, size_t n, struct rs_json **out,
 		    struct rs_err *err);
+/*
+ * How many unpaired surrogate escapes rs_json_parse() would read as U+FFFD
+ * in TEXT (N bytes of JSON): for a server's log line.
+ */
+size_t		 rs_json_lone_surrogates(const char *text, size_t n);
 void		 rs_json_free(struct rs_json *j);	/* drops one reference */
 /*
  * Take one more reference to J (NULL is fine) and return it, so that a value

@@ -207,6 +207,10 @@ class Suite:
         self.one("body not an object", "[1, 2]", post(chat, b"[1, 2]"), {400})
         self.one("invalid UTF-8", "\\xff in content",
                  post(chat, b'{"messages": [{"role": "user", "content": "\xff"}]}'), {400})
+        # §1.7: read as U+FFFD, not refused (a client's cut JavaScript string)
+        self.one("lone surrogate escape", "\\ud83d alone in content",
+                 post(chat, b'{"messages": [{"role": "user", "content": "a\\ud83d"}], '
+                      b'"max_tokens": 1}'), {200}, envelope=False, timeout=60)
         self.one("NUL in JSON", "\\u0000 in a role",
                  post(chat, b'{"messages": [{"role": "us\\u0000er", "content": "x"}]}'), {400})
         self.one("deep nesting", "100k nested arrays",

@@ -947,6 +947,46 @@ def test_prompt_beyond_context(tmp_path_factory):
         srv.stop_clean()
 
 
+def test_tool_choice_without_room(server, tmp_path_factory):
+    """A forced tool call that the context has no room for is a 400 before
+    the stream opens (§3.8, §4.5), streamed or not."""
+    tools = [{"type": "function", "function": {"name": "get_the_time_of_day_in_a_city"}}]
+    r = client(server).chat.completions.create(model="x", messages=MSG, tools=tools,
+                                               tool_choice="required", max_tokens=1)
+    # room for 3 tokens after the prompt: less than the call's opening
+    srv = start(tmp_path_factory, "--ctx", str(r.usage.prompt_tokens + 3), name="room")
+    try:
+        for stream in (True, False):
+            with pytest.raises(openai.BadRequestError) as e:
+                r = client(srv).chat.completions.create(
+                    model="x", messages=MSG, tools=tools, tool_choice="required",
+                    stream=stream)
+                list(r) if stream else None
+            assert e.value.body["param"] == "tool_choice"
+            assert "forced tool call needs" in e.value.body["message"]
+    finally:
+        srv.stop_clean()
+
+
+def test_lone_surrogates(tmp_path_factory):
+    """An unpaired UTF-16 surrogate escape (a client's cut JavaScript
+    string) reads as U+FFFD and is logged (§1.7, §6 row 3)."""
+    srv = start(tmp_path_factory, name="surrogate")
+    try:
+        def answer(text):
+            body = ('{"messages": [{"role": "user", "content": "%s"}], '
+                    '"max_tokens": 4, "temperature": 0}' % text).encode()
+            st, _, b = http(srv.url + "/v1/chat/completions", "POST", body)
+            assert st == 200, b
+            return json.loads(b)["choices"][0]["message"]["content"]
+        assert answer("hi \\ud83d") == answer("hi \\ufffd")
+        assert answer("\\udc00\\ud83d\\ude00") == answer("\\ufffd\\ud83d\\ude00")
+        marked = [ln for ln in srv.read_log().splitlines() if "lone_surrogates=" in ln]
+        assert len(marked) == 2 and all("lone_surrogates=1 " in ln for ln in marked), marked
+    finally:
+        srv.stop_clean()
+
+
 def test_errors_404_405(server):
     st, _, b = http(server.url + "/v1/nothing")
     assert st == 404 and err(404, b)["type"] == "not_found_error"

@@ -152,6 +152,7 @@ struct serve_log {
 	double		 lag_max_ms;
 	double		 cancel_ms;	/* disconnect to engine stop, or -1 */
 	const char	*finish;	/* NULL: no generation */
+	size_t		 lone_surrogates; /* escapes read as U+FFFD (§1.7) */
 };
 void		serve_log_init(struct serve_log *l, struct http_request *req,
 		    double t_recv);

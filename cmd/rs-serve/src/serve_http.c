@@ -238,6 +238,9 @@ serve_log_write(const struct serve_log *l, int code)
 	if (l->cancel_ms >= 0 && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " cancel_ms=%.2f",
 		    l->cancel_ms);
+	if (l->lone_surrogates > 0 && n > 0 && n < (int)sizeof(line))
+		n += snprintf(line + n, sizeof(line) - n,
+		    " lone_surrogates=%zu", l->lone_surrogates);
 	if (l->has_timings && n > 0 && n < (int)sizeof(line))
 		n += ttft_fields(l, line + n, sizeof(line) - n);
 	if (n < 0 || n >= (int)sizeof(line) - 1)

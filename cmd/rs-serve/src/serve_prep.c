@@ -316,6 +316,9 @@ prepare(struct serve_job *job)
 		    at);
 		return;
 	}
+	/* §1.7: unpaired surrogate escapes are read as U+FFFD and logged */
+	job->log.lone_surrogates = rs_json_lone_surrogates(job->body,
+	    job->body_len);
 	if (rs_json_parse(job->body, job->body_len, &body, &err) != RS_OK) {
 		bad(job, NULL, "request body is not valid JSON: %s", err.msg);
 		return;
