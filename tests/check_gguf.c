@@ -11,6 +11,7 @@
 
 #include "rs_gguf.h"
 #include "rs_gguf_write.h"
+#include "rs_model.h"
 #include "rs_types.h"
 #include "t_util.h"
 
@@ -379,6 +380,35 @@ START_TEST(message_escapes)
 }
 END_TEST
 
+/*
+ * An architecture that is not qwen35 is named in full in the refusal,
+ * even when a NUL inside would have cut it to "qwen35" (which read as
+ * "architecture 'qwen35' is not supported").
+ */
+START_TEST(arch_with_nul)
+{
+	static const char	 arch[] = "qwen35\0x";
+	char			 path[1100];
+	struct rs_gguf_writer	*w;
+	struct rs_model		*m = NULL;
+	struct rs_err		 err = { 0 };
+	int64_t			 ne[1] = { 32 };
+
+	snprintf(path, sizeof(path), "%s/arch-nul.gguf", t_tmpdir());
+	ck_assert_int_eq(rs_gguf_writer_new(&w, &err), RS_OK);
+	ck_assert_int_eq(rs_gguf_writer_str(w, "general.architecture", arch,
+	    sizeof(arch) - 1), RS_OK);
+	ck_assert_int_eq(rs_gguf_writer_tensor(w, "t", RS_TYPE_F32, 1, ne,
+	    &err), RS_OK);
+	ck_assert_int_eq(rs_gguf_writer_write(w, path, fill_zero, NULL, &err),
+	    RS_OK);
+	rs_gguf_writer_free(w);
+	ck_assert_int_eq(rs_model_open(&m, path, &err), RS_ERR_UNSUPPORTED);
+	ck_assert_msg(strstr(err.msg, "architecture 'qwen35\\x00x' is not "
+	    "supported") != NULL, "%s", err.msg);
+}
+END_TEST
+
 Suite *
 gguf_suite(void)
 {
@@ -400,6 +430,7 @@ gguf_suite(void)
 	tc = tcase_create("escape");
 	tcase_add_loop_test(tc, inspect_escapes, 0, 3);
 	tcase_add_test(tc, message_escapes);
+	tcase_add_test(tc, arch_with_nul);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -3,6 +3,7 @@
  * back through rs_gguf/rs_model, and the Q4_K_M type choice of §3.7 equals
  * what llama.cpp's quantizer chose for tiny/model-q4_k_m.gguf.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,6 +133,31 @@ START_TEST(bad_preset)
 }
 END_TEST
 
+/*
+ * rs_model_open refuses a rope.freq_base that is not a finite number above
+ * 1 (an infinite base turns every rotation into the identity: the model
+ * would run, silently wrong).
+ */
+START_TEST(bad_rope_base)
+{
+	static const float	 bases[] = { INFINITY, NAN, 1.0f, -5.0f };
+	struct rs_synth_cfg	 cfg;
+	struct rs_model		*m = NULL;
+	struct rs_err		 err = { 0 };
+	char			 path[1100];
+
+	snprintf(path, sizeof(path), "%s/rope-base.gguf", t_tmpdir());
+	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		ck_assert_int_eq(rs_synth_preset("tiny", &cfg, &err), RS_OK);
+		cfg.rope_base = bases[i];
+		ck_assert_int_eq(rs_synth_write(&cfg, path, &err), RS_OK);
+		ck_assert_int_ne(rs_model_open(&m, path, &err), RS_OK);
+		ck_assert_msg(strstr(err.msg, "rope.freq_base") != NULL, "%s",
+		    err.msg);
+	}
+}
+END_TEST
+
 /* The progress callback: called in order, up to the total. */
 static void
 count_progress(void *ctx, uint64_t done, uint64_t total)
@@ -181,6 +207,7 @@ synth_suite(void)
 	tcase_add_test(tc, writer_roundtrip);
 	tcase_add_test(tc, tiny_q4_k_m_types);
 	tcase_add_test(tc, bad_preset);
+	tcase_add_test(tc, bad_rope_base);
 	tcase_add_test(tc, progress);
 	suite_add_tcase(s, tc);
 	return (s);

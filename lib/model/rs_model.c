@@ -2,6 +2,7 @@
  * rs_model.c - bind a GGUF's keys and tensors to the qwen35 layout and check
  * every shape against the hyperparameters (qwen35-model.md §2.2-§3.4).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,16 +95,28 @@ check_arch(const struct rs_gguf *g, struct rs_err *err)
 {
 	struct rs_gguf_str arch;
 	enum rs_status	st;
+	char		shown[4 * 64 + 1];
+	size_t		k = 0;
 
 	if ((st = rs_gguf_get_str(g, "general.architecture", &arch, err)) != RS_OK)
 		return (st);
-	if (arch.len != strlen(RS_MODEL_ARCH) ||
-	    memcmp(arch.ptr, RS_MODEL_ARCH, arch.len) != 0)
-		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "architecture '%.*s' is not supported (only %s)",
-		    (int)(arch.len > 64 ? 64 : arch.len), arch.ptr,
-		    RS_MODEL_ARCH));
-	return (RS_OK);
+	if (arch.len == strlen(RS_MODEL_ARCH) &&
+	    memcmp(arch.ptr, RS_MODEL_ARCH, arch.len) == 0)
+		return (RS_OK);
+	/* the first 64 bytes, control bytes (a NUL inside) as \xHH */
+	for (size_t i = 0; i < arch.len && i < 64; i++) {
+		unsigned char	c = (unsigned char)arch.ptr[i];
+
+		if (c < 0x20 || c == 0x7f)
+			k += (size_t)snprintf(shown + k, sizeof(shown) - k,
+			    "\\x%02x", c);
+		else
+			shown[k++] = (char)c;
+	}
+	shown[k] = '\0';
+	return (rs_errf(err, RS_ERR_UNSUPPORTED,
+	    "architecture '%s'%s is not supported (only %s)", shown,
+	    arch.len > 64 ? "..." : "", RS_MODEL_ARCH));
 }
 
 static enum rs_status
@@ -200,7 +213,8 @@ check_hparams(const struct rs_hparams *hp, struct rs_err *err)
 	    hp->ssm_d_inner, hp->ssm_n_vh, hp->ssm_d_state);
 	REQUIRE(hp->rms_eps > 0.0f && hp->rms_eps < 1.0f,
 	    "layer_norm_rms_epsilon %g outside (0, 1)", (double)hp->rms_eps);
-	REQUIRE(hp->rope_base > 1.0f, "rope.freq_base %g must exceed 1",
+	REQUIRE(hp->rope_base > 1.0f && isfinite(hp->rope_base),
+	    "rope.freq_base %g must be finite and exceed 1",
 	    (double)hp->rope_base);
 #undef REQUIRE
 	return (RS_OK);
