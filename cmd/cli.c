@@ -290,6 +290,78 @@ rs_cli_parse_effort(const char *s, const char **out)
 	return (-1);
 }
 
+char *
+rs_cli_read_all(FILE *fp, const char *name, size_t max, size_t *n)
+{
+	size_t	 cap = 0, len = 0, k;
+	char	*buf = NULL, *p;
+
+	do {
+		if (len == cap) {
+			if (len > max)
+				rs_cli_fatal("%s: longer than %zu bytes", name,
+				    max);
+			cap = cap == 0 ? 65536 : cap * 2;
+			if (cap > max + 1)
+				cap = max + 1;	/* one byte past: too long */
+			if ((p = realloc(buf, cap + 1)) == NULL)
+				rs_cli_fatal("%s: out of memory", name);
+			buf = p;
+		}
+		k = fread(buf + len, 1, cap - len, fp);
+		len += k;
+	} while (k > 0);
+	if (ferror(fp))
+		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
+	if (len > max)
+		rs_cli_fatal("%s: longer than %zu bytes", name, max);
+	buf[len] = '\0';
+	*n = len;
+	return (buf);
+}
+
+ssize_t
+rs_cli_getline(char **line, size_t *cap, FILE *fp, size_t max,
+    const char *name, size_t lineno)
+{
+	size_t	n = 0;
+	int	c = EOF;
+
+	/* getline(3) would grow the buffer until memory runs out, and its
+	   ENOMEM looks like the end of the input */
+	while (n <= max && (c = getc_unlocked(fp)) != EOF) {
+		if (n + 2 > *cap) {
+			size_t	 want = *cap < 4096 ? 4096 : *cap * 2;
+			char	*p;
+
+			if (want > max + 2)
+				want = max + 2;
+			if ((p = realloc(*line, want)) == NULL)
+				rs_cli_fatal("%s: line %zu: out of memory", name,
+				    lineno);
+			*line = p;
+			*cap = want;
+		}
+		(*line)[n++] = (char)c;
+		if (c == '\n')
+			break;
+	}
+	if (n > max) {
+		while (c != '\n' && (c = getc_unlocked(fp)) != EOF)
+			;
+		if (ferror(fp))
+			rs_cli_fatal("%s: read error: %s", name,
+			    strerror(errno));
+		return (-2);
+	}
+	if (ferror(fp))
+		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
+	if (n == 0)
+		return (-1);
+	(*line)[n] = '\0';
+	return ((ssize_t)n);
+}
+
 void
 rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn, void *ctx)
 {
@@ -297,8 +369,13 @@ rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn, void *ctx)
 	size_t	 cap = 0, lineno = 0, n;
 	ssize_t	 k;
 
-	while ((k = getline(&line, &cap, fp)) >= 0) {
+	while ((k = rs_cli_getline(&line, &cap, fp, RS_CLI_MAX_LINE, name,
+	    lineno + 1)) != -1) {
 		lineno++;
+		if (k == -2) {
+			fn(ctx, NULL, RS_CLI_MAX_LINE, lineno);
+			continue;
+		}
 		n = (size_t)k;
 		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			n--;
@@ -306,8 +383,6 @@ rs_cli_each_line(FILE *fp, const char *name, rs_cli_line_fn fn, void *ctx)
 			continue;	/* blank line */
 		fn(ctx, line, n, lineno);
 	}
-	if (ferror(fp))
-		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
 	free(line);
 }
 

@@ -152,10 +152,39 @@ void		 rs_cli_devices_check(const char *devices, const char *split,
 		    const char *usage);
 
 /*
+ * The most bytes a command reads as one input line or one text (256 MiB:
+ * a request of a whole 262,144-token context as ids is ~2 MB), so that an
+ * endless input (/dev/zero) gets an error, not all of memory.  A JSON-lines
+ * command skips a longer line with an error in its place, so that the lines
+ * after it still get their answers.
+ */
+#define RS_CLI_MAX_LINE	((size_t)256 << 20)
+
+/*
+ * The whole of FP (at most MAX bytes) in a malloc'd, NUL-terminated buffer
+ * of *N bytes (NULs inside kept).  Exits 2 on a read error, running out of
+ * memory or more than MAX bytes, naming NAME.
+ */
+char		*rs_cli_read_all(FILE *fp, const char *name, size_t max,
+		    size_t *n);
+
+/*
+ * Read the next line of FP, line end included, into *LINE (grown as
+ * needed; *CAP its size; NUL-terminated, NULs inside kept): its length,
+ * -1 at the end of the input, or -2 when it is longer than MAX bytes, its
+ * line end included (the rest of it is read and dropped: the next call
+ * reads the next line).  A
+ * read error or running out of memory is fatal, naming NAME and LINENO.
+ */
+ssize_t		 rs_cli_getline(char **line, size_t *cap, FILE *fp, size_t max,
+		    const char *name, size_t lineno);
+
+/*
  * Call FN(CTX, LINE, N, LINENO) for every line of FP that is not blank,
  * with the line end (LF or CR LF) cut off: N bytes at LINE (NUL-terminated
  * at LINE[N] is not promised), LINENO counting from 1 over all lines.  A
- * read error is fatal, naming NAME.
+ * line longer than RS_CLI_MAX_LINE comes as LINE NULL and N the limit, for
+ * FN to answer with an error.  A read error is fatal, naming NAME.
  */
 typedef void	(*rs_cli_line_fn)(void *ctx, char *line, size_t n,
 		    size_t lineno);

@@ -461,9 +461,6 @@ spec(const struct opts *o)
 		bo.n_alphas = o->n_alphas;
 	}
 	bo.seed = (uint64_t)o->seed;
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		rs_cli_fatal("out of memory");
-	c->o = o;
 	rs_cli_progress("loading the model", 0, 0);
 	if (rs_model_open(&m, o->model, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
@@ -474,14 +471,19 @@ spec(const struct opts *o)
 	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	rs_cli_progress_end();
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		rs_cli_fatal("out of memory");
+	c->o = o;
 	rs_cli_warn("%s on %s, %d threads: %d random prompt tokens, %d "
 	    "generated per run", o->model, rs_backend_name(rs_engine_backend(e)),
 	    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
 	split_note(e);
 	cost_note(o, e, bo.oracle_k_max > bo.k_max ? bo.oracle_k_max :
 	    bo.k_max);
-	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK)
+	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK) {
+		free(c);
 		rs_cli_fatal("%s: %s", o->model, err.msg);
+	}
 	spec_table(c);
 	free(c);
 	rs_engine_free(e);

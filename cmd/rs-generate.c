@@ -260,26 +260,6 @@ parse_opts(int argc, char **argv, struct opts *o)
 	    &o->draft_max, USAGE);
 }
 
-/* The whole of FP into a malloc'd buffer; exits 2 on error. */
-static char *
-read_all(FILE *fp, const char *name, size_t *n)
-{
-	struct rs_buf	b;
-	char		chunk[65536];
-	size_t		k;
-
-	rs_buf_init(&b);
-	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		rs_buf_add(&b, chunk, k);
-	if (ferror(fp))
-		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
-	rs_buf_addc(&b, '\0');
-	if (b.oom)
-		rs_cli_fatal("%s: out of memory", name);
-	*n = b.len - 1;
-	return (rs_buf_release(&b, NULL));
-}
-
 /* The known chat template in FILE, or exit 2. */
 static enum rs_chat_variant
 template_variant(const char *file)
@@ -292,7 +272,7 @@ template_variant(const char *file)
 
 	if ((fp = fopen(file, "rb")) == NULL)
 		rs_cli_fatal("%s: %s", file, strerror(errno));
-	text = read_all(fp, file, &n);
+	text = rs_cli_read_all(fp, file, RS_CLI_MAX_LINE, &n);
 	fclose(fp);
 	if (rs_chat_identify(text, n, &v, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", file, err.msg);
@@ -599,7 +579,10 @@ drop_id_count(struct rs_json *body)
 	return (o);
 }
 
-/* One input line: a result, or an error object in its place. */
+/*
+ * One input line: a result, or an error object in its place (LINE NULL:
+ * a line longer than N bytes, rs_cli_each_line).
+ */
 static void
 json_line(struct run *r, const char *line, size_t n, size_t lineno)
 {
@@ -614,7 +597,11 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	rs_gen_req_init(&req, r->gen);
 	req.sample.seed = (uint64_t)r->o->seed;
 	req.max_tokens = r->o->max_tokens;
-	if ((st = rs_json_parse(line, n, &body, &err)) != RS_OK)
+	if (line == NULL) {	/* rs_cli_each_line: longer than N bytes */
+		st = rs_errf(&err, RS_ERR_LIMIT, "the line is longer than %zu "
+		    "bytes", n);
+		bad_json(&ge, &err);
+	} else if ((st = rs_json_parse(line, n, &body, &err)) != RS_OK)
 		bad_json(&ge, &err);
 	else {
 		if (rs_json_kind(body) == RS_JSON_OBJECT) {
@@ -682,7 +669,8 @@ run_raw(struct run *r)
 	req.sample.seed = (uint64_t)r->o->seed;
 	req.max_tokens = r->o->max_tokens;
 	req.kind = RS_GEN_TEXT;
-	req.text = read_all(stdin, "stdin", &req.text_len);
+	req.text = rs_cli_read_all(stdin, "stdin", RS_CLI_MAX_LINE,
+	    &req.text_len);
 	if (rs_gen_run(r->gen, &req, on_raw, r, &res, &ge) != RS_OK) {
 		r->failed++;
 		if (!r->o->quiet)

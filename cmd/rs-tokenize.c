@@ -83,34 +83,6 @@ usage_full(void)
 	    "Exit status: 0 success, 1 some record failed, 2 error.\n", USAGE);
 }
 
-/* The whole of FP into a malloc'd buffer; exits 2 on error. */
-static char *
-read_all(FILE *fp, const char *name, size_t *n)
-{
-	size_t	 cap = 1 << 16, len = 0, k;
-	char	*buf = malloc(cap), *p;
-
-	while (buf != NULL) {
-		k = fread(buf + len, 1, cap - len, fp);
-		len += k;
-		if (len < cap)
-			break;
-		if ((p = realloc(buf, cap * 2)) == NULL) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		buf = p;
-		cap *= 2;
-	}
-	if (buf == NULL)
-		rs_cli_fatal("%s: out of memory", name);
-	if (ferror(fp))
-		rs_cli_fatal("%s: read error: %s", name, strerror(errno));
-	*n = len;
-	return (buf);
-}
-
 /* ---- plain mode ---- */
 
 /*
@@ -367,7 +339,10 @@ write_line(struct run *r, const struct rs_json *j)
 		r->wfail = 1;
 }
 
-/* One input line: answer with a result or an error object. */
+/*
+ * One input line: answer with a result or an error object (LINE NULL: a
+ * line longer than N bytes, rs_cli_each_line).
+ */
 static void
 json_line(struct run *r, const char *line, size_t n, size_t lineno)
 {
@@ -377,7 +352,10 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	int		 rc = -1;
 
 	res = rs_json_obj();
-	if (rs_json_parse(line, n, &req, &err) != RS_OK)
+	if (line == NULL)	/* rs_cli_each_line: longer than N bytes */
+		snprintf(msg, sizeof(msg), "the line is longer than %zu bytes",
+		    n);
+	else if (rs_json_parse(line, n, &req, &err) != RS_OK)
 		snprintf(msg, sizeof(msg), "%s", err.msg);
 	else if (rs_json_kind(req) != RS_JSON_OBJECT)
 		snprintf(msg, sizeof(msg), "not a JSON object");
@@ -522,7 +500,7 @@ main(int argc, char **argv)
 			n = strlen(o.text);
 			buf = strdup(o.text);
 		} else
-			buf = read_all(fp, name, &n);
+			buf = rs_cli_read_all(fp, name, RS_CLI_MAX_LINE, &n);
 		rc = o.decode ? decode_plain(&r, buf, n) :
 		    encode_plain(&r, buf, n);
 		if (rc != 0)

@@ -10,11 +10,13 @@
  * record on stdout (see rs-verify(1)).
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "cli_npy.h"
@@ -131,6 +133,43 @@ enum {
 	OPT_CHECK, OPT_EXTRA, OPT_BACKEND, OPT_DEVICES, OPT_SPLIT
 };
 
+/*
+ * PATH's directory, resolved, and its last name into BUF ("" when the
+ * directory does not resolve).
+ */
+static void
+canonical(const char *path, char *buf, size_t cap)
+{
+	char		 dir[PATH_MAX], real[PATH_MAX];
+	const char	*slash = strrchr(path, '/');
+
+	buf[0] = '\0';
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 :
+		    (int)(slash - path), path);
+	if (realpath(dir, real) != NULL)
+		snprintf(buf, cap, "%s/%s", real, slash ? slash + 1 : path);
+}
+
+/*
+ * Whether output paths A and B name one file: the same inode, or (files
+ * not there yet) the same name in the same directory.
+ */
+static int
+same_file(const char *a, const char *b)
+{
+	struct stat	sa, sb;
+	char		ca[2 * PATH_MAX], cb[2 * PATH_MAX];
+
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return (sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino);
+	canonical(a, ca, sizeof(ca));
+	canonical(b, cb, sizeof(cb));
+	return (strcmp(a, b) == 0 || (ca[0] != '\0' && strcmp(ca, cb) == 0));
+}
+
 static void
 parse_opts(int argc, char **argv, struct opts *o)
 {
@@ -219,6 +258,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 	if (o->tokens != NULL && o->tokens_file != NULL)
 		rs_cli_usage_error(usage_line,
 		    "--tokens and --tokens-file are exclusive");
+	if (o->logits_path != NULL && o->mtp_path != NULL &&
+	    same_file(o->logits_path, o->mtp_path))
+		rs_cli_usage_error(usage_line, "--logits and --mtp-logits name "
+		    "the same file: one would overwrite the other");
 }
 
 /* ---- input ---- */
@@ -267,29 +310,21 @@ parse_id_text(const char *text, struct record *rec)
 	return (NULL);
 }
 
+/* The text of --tokens-file PATH (- for stdin); exits 2 on error. */
 static char *
 read_text(const char *path)
 {
 	FILE	*fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	char	*buf = NULL;
-	size_t	 len = 0, cap = 0, k;
+	char	*buf;
+	size_t	 n;
 
 	if (fp == NULL)
 		rs_cli_fatal("%s: %s", path, strerror(errno));
-	do {
-		if (len + 4096 + 1 > cap) {
-			cap = (len + 4096 + 1) * 2;
-			if ((buf = realloc(buf, cap)) == NULL)
-				rs_cli_fatal("out of memory");
-		}
-		k = fread(buf + len, 1, cap - len - 1, fp);
-		len += k;
-	} while (k > 0);
-	if (ferror(fp))
-		rs_cli_fatal("%s: read error", path);
+	buf = rs_cli_read_all(fp, path, RS_CLI_MAX_LINE, &n);
 	if (fp != stdin)
 		fclose(fp);
-	buf[len] = '\0';
+	if (memchr(buf, '\0', n) != NULL)
+		rs_cli_fatal("%s: a NUL byte among the token ids", path);
 	return (buf);
 }
 
@@ -701,20 +736,26 @@ run_stdin(struct run *r)
 	int64_t	 lineno = 0, records = 0;
 	int	 code = RS_EXIT_OK;
 
-	while ((len = getline(&line, &cap, stdin)) != -1) {
-		struct record	rec;
+	while ((len = rs_cli_getline(&line, &cap, stdin, RS_CLI_MAX_LINE,
+	    "stdin", (size_t)lineno + 1)) != -1) {
+		struct record	rec = { 0 };
 		char		msg[256], where[48];
 		const char	*bad;
 		int		c;
 
 		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)len)
+		if (len >= 0 && strspn(line, " \t\r\n") == (size_t)len)
 			continue;
 		records++;
 		snprintf(where, sizeof(where), "line %lld: ",
 		    (long long)lineno);
-		bad = parse_json_record(line, (size_t)len, r->o->prefix, &rec,
-		    msg, sizeof(msg));
+		if (len == -2) {
+			snprintf(msg, sizeof(msg), "the line is longer than "
+			    "%zu bytes", RS_CLI_MAX_LINE);
+			bad = msg;
+		} else
+			bad = parse_json_record(line, (size_t)len,
+			    r->o->prefix, &rec, msg, sizeof(msg));
 		if (bad != NULL) {
 			char full[320];
 
@@ -733,8 +774,6 @@ run_stdin(struct run *r)
 		free_record(&rec);
 	}
 	free(line);
-	if (ferror(stdin))
-		fail(r, "read error on stdin");
 	if (records == 0)
 		fail(r, "empty input: no records on stdin");
 	return (code);

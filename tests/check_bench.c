@@ -263,6 +263,12 @@ START_TEST(spec_rows)
 		ck_assert_int_eq(rs[0].r[i].rounds, rs[1].r[i].rounds);
 		ck_assert_int_eq(rs[0].r[i].accepted, rs[1].r[i].accepted);
 	}
+	/* a draft vocabulary beyond the model's: refused before any row */
+	o.vocab = (int32_t)m->hp.n_vocab + 1;
+	rs[0].n = 0;
+	ck_assert_int_eq(rs_bench_spec(e, &o, keep_spec, &rs[0], &err),
+	    RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs[0].n, 0);
 	rs_engine_free(e);
 	rs_model_close(m);
 }

@@ -323,6 +323,42 @@ START_TEST(cmd_bad_lines)
 }
 END_TEST
 
+/*
+ * A line longer than the 256 MiB limit gets an error in its place and the
+ * line after it still runs (it used to end the input silently, exit 0,
+ * once getline ran out of memory); an endless --raw input or template
+ * file is refused, exit 2, instead of growing until memory runs out.
+ */
+START_TEST(cmd_huge_inputs)
+{
+	struct rs_json	*l[MAX_LINES];
+	const char	*gen = t_bin("rs-generate"), *m = t_fixture(Q8);
+	char		*out = NULL;
+	size_t		 n;
+
+	ck_assert_int_eq(run_cmd(&out, "(echo '{\"id\":1,\"tokens\":[5],"
+	    "\"max_tokens\":1}'; head -c 268435457 /dev/zero | tr '\\0' x; "
+	    "echo; echo '{\"id\":3,\"tokens\":[5],\"max_tokens\":1}') | "
+	    "%s -m %s -q", gen, m), 1);
+	n = parse_lines(out, l, MAX_LINES);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(get_int(l[0], "id"), 1);
+	ck_assert_ptr_nonnull(strstr(get_str(rs_json_get(l[1], "error"),
+	    "message"), "longer than 268435456 bytes"));
+	ck_assert_int_eq(get_int(l[2], "id"), 3);
+	free_lines(l, n);
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --raw -n 1 < /dev/zero 2>&1",
+	    gen, m), 2);
+	ck_assert_ptr_nonnull(strstr(out, "stdin: longer than"));
+	free(out);
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --chat-template-file "
+	    "/dev/zero < /dev/null 2>&1", gen, m), 2);
+	ck_assert_ptr_nonnull(strstr(out, "/dev/zero: longer than"));
+	free(out);
+}
+END_TEST
+
 /* --raw prints what the JSON mode calls text, for the same request. */
 START_TEST(cmd_raw)
 {
@@ -612,6 +648,7 @@ generate_suite(void)
 	tcase_add_test(tc, cmd_logprobs);
 	tcase_add_test(tc, cmd_greedy_and_pipes);
 	tcase_add_test(tc, cmd_bad_lines);
+	tcase_add_test(tc, cmd_huge_inputs);
 	tcase_add_test(tc, cmd_raw);
 	tcase_add_test(tc, cmd_nfc);
 	tcase_add_test(tc, cmd_usage);

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -380,6 +382,21 @@ START_TEST(message_escapes)
 }
 END_TEST
 
+/* A FIFO is refused at once, not waited on for a writer. */
+START_TEST(fifo_refused)
+{
+	struct rs_gguf	*g = NULL;
+	struct rs_err	 err = { 0 };
+	char		 path[1100];
+
+	snprintf(path, sizeof(path), "%s/fifo.gguf", t_tmpdir());
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(rs_gguf_open(&g, path, &err), RS_ERR_IO);
+	ck_assert_str_eq(err.msg, "not a regular file");
+	unlink(path);
+}
+END_TEST
+
 /*
  * An architecture that is not qwen35 is named in full in the refusal,
  * even when a NUL inside would have cut it to "qwen35" (which read as
@@ -431,6 +448,7 @@ gguf_suite(void)
 	tcase_add_loop_test(tc, inspect_escapes, 0, 3);
 	tcase_add_test(tc, message_escapes);
 	tcase_add_test(tc, arch_with_nul);
+	tcase_add_test(tc, fifo_refused);
 	suite_add_tcase(s, tc);
 	return (s);
 }

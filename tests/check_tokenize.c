@@ -152,6 +152,13 @@ START_TEST(cmd_jsonl)
 	    "{\"error\":{\"type\":\"invalid_input\",\"message\":"
 	    "\"ids[0] = 99999: outside the vocabulary [0, 2176)\"}}\n");
 	free(out);
+	/* a line over the 256 MiB limit: an error in its place, then on */
+	ck_assert_int_eq(run_cmd(&out, "(head -c 268435457 /dev/zero; echo; "
+	    "echo '{\"text\":\"Hello\"}') | %s -m %s -j -q", bin, m), 1);
+	ck_assert_str_eq(out, "{\"error\":{\"type\":\"invalid_input\","
+	    "\"message\":\"the line is longer than 268435456 bytes\"}}\n"
+	    "{\"ids\":[39,265,331],\"n\":3}\n");
+	free(out);
 }
 END_TEST
 

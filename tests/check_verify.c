@@ -366,6 +366,7 @@ static const char *const bad_inputs[] = {
 	"--tokens '1 2 3' --prefix 4",		/* prefix past the tokens */
 	"--tokens '1 2' --check-rollback",	/* no candidates */
 	"--tokens-file /nonexistent/ids",
+	"--tokens-file /dev/zero",		/* endless: over the limit */
 	"--tokens 1 --backend cuda",
 	"< /dev/null",				/* no records */
 };
@@ -383,6 +384,47 @@ START_TEST(bad_input_exit2)
 	ck_assert_str_eq(so, "");
 	free(so);
 	assert_empty_dir(dir);
+}
+END_TEST
+
+/*
+ * --logits and --mtp-logits naming one file (by two spellings) is a usage
+ * error, not one output silently overwritten by the other.
+ */
+START_TEST(same_outputs)
+{
+	const char	*dir = t_tmpdir();
+	char		 c[2600], *so;
+
+	snprintf(c, sizeof(c), "%s -m %s --tokens '1 2 3' --logits %s/o.npy "
+	    "--mtp-logits %s/./o.npy 2>&1", t_bin("rs-verify"),
+	    t_fixture("tiny/model-f16.gguf"), dir, dir);
+	ck_assert_int_eq(t_run(c, &so), 2);
+	ck_assert_msg(strstr(so, "name the same file") != NULL, "%s", so);
+	free(so);
+	assert_empty_dir(dir);
+}
+END_TEST
+
+/*
+ * A JSON line over the 256 MiB limit gets an error object in its place
+ * and the record after it still runs (getline's running out of memory
+ * used to end the input silently, exit 0).
+ */
+START_TEST(huge_line)
+{
+	char	 c[2600], *out, *l2;
+
+	snprintf(c, sizeof(c), "(echo '{\"id\":1,\"tokens\":[5,6]}'; head -c "
+	    "268435457 /dev/zero; echo; echo '{\"id\":3,\"tokens\":[5,6]}') "
+	    "| %s -m %s -q", t_bin("rs-verify"),
+	    t_fixture("tiny/model-f16.gguf"));
+	ck_assert_int_eq(t_run(c, &out), 1);
+	ck_assert((l2 = strchr(out, '\n')) != NULL);
+	ck_assert_msg(strstr(l2, "line 2: the line is longer than 268435456 "
+	    "bytes") != NULL, "%s", out);
+	ck_assert_msg(strstr(l2, "\"id\":3") != NULL, "%s", out);
+	free(out);
 }
 END_TEST
 
@@ -475,6 +517,8 @@ verify_suite(void)
 	tcase_add_loop_test(tc, bad_input_exit2, 0,
 	    (int)(sizeof(bad_inputs) / sizeof(bad_inputs[0])));
 	tcase_add_test(tc, bad_record_exit1);
+	tcase_add_test(tc, same_outputs);
+	tcase_add_test(tc, huge_line);
 	suite_add_tcase(s, tc);
 	return (s);
 }

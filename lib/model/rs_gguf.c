@@ -145,7 +145,9 @@ rs_gguf_open(struct rs_gguf **out, const char *path, struct rs_err *err)
 	enum rs_status	 st;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	/* O_NONBLOCK: opening a FIFO would otherwise wait for a writer
+	   before the check below could refuse it (no effect on a file) */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) == -1)
 		return (rs_errf(err, RS_ERR_IO, "%s", strerror(errno)));
 	if (fstat(fd, &sb) == -1) {
 		st = rs_errf(err, RS_ERR_IO, "stat: %s", strerror(errno));

@@ -236,6 +236,11 @@ rs_bench_spec(struct rs_engine *e, const struct rs_bench_spec_opts *o,
 	    RS_DRAFTER_MTP_NGRAM))
 		return (rs_errf(err, RS_ERR_UNSUPPORTED, "the model has no MTP "
 		    "block to draft with (use --draft ngram)"));
+	/* refused before any row runs, not when the first MTP drafter opens */
+	if (o->vocab < 0 || (int64_t)o->vocab > m->hp.n_vocab)
+		return (rs_errf(err, RS_ERR_INVALID_ARG, "a draft vocabulary of "
+		    "%d ids is outside the model's [1, %lld]", (int)o->vocab,
+		    (long long)m->hp.n_vocab));
 	/* the oracle pays for a drafter the model has */
 	if (m->hp.n_nextn == 0 && (oracle == RS_DRAFTER_MTP || oracle ==
 	    RS_DRAFTER_MTP_NGRAM))
