@@ -1412,6 +1412,13 @@ static const struct bad {
 	{ "{\"tokens\": [1], \"temperature\": \"hot\"}", "temperature",
 	    "number" },
 	{ "{\"tokens\": [1], \"top_p\": 0}", "top_p", "outside" },
+	/* past the end by less than a float resolves: still refused,
+	   named, with the value as sent */
+	{ "{\"tokens\": [1], \"top_p\": 1e-320}", "top_p", "32-bit float" },
+	{ "{\"tokens\": [1], \"repetition_penalty\": 1e-300}",
+	    "repetition_penalty", "32-bit float" },
+	{ "{\"tokens\": [1], \"temperature\": 2.0000001}", "temperature",
+	    "2.0000001 is outside" },
 	{ "{\"tokens\": [1], \"top_k\": -2}", "top_k", "outside" },
 	{ "{\"tokens\": [1], \"min_p\": 1.5}", "min_p", "outside" },
 	{ "{\"tokens\": [1], \"presence_penalty\": 2.5}", "presence_penalty",

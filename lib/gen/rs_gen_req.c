@@ -111,8 +111,14 @@ get_real(const struct rs_json *body, const char *key, double min, double max,
 		    "%s: must be a number", key));
 	if (!(open ? d > min : d >= min) || !(d <= max))
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, key,
-		    "%s: %g is outside %s%g, %g]", key, d, open ? "(" : "[",
+		    "%s: %.9g is outside %s%g, %g]", key, d, open ? "(" : "[",
 		    min, max));
+	/* the engine takes a float: a value past the open end only by less
+	   than a float resolves (1e-320 for top_p) would become the end */
+	if (open && !((float)d > (float)min))
+		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, key,
+		    "%s: %.9g is too close to %g for a 32-bit float", key, d,
+		    min));
 	*out = (float)d;
 	return (RS_OK);
 }
