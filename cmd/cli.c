@@ -100,10 +100,13 @@ rs_cli_usage_error(const char *usage, const char *fmt, ...)
 void
 rs_cli_norm_opt(enum rs_tok_norm *norm, int nfc, const char *usage)
 {
-	if (*norm != RS_TOK_NORM_DEFAULT)
+	enum rs_tok_norm	want = nfc ? RS_TOK_NORM_NFC : RS_TOK_NORM_NONE;
+
+	/* the same one twice is harmless; both are a contradiction */
+	if (*norm != RS_TOK_NORM_DEFAULT && *norm != want)
 		rs_cli_usage_error(usage, "--nfc and --no-nfc exclude each "
 		    "other");
-	*norm = nfc ? RS_TOK_NORM_NFC : RS_TOK_NORM_NONE;
+	*norm = want;
 }
 
 void
@@ -166,6 +169,10 @@ rs_cli_common_opt(int c, const char *usage, void (*help)(void))
 	case RS_CLI_OPT_VERSION:
 		rs_cli_print_version();
 		exit(rs_cli_finish(RS_EXIT_OK));
+	case '?':	/* getopt_long said which option, and why */
+		fprintf(stderr, "usage: %s\nTry '%s --help' for more "
+		    "information.\n", usage, progname);
+		exit(RS_EXIT_ERROR);
 	default:
 		rs_cli_usage_error(usage, "unknown option");
 	}

@@ -49,6 +49,7 @@ struct opts {
 	int		 depths[RS_BENCH_MAX_LIST];	/* --depth: those rows */
 	int		 n_depths;
 	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
+	int		 snap_given;
 };
 
 static void
@@ -735,6 +736,7 @@ main(int argc, char **argv)
 			    USAGE);
 			break;
 		case 'N':
+			o.snap_given = 1;
 			o.snap = rs_cli_num_opt("--snap", optarg, 0, 4096,
 			    USAGE);
 			break;
@@ -810,6 +812,13 @@ main(int argc, char **argv)
 		    "--quick, --prefill and --depth");
 	if (o.devices != NULL && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--devices is for -m, not --synth");
+	/* options that would otherwise be ignored */
+	if (o.preset == NULL && (o.out != NULL || o.mix != NULL ||
+	    o.vocab > 0))
+		rs_cli_usage_error(USAGE, "--out, --mix and --vocab go with "
+		    "--synth");
+	if (o.snap_given && !o.plan)
+		rs_cli_usage_error(USAGE, "--snap goes with --plan");
 	rs_cli_devices_check(o.devices, o.split, USAGE);
 	rs_cli_set_quiet(o.quiet);
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?

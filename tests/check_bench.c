@@ -119,9 +119,10 @@ END_TEST
 /* rs-bench -m tiny: -c is the context the sizes are capped to. */
 START_TEST(cmd_context)
 {
-	const char	*model = t_fixture("tiny/model-q8_0.gguf");
-	char		 c[1024], *out;
+	char		 model[600], c[2048], *out;
 
+	/* a copy: t_fixture's and t_bin's paths share a ring of buffers */
+	snprintf(model, sizeof(model), "%s", t_fixture("tiny/model-q8_0.gguf"));
 	snprintf(c, sizeof(c), "%s -m %s -b cpu -t 1 --quick -c 100 --json "
 	    "2>&1", t_bin("rs-bench"), model);
 	ck_assert_int_eq(t_run(c, &out), 0);
@@ -129,6 +130,13 @@ START_TEST(cmd_context)
 	    "%s", out);
 	ck_assert_msg(strstr(out, "\"depth\":92") != NULL, "%s", out);
 	free(out);
+	/* options of another mode are refused, not ignored */
+	snprintf(c, sizeof(c), "%s -m %s --snap 3 2>/dev/null", t_bin("rs-bench"),
+	    model);
+	ck_assert_int_eq(t_run(c, NULL), 2);
+	snprintf(c, sizeof(c), "%s -m %s --mix q8_0 2>/dev/null",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, NULL), 2);
 	snprintf(c, sizeof(c), "%s -m %s -c 5000 2>&1", t_bin("rs-bench"),
 	    model);
 	ck_assert_int_eq(t_run(c, &out), 2);

@@ -284,6 +284,14 @@ START_TEST(cmd_usage)
 	    "2>/dev/null", bin, m), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --bogus 2>/dev/null", bin,
 	    m), 2);
+	/* the same switch twice is no contradiction */
+	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --nfc --nfc --text x "
+	    ">/dev/null 2>&1", bin, m), 0);
+	/* a missing value: getopt's word for it, not "unknown option" */
+	ck_assert_int_eq(run_cmd(&out, "%s -m 2>&1", bin), 2);
+	ck_assert_msg(strstr(out, "requires an argument") != NULL &&
+	    strstr(out, "unknown option") == NULL, "%s", out);
+	free(out);
 	/* a word that is not an id fails the record */
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s -d --text '12 abc' "
 	    "2>/dev/null", bin, m), 1);
