@@ -723,8 +723,7 @@ main(int argc, char **argv)
 	rs_state_free(r.state);
 	rs_engine_free(r.engine);
 	rs_model_close(r.model);
-	if (r.wfail)
-		rs_cli_warn("write error on stdout");
+	/* a write error leaves stdout's error flag: rs_cli_finish says it */
 	return (rs_cli_finish(r.wfail ? RS_EXIT_ERROR : r.failed > 0 ?
 	    RS_EXIT_FAIL : RS_EXIT_OK));
 }

@@ -514,8 +514,7 @@ main(int argc, char **argv)
 		    r.bytes, r.tokens, r.secs, r.secs > 0 ?
 		    (double)r.bytes / r.secs / 1e6 : 0.0);
 	rs_tok_free((struct rs_tok *)r.tok);
-	if (r.wfail)
-		rs_cli_warn("write error on stdout");
+	/* a write error leaves stdout's error flag: rs_cli_finish says it */
 	return (rs_cli_finish(r.wfail ? RS_EXIT_ERROR : r.failed > 0 ?
 	    RS_EXIT_FAIL : RS_EXIT_OK));
 }

@@ -284,6 +284,13 @@ START_TEST(cmd_usage)
 	    "2>/dev/null", bin, m), 2);
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --bogus 2>/dev/null", bin,
 	    m), 2);
+	/* a full disk: exit 2, said once */
+	ck_assert_int_eq(run_cmd(&out, "%s -m %s --text x 2>&1 >/dev/full", bin,
+	    m), 2);
+	ck_assert_msg(strstr(out, "write error on stdout") != NULL &&
+	    strstr(strstr(out, "write error") + 1, "write error") == NULL,
+	    "%s", out);
+	free(out);
 	/* the same switch twice is no contradiction */
 	ck_assert_int_eq(run_cmd(NULL, "%s -m %s --nfc --nfc --text x "
 	    ">/dev/null 2>&1", bin, m), 0);
