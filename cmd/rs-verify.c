@@ -10,8 +10,8 @@
  * record on stdout (see rs-verify(1)).
  */
 #include <errno.h>
-#include <limits.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
