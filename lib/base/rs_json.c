@@ -81,6 +81,9 @@ rs_json_lone_surrogates(const char *text, size_t n)
 	size_t	k = 0;
 	int	in_str = 0;
 
+	/* most texts have no \u escape at all: one memmem, no walk */
+	if (memmem(text, n, "\\u", 2) == NULL)
+		return (0);
 	for (size_t i = 0; (i = next_lone_surrogate(text, n, i, &in_str)) < n;
 	    i += 6)
 		k++;
