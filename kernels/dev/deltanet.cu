@@ -10,8 +10,10 @@
  * after the same L2 norms, β and decay) for head dims 64 and 128 on 1, 5
  * and 33 tokens (33: across a DN_STAGE of 32), relative L2 error of the
  * output and the state within 1e-5 (f32 sums against the oracle's double
- * ones).  Then batch invariance on the 27B shape: 8 tokens in one call
- * against the same 8 one at a time, bit for bit.  Then the 27B shape (16
+ * ones).  Then batch invariance on the 27B shape: 8 and 16 tokens in one
+ * call against the same tokens one at a time, bit for bit, with a hash of
+ * the results' bits (two builds of the scan that compute the same print
+ * the same hashes).  Then the 27B shape (16
  * key heads, 48 value heads, dk = dv = 128) is timed on 1, 4, 8, 16,
  * 256 and 2,048 tokens (CUDA events, a warm-up, L2 flushed before each
  * repeat; DN_TOKENS=N: N tokens only).  One JSON line per case: µs for
@@ -184,7 +186,20 @@ validate(int dk, int t)
 	return (eo <= 1e-5 && es <= 1e-5 ? 0 : 1);
 }
 
-/* 27B: T tokens in one call against one call a token, bit for bit. */
+/* FNV-1a of N bytes at P continuing from H */
+static uint64_t
+fnv1a(const void *p, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ULL;
+	return (h);
+}
+
+/*
+ * 27B: T tokens in one call against one call a token, bit for bit, and
+ * the FNV-1a hash of the call's state and output bits (to tell whether
+ * two builds of the scan compute the same).
+ */
 static int
 invariance(int t)
 {
@@ -205,7 +220,9 @@ invariance(int t)
 	die("copy", cudaMemcpy(s2, g.d_s, ns * 4, cudaMemcpyDeviceToHost));
 	same = memcmp(o1, o2, no * 4) == 0 && memcmp(s1, s2, ns * 4) == 0;
 	printf("{\"check\":\"batch vs single\",\"tokens\":%d,"
-	    "\"identical\":%s}\n", t, same ? "true" : "false");
+	    "\"identical\":%s,\"fnv1a\":\"%016llx\"}\n", t,
+	    same ? "true" : "false", (unsigned long long)fnv1a(o1, no * 4,
+	    fnv1a(s1, ns * 4, 14695981039346656037ULL)));
 	gdn_free(&g);
 	free(o1);
 	free(s1);
@@ -226,6 +243,7 @@ main(void)
 		for (size_t j = 0; j < sizeof(vts) / sizeof(vts[0]); j++)
 			bad |= validate(dks[i], vts[j]);
 	bad |= invariance(8);
+	bad |= invariance(16);
 	if (bad)
 		return (1);
 	/* DN_TOKENS=N: time N tokens only (e.g. under ncu) */
