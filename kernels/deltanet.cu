@@ -19,21 +19,21 @@
  * per layer, 151 MB per token for 48 layers, read + written (about 2% of
  * the weight bytes).
  *
- * A prompt chunk is one launch walking its tokens in order, so what counts is
- * the latency of a token.  Tokens are staged DN_STAGE at a time: one coalesced
- * load of their q, k, v, β and α into shared memory, the L2 norms a warp a
- * token, then the tokens run from shared memory with no barrier and no memory
- * round trip between them: two 32-long FMA chains and four shuffles a token,
- * token t's output chain beside token t + 1's S[:,j]ᵀk chain
- * (dn_out_decay_dot).  Measured on the H200 (docs/perf-log.md): one block of
- * 256 threads per head with per-token loads and four barriers a token took 2.0
- * µs a token and layer, 42 % of a 2,048-token 27B prefill chunk; the same
- * split over 4 blocks a head, 2.6 µs; staged, 1.0 µs (30 %); 8 threads a
- * column over 8 blocks a head was no faster; the stage's loads all in flight
- * at once, 0.75 -> 0.59 µs.  Slower (not kept): runs of four rows a thread
- * (one 16-byte load of q and of k a run) with four partial sums a dot product,
- * 0.70 µs; a pair of columns a thread (8 threads a column: half the reads of q
- * and k, three times the shuffles), 0.60 µs.
+ * A prompt chunk is one launch walking its tokens in order, so what counts
+ * is the latency of a token.  Tokens are staged DN_STAGE at a time: one
+ * coalesced load of their q, k, v, β and α into shared memory, the L2
+ * norms a warp a token, then the tokens run from shared memory with no
+ * barrier and no memory round trip between them: two 32-long FMA chains
+ * and four shuffles a token.  Measured on the H200 (docs/perf-log.md):
+ * one block of 256 threads per head with per-token loads and four barriers
+ * a token took 2.0 µs a token and layer, 42 % of a 2,048-token 27B
+ * prefill chunk; the same split over 4 blocks a head, 2.6 µs; staged,
+ * 1.0 µs (30 %); 8 threads a column over 8 blocks a head was no faster;
+ * the stage's loads all in flight at once, 0.75 -> 0.59 µs.  Slower
+ * (not kept): runs of four rows a thread (one 16-byte load of q and of k
+ * a run) with four partial sums a dot product, 0.70 µs; a pair of
+ * columns a thread (8 threads a column: half the reads of q and k, three
+ * times the shuffles), 0.60 µs.
  *
  * Every sum runs in one order whatever T is, so a batch equals single
  * steps bit for bit.  The snapshot ring (rs_state.h): a token at position
@@ -57,46 +57,6 @@
 #define DN_THREADS	(DN_COLS * DN_SPLIT)
 #define DN_WARPS	(DN_THREADS / RS_WARP)
 #define DN_STAGE	32	/* tokens staged in shared memory at once */
-
-/*
- * q and k of the NG staged tokens T, T + DN_WARPS, ... L2-normalised in
- * place by one warp: x / max(‖x‖, eps), ‖x‖² summed a lane (its values in
- * order) and then by warp_sum.  The tokens' sums are independent, so NG of
- * them side by side overlap their shuffles and divisions (one token after
- * another, a 16-token call's four tokens a warp waited on each one's
- * chain in turn); each token's operations are the same whatever NG is.
- */
-template <int DK, int NG>
-static __device__ __forceinline__ void
-dn_norms(float (*sq)[DK], float (*sk)[DK], int t, int lane, float eps)
-{
-	float q2[NG], k2[NG];
-
-#pragma unroll
-	for (int g = 0; g < NG; g++) {
-		const float *q = sq[t + g * DN_WARPS], *k = sk[t + g * DN_WARPS];
-
-		q2[g] = 0.0f;
-		k2[g] = 0.0f;
-#pragma unroll
-		for (int e = lane; e < DK; e += RS_WARP) {
-			q2[g] = fmaf(q[e], q[e], q2[g]);
-			k2[g] = fmaf(k[e], k[e], k2[g]);
-		}
-	}
-#pragma unroll
-	for (int g = 0; g < NG; g++) {
-		float *q = sq[t + g * DN_WARPS], *k = sk[t + g * DN_WARPS];
-		const float qn = fmaxf(sqrtf(warp_sum(q2[g])), eps);
-		const float kn = fmaxf(sqrtf(warp_sum(k2[g])), eps);
-
-#pragma unroll
-		for (int e = lane; e < DK; e += RS_WARP) {
-			q[e] = q[e] / qn;
-			k[e] = k[e] / kn;
-		}
-	}
-}
 
 /*
  * Stage tokens T0 .. T0 + NT − 1 in shared memory: q and k of head M
@@ -171,109 +131,48 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 		    an);
 	}
 	__syncthreads();
-	/* a warp a token (tokens warp, warp + DN_WARPS, ...), up to four of
-	   them side by side */
-	int t = warp;
-
-	for (; t + 3 * DN_WARPS < nt; t += 4 * DN_WARPS)
-		dn_norms<DK, 4>(sq, sk, t, lane, eps);
-	for (; t + DN_WARPS < nt; t += 2 * DN_WARPS)
-		dn_norms<DK, 2>(sq, sk, t, lane, eps);
-	if (t < nt)
-		dn_norms<DK, 1>(sq, sk, t, lane, eps);
+	/* a warp a token: ‖q‖ and ‖k‖, then x / max(‖x‖, eps) in place */
+	for (int t = warp; t < nt; t += DN_WARPS) {
+		float q2 = 0.0f, k2 = 0.0f;
+		for (int e = lane; e < DK; e += RS_WARP) {
+			q2 += sq[t][e] * sq[t][e];
+			k2 += sk[t][e] * sk[t][e];
+		}
+		float qn = fmaxf(sqrtf(warp_sum(q2)), eps);
+		float kn = fmaxf(sqrtf(warp_sum(k2)), eps);
+		for (int e = lane; e < DK; e += RS_WARP) {
+			sq[t][e] = sq[t][e] / qn;
+			sk[t][e] = sk[t][e] / kn;
+		}
+	}
 	__syncthreads();
 }
 
 /*
- * A token's update of this thread's part of column j of S (its rows sp,
- * sp + DN_SPLIT, ...): S ← e^g·S;  δ_j = β(v_j − S[:,j]ᵀk);  S[:,j] += k·δ_j,
- * in three steps that the scan and the replay both call, which is what
- * makes their states equal bit for bit:
- *
- *   dn_decay_dot   S ← e^g·S and this thread's part of S[:,j]ᵀk, its rows
- *                  in order (one FMA chain)
- *   dn_join        the DN_SPLIT parts added (xor 1, 2, ...)
- *   dn_rank1       S[:,j] += k·δ_j
- *
- * The output Sᵀq is a chain like the first (dn_dot) on the S after the
- * update.  The scan runs token t's output chain and token t + 1's
- * dn_decay_dot in one loop (dn_out_decay_dot): the two are independent
- * chains of DK / DN_SPLIT dependent FMAs, so side by side they take the
- * time of one; every value is the same as in the steps taken apart.
+ * One token's update of this thread's part of column j of S: S ← e^g·S;
+ * δ_j = β(v_j − S[:,j]ᵀk); S[:,j] += k·δ_j.  K is the token's key (DK
+ * values), the thread's rows sp, sp + DN_SPLIT, ...  The scan and the
+ * replay both call this, which is what makes their states equal bit for
+ * bit.
  */
-template <int DK>
-static __device__ __forceinline__ float
-dn_decay_dot(float *s, const float *k, int sp, float decay)
-{
-	float r = 0.0f;
-
-#pragma unroll
-	for (int i = 0; i < DK / DN_SPLIT; i++) {
-		s[i] = __fmul_rn(s[i], decay);
-		r = fmaf(s[i], k[i * DN_SPLIT + sp], r);
-	}
-	return (r);
-}
-
-static __device__ __forceinline__ float
-dn_join(float r)
-{
-#pragma unroll
-	for (int m = 1; m < DN_SPLIT; m <<= 1)
-		r += __shfl_xor_sync(0xffffffffu, r, m);
-	return (r);
-}
-
-/* δ_j from the joined S[:,j]ᵀk R, then S[:,j] += k·δ_j */
-template <int DK>
-static __device__ __forceinline__ void
-dn_rank1(float *s, const float *k, int sp, float beta, float v, float r)
-{
-	const float delta = __fmul_rn(beta, __fsub_rn(v, r));
-
-#pragma unroll
-	for (int i = 0; i < DK / DN_SPLIT; i++)
-		s[i] = fmaf(k[i * DN_SPLIT + sp], delta, s[i]);
-}
-
-/* this thread's part of S[:,j]ᵀq */
-template <int DK>
-static __device__ __forceinline__ float
-dn_dot(const float *s, const float *q, int sp)
-{
-	float acc = 0.0f;
-
-#pragma unroll
-	for (int i = 0; i < DK / DN_SPLIT; i++)
-		acc = fmaf(s[i], q[i * DN_SPLIT + sp], acc);
-	return (acc);
-}
-
-/* dn_dot(S, Q) and then dn_decay_dot(S, K, DECAY) (into *R), in one loop */
-template <int DK>
-static __device__ __forceinline__ float
-dn_out_decay_dot(float *s, const float *q, const float *k, int sp,
-    float decay, float *r)
-{
-	float acc = 0.0f, rr = 0.0f;
-
-#pragma unroll
-	for (int i = 0; i < DK / DN_SPLIT; i++) {
-		acc = fmaf(s[i], q[i * DN_SPLIT + sp], acc);
-		s[i] = __fmul_rn(s[i], decay);
-		rr = fmaf(s[i], k[i * DN_SPLIT + sp], rr);
-	}
-	*r = rr;
-	return (acc);
-}
-
-/* the whole update (the replay's step) */
 template <int DK>
 static __device__ __forceinline__ void
 dn_update(float *s, const float *k, int sp, float decay, float beta, float v)
 {
-	dn_rank1<DK>(s, k, sp, beta, v, dn_join(dn_decay_dot<DK>(s, k, sp,
-	    decay)));
+	const int R = DK / DN_SPLIT;
+	float r = 0.0f;
+
+#pragma unroll
+	for (int i = 0; i < R; i++) {
+		s[i] *= decay;
+		r += s[i] * k[i * DN_SPLIT + sp];
+	}
+	for (int m = 1; m < DN_SPLIT; m <<= 1)
+		r += __shfl_xor_sync(0xffffffffu, r, m);
+	const float delta = beta * (v - r);
+#pragma unroll
+	for (int i = 0; i < R; i++)
+		s[i] += k[i * DN_SPLIT + sp] * delta;
 }
 
 /* This thread's part of S (R rows of column j) into the ring entry DST. */
@@ -355,40 +254,30 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 		const int nt = n_tok - t0 < DN_STAGE ? n_tok - t0 : DN_STAGE;
 		dn_stage<DK>(u, ldu, bb, aa, ldba, dt[n], ssm_a[n], m, n, n_kh,
 		    j0, t0, nt, eps, sq, sk, sv, sbeta, sdecay);
-		/* token 0's chain; then token tt + 1's beside tt's output */
-		float r = dn_join(dn_decay_dot<DK>(s, sk[0], sp, sdecay[0]));
-
 		for (int tt = 0; tt < nt; tt++) {
-			const int t = t0 + tt, p = p0 + t;
-
-			dn_rank1<DK>(s, sk[tt], sp, sbeta[tt], sv[tt][jl], r);
-			/* (S after this token, before the next one's decay) */
-			if (ring.full != NULL && p == base)
-				dn_put<DK>(ring.full + (int64_t)(p % ring.n) *
-				    ring.full_stride + (int64_t)n * DK * DK, s,
-				    sp, j);
-			float acc;
-			if (tt + 1 < nt) {
-				acc = dn_out_decay_dot<DK>(s, sq[tt], sk[tt + 1],
-				    sp, sdecay[tt + 1], &r);
-				/* the two joins side by side, each in its
-				   own order */
+			dn_update<DK>(s, sk[tt], sp, sdecay[tt], sbeta[tt],
+			    sv[tt][jl]);
+			float acc = 0.0f;
 #pragma unroll
-				for (int m = 1; m < DN_SPLIT; m <<= 1) {
-					acc += __shfl_xor_sync(0xffffffffu,
-					    acc, m);
-					r += __shfl_xor_sync(0xffffffffu, r,
-					    m);
-				}
-			} else
-				acc = dn_join(dn_dot<DK>(s, sq[tt], sp));
+			for (int i = 0; i < R; i++)
+				acc += s[i] * sq[tt][i * DN_SPLIT + sp];
+			for (int k = 1; k < DN_SPLIT; k <<= 1)
+				acc += __shfl_xor_sync(0xffffffffu, acc, k);
+			const int t = t0 + tt;
 			if (sp == 0)
 				o[(int64_t)t * n_vh * DK + (int64_t)n * DK + j] =
 				    acc * scale;
-			if (ring.full != NULL && p >= snap_from)
+			const int p = p0 + t;
+			if (ring.full == NULL)
+				continue;
+			if (p >= snap_from)
 				dn_record<DK>(ring.rec + (int64_t)(p % ring.n) *
 				    ring.rec_stride, n, n_kh, n_vh, j0, sk[tt],
 				    sv[tt], sbeta[tt], sdecay[tt]);
+			if (p == base)
+				dn_put<DK>(ring.full + (int64_t)(p % ring.n) *
+				    ring.full_stride + (int64_t)n * DK * DK, s,
+				    sp, j);
 		}
 	}
 #pragma unroll
