@@ -1,7 +1,7 @@
 /*
  * check_json.c - rs_json_parse's reading of unpaired UTF-16 surrogate
  * escapes (serving.md §1.7: accepted, each replaced by U+FFFD, EF BF BD in
- * UTF-8).  The expected bytes are the UTF-8 of the code points the escapes
+ * UTF-8), and its messages for text that is not JSON.  The expected bytes are the UTF-8 of the code points the escapes
  * name (RFC 8259 §7, Unicode's UTF-16 and UTF-8 definitions).
  */
 #include <string.h>
@@ -98,6 +98,37 @@ START_TEST(lone_surrogates_bad)
 }
 END_TEST
 
+/*
+ * A NUL byte outside a string (after the value, before it, where a value
+ * should be) is named as such: jansson's own words for it were "end of
+ * file expected near end of file".  Inside a string jansson names it
+ * itself (a control character).
+ */
+START_TEST(nul_byte)
+{
+	static const struct { const char *t; size_t n; const char *col; } c[] = {
+		{ "{\"a\":1}\0x", 9, "column 8" },
+		{ "\0{}", 3, "column 1" },
+		{ "{\"a\":\0 1}", 9, "column 6" },
+		/* a text that was mended (a lone surrogate) first */
+		{ "[\"\\ud83d\"]\0", 11, "column 11" },
+	};
+	struct rs_json	*j = NULL;
+	struct rs_err	 err = { 0 };
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		ck_assert(rs_json_parse(c[i].t, c[i].n, &j, &err) ==
+		    RS_ERR_FORMAT);
+		ck_assert_msg(strstr(err.msg, "NUL byte") != NULL &&
+		    strstr(err.msg, c[i].col) != NULL, "%zu: %s", i, err.msg);
+	}
+	ck_assert(rs_json_parse("{\"a\":\"h\0i\"}", 11, &j, &err) ==
+	    RS_ERR_FORMAT);
+	ck_assert_msg(strstr(err.msg, "control character") != NULL, "%s",
+	    err.msg);
+}
+END_TEST
+
 Suite *
 json_suite(void)
 {
@@ -108,6 +139,9 @@ json_suite(void)
 	    sizeof(surs) / sizeof(surs[0]));
 	tcase_add_test(tc, lone_surrogates_nested);
 	tcase_add_test(tc, lone_surrogates_bad);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("errors");
+	tcase_add_test(tc, nul_byte);
 	suite_add_tcase(s, tc);
 	return (s);
 }

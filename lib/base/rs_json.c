@@ -117,12 +117,11 @@ rs_json_parse(const char *text, size_t n, struct rs_json **out,
 	/* jansson refuses unpaired surrogate escapes, which clients that cut
 	   JavaScript strings send: read as U+FFFD (serving.md §1.7), the
 	   same six bytes, so error positions do not move */
-	if (rs_json_lone_surrogates(text, n) > 0) {
-		if ((mended = mend_surrogates(text, n)) == NULL)
-			return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
-		text = mended;
-	}
-	j = json_loadb(text, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+	if (rs_json_lone_surrogates(text, n) > 0 &&
+	    (mended = mend_surrogates(text, n)) == NULL)
+		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
+	j = json_loadb(mended != NULL ? mended : text, n, JSON_DECODE_ANY |
+	    JSON_ALLOW_NUL, &e);
 	free(mended);
 	if (j == NULL) {
 		/* jansson reports integers past 64 bits as a range error */
@@ -130,6 +129,13 @@ rs_json_parse(const char *text, size_t n, struct rs_json **out,
 			return (rs_errf(err, RS_ERR_LIMIT,
 			    "line %d column %d: number beyond 64-bit range",
 			    e.line, e.column));
+		/* a NUL outside a string stops jansson's view of the token:
+		   it then says "end of file expected near end of file" */
+		if (e.position >= 1 && (size_t)e.position <= n &&
+		    text[e.position - 1] == '\0')
+			return (rs_errf(err, RS_ERR_FORMAT, "line %d column %d: "
+			    "a NUL byte (JSON text holds none outside a "
+			    "string's \\u0000)", e.line, e.column));
 		return (rs_errf(err, RS_ERR_FORMAT, "line %d column %d: %s",
 		    e.line, e.column, e.text));
 	}
