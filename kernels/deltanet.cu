@@ -149,21 +149,6 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 }
 
 /*
- * Row i of this thread's DK / DN_SPLIT rows of S: runs of four, the
- * DN_SPLIT threads of a column side by side (rows 4sp .. 4sp + 3 of every
- * 4·DN_SPLIT), so that one 16-byte load of q or k gives a run and the
- * threads' loads fall in distinct banks.
- */
-#define DN_ROW(i, sp)	(4 * DN_SPLIT * ((i) / 4) + 4 * (sp) + (i) % 4)
-
-/* run U of this thread's values of the DK-vector X (shared memory) */
-static __device__ __forceinline__ float4
-dn_run(const float *x, int u, int sp)
-{
-	return (*(const float4 *)&x[4 * DN_SPLIT * u + 4 * sp]);
-}
-
-/*
  * One token's update of this thread's part of column j of S: S ← e^g·S;
  * δ_j = β(v_j − S[:,j]ᵀk); S[:,j] += k·δ_j.  K is the token's key (DK
  * values), the thread's rows sp, sp + DN_SPLIT, ...  The scan and the
@@ -175,33 +160,19 @@ static __device__ __forceinline__ void
 dn_update(float *s, const float *k, int sp, float decay, float beta, float v)
 {
 	const int R = DK / DN_SPLIT;
-	float4 kv[R / 4];
 	float r = 0.0f;
 
 #pragma unroll
-	for (int u = 0; u < R / 4; u++)
-		kv[u] = dn_run(k, u, sp);
-#pragma unroll
-	for (int u = 0; u < R / 4; u++) {
-		s[4 * u] *= decay;
-		r += s[4 * u] * kv[u].x;
-		s[4 * u + 1] *= decay;
-		r += s[4 * u + 1] * kv[u].y;
-		s[4 * u + 2] *= decay;
-		r += s[4 * u + 2] * kv[u].z;
-		s[4 * u + 3] *= decay;
-		r += s[4 * u + 3] * kv[u].w;
+	for (int i = 0; i < R; i++) {
+		s[i] *= decay;
+		r += s[i] * k[i * DN_SPLIT + sp];
 	}
 	for (int m = 1; m < DN_SPLIT; m <<= 1)
 		r += __shfl_xor_sync(0xffffffffu, r, m);
 	const float delta = beta * (v - r);
 #pragma unroll
-	for (int u = 0; u < R / 4; u++) {
-		s[4 * u] += kv[u].x * delta;
-		s[4 * u + 1] += kv[u].y * delta;
-		s[4 * u + 2] += kv[u].z * delta;
-		s[4 * u + 3] += kv[u].w * delta;
-	}
+	for (int i = 0; i < R; i++)
+		s[i] += k[i * DN_SPLIT + sp] * delta;
 }
 
 /* This thread's part of S (R rows of column j) into the ring entry DST. */
@@ -211,7 +182,7 @@ dn_put(float *dst, const float *s, int sp, int j)
 {
 #pragma unroll
 	for (int i = 0; i < DK / DN_SPLIT; i++)
-		dst[DN_ROW(i, sp) * DK + j] = s[i];
+		dst[(i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
 /*
@@ -269,7 +240,7 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	 */
 #pragma unroll
 	for (int i = 0; i < R; i++)
-		s[i] = S[DN_ROW(i, sp) * DK + j];
+		s[i] = S[(i * DN_SPLIT + sp) * DK + j];
 	rs_pdl_wait();
 	rs_pdl_trigger();	/* the gated norm after it may start */
 	const int p0 = params[RS_K_PARAM_POS0];
@@ -288,13 +259,8 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 			    sv[tt][jl]);
 			float acc = 0.0f;
 #pragma unroll
-			for (int u = 0; u < R / 4; u++) {
-				const float4 qv = dn_run(sq[tt], u, sp);
-				acc += s[4 * u] * qv.x;
-				acc += s[4 * u + 1] * qv.y;
-				acc += s[4 * u + 2] * qv.z;
-				acc += s[4 * u + 3] * qv.w;
-			}
+			for (int i = 0; i < R; i++)
+				acc += s[i] * sq[tt][i * DN_SPLIT + sp];
 			for (int k = 1; k < DN_SPLIT; k <<= 1)
 				acc += __shfl_xor_sync(0xffffffffu, acc, k);
 			const int t = t0 + tt;
@@ -316,7 +282,7 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	}
 #pragma unroll
 	for (int i = 0; i < R; i++)
-		S[DN_ROW(i, sp) * DK + j] = s[i];
+		S[(i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
 /*
@@ -333,8 +299,7 @@ deltanet_replay_kernel(float *s_all, int64_t s_stride,
     int n_kh, int n_vh)
 {
 	const int R = DK / DN_SPLIT;
-	__shared__ __align__(16) float sk[DK];
-	__shared__ float sv[DN_COLS], sg[2];
+	__shared__ float sk[DK], sv[DN_COLS], sg[2];
 	const int n = blockIdx.x, m = n % n_kh, j0 = blockIdx.y * DN_COLS;
 	const int jl = threadIdx.x / DN_SPLIT, j = j0 + jl;
 	const int sp = threadIdx.x % DN_SPLIT;
@@ -343,7 +308,7 @@ deltanet_replay_kernel(float *s_all, int64_t s_stride,
 
 #pragma unroll
 	for (int i = 0; i < R; i++)
-		s[i] = base != NULL ? base[at + DN_ROW(i, sp) * DK + j] :
+		s[i] = base != NULL ? base[at + (i * DN_SPLIT + sp) * DK + j] :
 		    0.0f;
 	for (int t = 0; t < n_tok; t++) {
 		const float *r = rec + (int64_t)((first + t) % n_snap) *
@@ -362,7 +327,7 @@ deltanet_replay_kernel(float *s_all, int64_t s_stride,
 	}
 #pragma unroll
 	for (int i = 0; i < R; i++)
-		s_all[at + DN_ROW(i, sp) * DK + j] = s[i];
+		s_all[at + (i * DN_SPLIT + sp) * DK + j] = s[i];
 }
 
 /*
