@@ -1,8 +1,9 @@
 /*
  * check_json.c - rs_json_parse's reading of unpaired UTF-16 surrogate
  * escapes (serving.md §1.7: accepted, each replaced by U+FFFD, EF BF BD in
- * UTF-8), and its messages for text that is not JSON.  The expected bytes are the UTF-8 of the code points the escapes
- * name (RFC 8259 §7, Unicode's UTF-16 and UTF-8 definitions).
+ * UTF-8), and its messages for text that is not JSON.  The expected bytes
+ * are the UTF-8 of the code points the escapes name (RFC 8259 §7,
+ * Unicode's UTF-16 and UTF-8 definitions).
  */
 #include <string.h>
 
@@ -106,7 +107,11 @@ END_TEST
  */
 START_TEST(nul_byte)
 {
-	static const struct { const char *t; size_t n; const char *col; } c[] = {
+	static const struct {
+		const char	*t;	/* the text, N bytes */
+		size_t		 n;
+		const char	*col;	/* where the message must point */
+	} c[] = {
 		{ "{\"a\":1}\0x", 9, "column 8" },
 		{ "\0{}", 3, "column 1" },
 		{ "{\"a\":\0 1}", 9, "column 6" },

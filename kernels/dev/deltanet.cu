@@ -205,8 +205,10 @@ invariance(int t)
 {
 	struct gdn	 g;
 	const size_t	 no = (size_t)t * 48 * 128, ns = (size_t)48 * 128 * 128;
-	float		*o1 = (float *)malloc(no * 4), *s1 = (float *)malloc(ns * 4);
-	float		*o2 = (float *)malloc(no * 4), *s2 = (float *)malloc(ns * 4);
+	float		*o1 = (float *)malloc(no * 4);
+	float		*s1 = (float *)malloc(ns * 4);
+	float		*o2 = (float *)malloc(no * 4);
+	float		*s2 = (float *)malloc(ns * 4);
 	int		 same;
 
 	gdn_new(&g, 16, 48, 128, t);

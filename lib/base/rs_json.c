@@ -133,9 +133,10 @@ rs_json_parse(const char *text, size_t n, struct rs_json **out,
 		   it then says "end of file expected near end of file" */
 		if (e.position >= 1 && (size_t)e.position <= n &&
 		    text[e.position - 1] == '\0')
-			return (rs_errf(err, RS_ERR_FORMAT, "line %d column %d: "
-			    "a NUL byte (JSON text holds none outside a "
-			    "string's \\u0000)", e.line, e.column));
+			return (rs_errf(err, RS_ERR_FORMAT,
+			    "line %d column %d: a NUL byte (JSON text holds "
+			    "none outside a string's \\u0000)", e.line,
+			    e.column));
 		return (rs_errf(err, RS_ERR_FORMAT, "line %d column %d: %s",
 		    e.line, e.column, e.text));
 	}
