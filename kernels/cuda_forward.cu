@@ -860,18 +860,25 @@ trunk(struct rs_engine *e, struct rs_state *st, int64_t n, int64_t max_keys,
 /*
  * The head W (output or the MTP's) on rows FROM .. N − 1 of c->h,
  * EXACT_ROWS at a time on the exact path (logits never depend on the
- * call's length), each piece copied to LOGITS (host) when not NULL, else
- * left in c->logits.  TOP_K > 0: each piece's rows also go through top-k
- * selection into c->d_top and c->d_bad (row r − FROM; N − FROM must not
- * exceed EXACT_ROWS), leaving out c->d_skip's tokens when SKIP.
+ * call's length), each piece written to OUT (c->logits when NULL) and
+ * copied from there to LOGITS (host) when not NULL.  OUT may be pinned
+ * host memory, which the products then write across the bus as they go
+ * (one piece, no top-k: nothing reads it back on the device).  TOP_K > 0:
+ * each piece's rows also go through top-k selection into c->d_top and
+ * c->d_bad (row r − FROM; N − FROM must not exceed EXACT_ROWS), leaving
+ * out c->d_skip's tokens when SKIP.
  */
 static enum rs_status
 head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
-    int32_t from, float *logits, int top_k, int skip, struct rs_err *err)
+    int32_t from, float *out, float *logits, int top_k, int skip,
+    struct rs_err *err)
 {
 	struct cuda *c = cc(e);
 	const int64_t d = e->model->hp.n_embd, v = e->model->hp.n_vocab;
 	enum rs_status s;
+
+	if (out == NULL)
+		out = c->logits;
 
 	for (int64_t r = from; r < n; r += EXACT_ROWS) {
 		int64_t k = n - r < EXACT_ROWS ? n - r : EXACT_ROWS;
@@ -881,17 +888,17 @@ head(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 		for (int64_t i = 0; i < k; i += RS_K_MATVEC_MAX_COLS) {
 			int64_t j = k - i < RS_K_MATVEC_MAX_COLS ? k - i :
 			    RS_K_MATVEC_MAX_COLS;
-			TRY(mv(e, w, c->h + (r + i) * d, d,
-			    c->logits + i * v, v, j, 0, err));
+			TRY(mv(e, w, c->h + (r + i) * d, d, out + i * v, v, j,
+			    0, err));
 		}
 		if (top_k > 0)
-			TRY(rs_k_top(c->logits, v, v, (int)k, top_k,
+			TRY(rs_k_top(out, v, v, (int)k, top_k,
 			    skip ? c->d_skip : NULL, c->d_top + (r - from) *
 			    top_k, c->d_bad + (r - from), c->top_scr, c->s,
 			    err));
 		if (logits != NULL)
 			RS_CUDA_TRY(err, cudaMemcpyAsync(logits + (r - from) *
-			    v, c->logits, (size_t)(k * v) * sizeof(float),
+			    v, out, (size_t)(k * v) * sizeof(float),
 			    cudaMemcpyDeviceToHost, c->s));
 	}
 	return (RS_OK);
@@ -926,7 +933,8 @@ fetch(struct rs_engine *e, const struct rs_gguf_tensor *w, int64_t n,
 	enum rs_status s;
 
 	if (logits != NULL || top_k > 0)
-		TRY(head(e, w, n, logits_from, logits, top_k, skip, err));
+		TRY(head(e, w, n, logits_from, NULL, logits, top_k, skip,
+		    err));
 	if (top_k > 0)
 		TRY(top_to_host(c, n - logits_from, top_k, err));
 	if (hidden != NULL)
@@ -998,10 +1006,19 @@ pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 	TRY(trunk_part(e, st, j, n, reach, err));
 	if (j < n_slots(e) - 1)
 		return (RS_OK);
+	/*
+	 * The one row of logits (a decode step) goes from the head's
+	 * products straight into pinned host memory, which UVA maps: its 1
+	 * MB crosses the bus while the head's 1 GB of weights streams, where
+	 * a copy after the head added ~0.2 ms to each step on the H200
+	 * (docs/perf-log.md, session 37).  With top-k as well the row stays
+	 * on the device for rs_k_top and is copied after it.
+	 */
+	const int direct = want_logits && top_k == 0;
 	if (want_logits || top_k > 0)
-		TRY(head(e, e->model->output, n, from, NULL, top_k, skip,
-		    err));
-	if (want_logits)
+		TRY(head(e, e->model->output, n, from, direct ? c->h_logits :
+		    NULL, NULL, top_k, skip, err));
+	if (want_logits && !direct)
 		RS_CUDA_TRY(err, cudaMemcpyAsync(c->h_logits, c->logits,
 		    (size_t)v * sizeof(float), cudaMemcpyDeviceToHost, c->s));
 	if (top_k > 0)
