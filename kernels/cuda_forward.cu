@@ -1010,9 +1010,10 @@ pass_body(struct rs_engine *e, struct rs_state *st, int j, int32_t n,
 	 * The one row of logits (a decode step) goes from the head's
 	 * products straight into pinned host memory, which UVA maps: its 1
 	 * MB crosses the bus while the head's 1 GB of weights streams, where
-	 * a copy after the head added ~0.2 ms to each step on the H200
-	 * (docs/perf-log.md, session 37).  With top-k as well the row stays
-	 * on the device for rs_k_top and is copied after it.
+	 * a copy after the head cost its own time (decode 0.03-0.05 ms
+	 * faster on an H100, docs/perf-log.md session 37).  With top-k as
+	 * well the row stays on the device for rs_k_top and is copied after
+	 * it.
 	 */
 	const int direct = want_logits && top_k == 0;
 	if (want_logits || top_k > 0)
