@@ -64,6 +64,43 @@ START_TEST(values)
 }
 END_TEST
 
+/*
+ * rs_scan_f32: lengths around its runs of 64 values and the tail after
+ * them, read from an odd address; every kind of non-finite value planted
+ * at each position is found there, the first of two wins, and finite
+ * extremes (±FLT_MAX, the smallest subnormal, -0) are no hit.
+ */
+START_TEST(f32_first)
+{
+	static const uint32_t bad[] = { 0x7f800000u, 0xff800000u,
+	    0x7fc00000u, 0x7f800001u, 0xffffffffu };
+	static const uint32_t fine[] = { 0x7f7fffffu, 0xff7fffffu,
+	    0x00000001u, 0x80000000u, 0x3f800000u, 0x00800000u };
+	enum { MAXN = 200 };
+	static uint8_t	 buf[1 + 4 * MAXN];
+	uint8_t		*x = buf + 1;
+
+	for (int64_t n = 0; n <= MAXN; n++) {
+		for (int64_t i = 0; i < n; i++)
+			memcpy(x + 4 * i, &fine[i % 6], 4);
+		ck_assert_int_eq(rs_scan_f32(x, n), -1);
+		for (int64_t at = 0; at < n; at++)
+			for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]);
+			    k++) {
+				memcpy(x + 4 * at, &bad[k], 4);
+				ck_assert_int_eq(rs_scan_f32(x, n), at);
+				if (at + 1 < n) {	/* a later one too */
+					memcpy(x + 4 * (n - 1), &bad[0], 4);
+					ck_assert_int_eq(rs_scan_f32(x, n), at);
+					memcpy(x + 4 * (n - 1),
+					    &fine[(n - 1) % 6], 4);
+				}
+				memcpy(x + 4 * at, &fine[at % 6], 4);
+			}
+	}
+}
+END_TEST
+
 /* A NaN planted in each kind of tensor: (fixture, tensor, message part) */
 static const char *const planted[][3] = {
 	{ "tiny/model-f16.gguf", "output_norm.weight", "element 0 is nan" },
@@ -145,6 +182,7 @@ scan_suite(void)
 	tcase_add_loop_test(tc, fixtures_clean, 0,
 	    sizeof(clean) / sizeof(clean[0]));
 	tcase_add_test(tc, values);
+	tcase_add_test(tc, f32_first);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(cmd, 60);
 	tcase_add_loop_test(cmd, inspect_check_nan, 0,

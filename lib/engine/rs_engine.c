@@ -11,6 +11,7 @@
 
 #include "rs_engine_impl.h"
 #include "rs_pool.h"
+#include "rs_scan.h"
 
 #define DEFAULT_MAX_BATCH	64
 #define MAX_MAX_BATCH		65536
@@ -400,24 +401,11 @@ static enum rs_status
 check_finite(const float *lg, int32_t rows, int64_t vocab, int32_t pos,
     struct rs_err *err)
 {
-	const int64_t n = (int64_t)rows * vocab;
-	uint32_t bad = 0;
+	/* every decode step: a vectorised pass over the row (rs_scan.h) */
+	const int64_t i = rs_scan_f32(lg, (int64_t)rows * vocab);
 
-	/* every decode step: a branch-free pass the compiler vectorises (an
-	   all-ones exponent is ±Inf or NaN), the slow search only on a hit */
-	for (int64_t i = 0; i < n; i++) {
-		uint32_t u;
-		memcpy(&u, &lg[i], sizeof(u));
-		bad |= (u & 0x7f800000u) == 0x7f800000u;
-	}
-	if (!bad)
-		return (RS_OK);
-	for (int32_t r = 0; r < rows; r++)
-		for (int64_t i = 0; i < vocab; i++)
-			if (!isfinite(lg[r * vocab + i]))
-				return (nonfinite(lg[r * vocab + i], i,
-				    pos + r, err));
-	return (RS_OK);
+	return (i < 0 ? RS_OK : nonfinite(lg[i], i % vocab,
+	    pos + (int32_t)(i / vocab), err));
 }
 
 enum rs_status

@@ -58,6 +58,57 @@ block_scales(int type)
 	return (s);
 }
 
+/* values rs_scan_f32's fast pass reads as one run of constant length */
+#define F32_RUN	64
+
+/*
+ * Whether any of the N f32 values at X has an all-ones exponent, which is
+ * exactly when (bits & 0x7f800000) + 0x00800000 carries into bit 31 (a
+ * smaller exponent sums to at most 0x7f800000).  In runs of a constant
+ * length, because gcc -O2 (its cheap cost model) vectorises those and
+ * leaves a loop of unknown trip count scalar: a 1 MB logits row in the
+ * cache took 24.6 µs here against 30.3 for the scalar loop the engine had
+ * (an EPYC development machine, session 37); from memory both wait on it.
+ */
+static int
+any_f32_nonfinite(const uint8_t *x, int64_t n)
+{
+	uint32_t acc = 0;
+	int64_t	 i = 0;
+
+	for (; i + F32_RUN <= n; i += F32_RUN) {
+		uint32_t u[F32_RUN];
+
+		memcpy(u, x + 4 * i, sizeof(u));
+		for (int j = 0; j < F32_RUN; j++)
+			acc |= (u[j] & 0x7f800000u) + 0x00800000u;
+	}
+	for (; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, x + 4 * i, sizeof(u));
+		acc |= (u & 0x7f800000u) + 0x00800000u;
+	}
+	return (acc >> 31 != 0);
+}
+
+int64_t
+rs_scan_f32(const void *x, int64_t n)
+{
+	const uint8_t *p = x;
+
+	if (n <= 0 || !any_f32_nonfinite(p, n))
+		return (-1);
+	for (int64_t i = 0; i < n; i++) {
+		float f;
+
+		memcpy(&f, p + 4 * i, sizeof(f));
+		if (!isfinite(f))
+			return (i);
+	}
+	return (-1);	/* not reached: the fast pass saw one */
+}
+
 /* A 16-bit value whose exponent is all ones: NaN if MAN bits are set. */
 static const char *
 kind16(uint16_t h, uint16_t man)
@@ -72,16 +123,15 @@ rs_scan_tensor(const struct rs_gguf_tensor *t, struct rs_err *err)
 	uint16_t	 h;
 
 	if (t->type == RS_TYPE_F32) {
-		for (uint64_t i = 0; i < t->nbytes / 4; i++) {
-			float f;
-			memcpy(&f, p + 4 * i, 4);
-			if (!isfinite(f))
-				return (rs_errf(err, RS_ERR_FORMAT,
-				    "tensor '%s': element %llu is %s", t->name,
-				    (unsigned long long)i, isnan(f) ? "nan" :
-				    f < 0 ? "-inf" : "inf"));
-		}
-		return (RS_OK);
+		const int64_t i = rs_scan_f32(p, (int64_t)(t->nbytes / 4));
+		float f;
+
+		if (i < 0)
+			return (RS_OK);
+		memcpy(&f, p + 4 * i, 4);
+		return (rs_errf(err, RS_ERR_FORMAT, "tensor '%s': element %lld "
+		    "is %s", t->name, (long long)i, isnan(f) ? "nan" : f < 0 ?
+		    "-inf" : "inf"));
 	}
 	if (t->type == RS_TYPE_F16 || t->type == RS_TYPE_BF16) {
 		uint16_t exp = t->type == RS_TYPE_F16 ? 0x7c00 : 0x7f80;

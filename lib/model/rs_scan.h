@@ -25,4 +25,12 @@
 enum rs_status	rs_scan_tensor(const struct rs_gguf_tensor *t,
 		    struct rs_err *err);
 
+/*
+ * The index of the first NaN or ±Inf among the N f32 values at X (any
+ * alignment), or −1 when every one is finite.  The pass over finite data
+ * is branch-free and vectorised: the engine checks every logits row it
+ * returns this way (1 MB a decode step for a 248,320-token vocabulary).
+ */
+int64_t		rs_scan_f32(const void *x, int64_t n);
+
 #endif /* RS_SCAN_H */
