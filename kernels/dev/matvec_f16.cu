@@ -1,0 +1,657 @@
+/*
+ * matvec_f16.cu - playground for a question of format (issue #12): what
+ * would 1..16 columns of a Q4_K product cost if the weights were decoded
+ * to f16 once per warp and the columns multiplied on f16 tensor cores
+ * with f32 sums over a whole super-block, instead of today's int8 mma
+ * with a float tail per (row, column, 32-value block)?
+ *
+ * Why: with x scaled per 32-value block (rs_xq.h), a block's term for
+ * output (r, c) is a_rj·(s_cj·P_rcj) − m_rj·S_cj, five instructions per
+ * (r, c, j) whatever the order (docs/perf-log.md, session 37): 160 of the
+ * 8-column loop's 414 a super-block, twice that at 16 columns.  Here x
+ * is not block-scaled at all: each column is scaled by one power of two
+ * (exact) and split into two f16 terms, x = hi + lo (~22 bits, finer than
+ * the 16-bit planes), and A holds sc_j·q exactly (Q4_K: |sc·q| <= 945 <
+ * 2^11).  The tensor cores then sum sc_j·q·x over the whole super-block,
+ * and the min term Σ_j m_j·X_cj (X: x's 32-value block sums, also split)
+ * is one more mma with k = 16; the tail is two FMA per (r, c, super-
+ * block).  The price moves to the weights: ~1.4 instructions per weight
+ * and lane to decode them, paid once for all columns.
+ *
+ * Batch invariance: an mma's output element (r, c) depends on row r of A,
+ * column c of B and C(r, c) only, so a column multiplied alone or inside
+ * a batch gets the same bits if its B column holds the same values; the
+ * kernel's order of mma, tail and reduction does not depend on the
+ * column count.  Checked here bit for bit (every batch against its
+ * columns run one at a time).
+ *
+ * Accuracy: every variant's output is compared with a double-precision
+ * product of the same dequantized weights and unquantized x (max |err| /
+ * max |ref| over the shape), beside the engine's rs_k_matvec on the same
+ * weights and x.
+ *
+ *   make CUDA=1 build/dev/matvec_f16 && build/dev/matvec_f16
+ *   MF_SHAPE=ffn_up build/dev/matvec_f16
+ *
+ * One JSON line per shape and column count: the engine's µs, this
+ * form's µs, both errors, and whether the batch equals single columns.
+ * Timing as kernels/dev/matvec_xq.cu: 20 launches, each on its own copy
+ * of the weights (256 MB of copies: none found in the L2).  Q4_K only;
+ * SM80 and later (m16n8k16 f16 mma); a prototype, not the engine's code.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_fp16.h>
+
+#include "../matvec.cu"
+
+#define F16_COLS	16	/* the most columns a launch */
+#define QK_B		144	/* Q4_K bytes a super-block */
+#define TILE_B		(RS_TILE_ROWS * QK_B)
+
+/*
+ * x as the kernel reads it, for NC columns of N values (C = NC rounded
+ * up to 8 columns, the extra ones zero):
+ *   frag  [N/32][s = 0, 1][C][t = 0..3] 16 bytes: lane (g, t)'s B for
+ *         k-step s of a 32-value block, hi then lo, values 8t + 4s +
+ *         {0, 2, 1, 3} (the order the nibbles come out of a word)
+ *   sums  [N/256][C][t] 8 bytes: hi and lo of the block sums X_{2t},
+ *         X_{2t+1} of the super-block (B of the min term)
+ *   scale [C] the power of two each column was divided by
+ */
+struct f16x {
+	uint4	*frag;
+	uint2	*sums;
+	float	*scale;
+	int	 cols;		/* C */
+};
+
+/* C += A·B: 16x16 f16 (row-major A) by 16x8 f16, f32 sums */
+static __device__ __forceinline__ void
+hmma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+	    "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+	__trap();
+#endif
+}
+
+/* (1024 + n, 1024 + n) as f16 for byte K (0..3) of W, n < 64 */
+static __device__ __forceinline__ uint32_t
+h2_1024(uint32_t w, uint32_t k)
+{
+	return (__byte_perm(w, 0x64u, k | 0x40u | (k << 8) | 0x4000u));
+}
+
+/*
+ * The two nibbles (bits 0..3 and 16..19 of W >> SH) as f16 times SC:
+ * 0x6400 | q is the f16 1024 + q, and fma(1024 + q, sc, −1024·sc) is
+ * q·sc exactly (it is representable, so the one rounding is exact).
+ */
+static __device__ __forceinline__ uint32_t
+nib_h2(uint32_t w, int sh, uint32_t sc, uint32_t nsc)
+{
+	uint32_t v = ((w >> sh) & 0x000F000Fu) | 0x64006400u;
+	__half2 r = __hfma2(*(__half2 *)&v, *(__half2 *)&sc,
+	    *(__half2 *)&nsc);
+	return (*(uint32_t *)&r);
+}
+
+/* sub-block J's 6-bit scale and min fields of a Q4_K head (its 12 bytes) */
+static __device__ __forceinline__ uint32_t
+sc_word(uint4 hd, int j)
+{
+	return (j < 4 ? hd.y & 0x3F3F3F3Fu : (hd.w & 0x0F0F0F0Fu) |
+	    ((hd.y >> 2) & 0x30303030u));
+}
+
+static __device__ __forceinline__ uint32_t
+mn_word(uint4 hd, int hi)
+{
+	return (hi ? ((hd.w >> 4) & 0x0F0F0F0Fu) | ((hd.z >> 2) &
+	    0x30303030u) : hd.z & 0x3F3F3F3Fu);
+}
+
+/* sub-block J's factors of sc·q: (sc, sc) and (−1024·sc, −1024·sc) */
+static __device__ __forceinline__ void
+sub_scale(uint4 hd, int j, uint32_t *sc, uint32_t *nsc)
+{
+	uint32_t v = h2_1024(sc_word(hd, j), (uint32_t)(j & 3));
+	const __half2 s = __hsub2(*(__half2 *)&v,
+	    __float2half2_rn(1024.0f));
+	const __half2 n = __hmul2(s, __float2half2_rn(-1024.0f));
+
+	*sc = *(const uint32_t *)&s;
+	*nsc = *(const uint32_t *)&n;
+}
+
+/* (m_{2t}, m_{2t+1}) as f16 from a Q4_K head */
+static __device__ __forceinline__ uint32_t
+min_pair(uint4 hd, int t)
+{
+	const uint32_t w = mn_word(hd, t >> 1);
+	const uint32_t k = 2u * (uint32_t)(t & 1);
+	uint32_t v = __byte_perm(w, 0x64u, k | 0x40u | ((k + 1) << 8) |
+	    0x4000u);
+	__half2 r = __hsub2(*(__half2 *)&v, __float2half2_rn(1024.0f));
+	return (*(uint32_t *)&r);
+}
+
+/* lane (g, t)'s bytes of one tile: both rows' heads, one slot a chunk */
+struct f16raw {
+	uint4	hd[2];
+	uint4	q[4];
+};
+
+static __device__ __forceinline__ void
+load_tile(const uint8_t *tile, int g, int t, f16raw *r)
+{
+	r->hd[0] = ld_weights((const uint4 *)tile + g);
+	r->hd[1] = ld_weights((const uint4 *)tile + g + 8);
+#pragma unroll
+	for (int c = 0; c < 4; c++)
+		r->q[c] = ld_weights((const uint4 *)(tile + 256 + 512 * c) +
+		    8 * t + g);
+}
+
+/*
+ * One CTA of W warps TR 16-row tile rows; warp w takes super-blocks w, w
+ * + W, ... of each, and multiplies each x fragment with all TR tiles (x's
+ * traffic through the L1 is TR times smaller).  NT8 n8 tiles of columns
+ * (8 or 16).  y column-major (n_out a column), the first NC columns
+ * written.  With TR = 1 the next super-block's tile is loaded while this
+ * one is multiplied (registers allow it).
+ */
+template <int NT8, int W, int MINB, int TR>
+__global__ void __launch_bounds__(W * 32, MINB)
+f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
+    float *__restrict__ y, int n_out)
+{
+	__shared__ float red[W][16 * TR][8 * NT8];
+	const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+	const int g = lane >> 2, t = lane & 3;
+	const size_t trow = (size_t)nsb * TILE_B;
+	const uint8_t *tr = w + (size_t)blockIdx.x * TR * trow;
+	float acc[TR][NT8][4];
+	f16raw cur[TR], nxt[TR];
+
+#pragma unroll
+	for (int r = 0; r < TR; r++)
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				acc[r][n][i] = 0.0f;
+	if (TR == 1 && wp < nsb)
+		load_tile(tr + (size_t)wp * TILE_B, g, t, &nxt[0]);
+#pragma unroll 1
+	for (int b = wp; b < nsb; b += W) {
+		if (TR == 1) {
+			cur[0] = nxt[0];
+			if (b + W < nsb)
+				load_tile(tr + (size_t)(b + W) * TILE_B, g, t,
+				    &nxt[0]);
+		} else {
+#pragma unroll
+			for (int r = 0; r < TR; r++)
+				load_tile(tr + r * trow + (size_t)b * TILE_B,
+				    g, t, &cur[r]);
+		}
+
+		float s1[TR][NT8][4], s2[TR][NT8][4];
+#pragma unroll
+		for (int r = 0; r < TR; r++)
+#pragma unroll
+			for (int n = 0; n < NT8; n++)
+#pragma unroll
+				for (int i = 0; i < 4; i++)
+					s1[r][n][i] = s2[r][n][i] = 0.0f;
+#pragma unroll
+		for (int c = 0; c < 4; c++) {
+#pragma unroll
+			for (int hn = 0; hn < 2; hn++) {	/* nibble */
+				const int j = 2 * c + hn;
+				uint32_t sc[TR][2], nsc[TR][2];
+#pragma unroll
+				for (int r = 0; r < TR; r++) {
+					sub_scale(cur[r].hd[0], j, &sc[r][0],
+					    &nsc[r][0]);
+					sub_scale(cur[r].hd[1], j, &sc[r][1],
+					    &nsc[r][1]);
+				}
+#pragma unroll
+				for (int s = 0; s < 2; s++) {
+					const uint4 *xp = x.frag + ((size_t)
+					    (8 * b + j) * 2 + s) * x.cols * 4 +
+					    g * 4 + t;
+					uint4 v[NT8];
+#pragma unroll
+					for (int n = 0; n < NT8; n++)
+						v[n] = __ldg(xp + n * 32);
+#pragma unroll
+					for (int r = 0; r < TR; r++) {
+						const uint32_t w0 = s ?
+						    cur[r].q[c].y :
+						    cur[r].q[c].x;
+						const uint32_t w1 = s ?
+						    cur[r].q[c].w :
+						    cur[r].q[c].z;
+						uint32_t a[4];
+						a[0] = nib_h2(w0, 4 * hn,
+						    sc[r][0], nsc[r][0]);
+						a[1] = nib_h2(w1, 4 * hn,
+						    sc[r][1], nsc[r][1]);
+						a[2] = nib_h2(w0, 4 * hn + 8,
+						    sc[r][0], nsc[r][0]);
+						a[3] = nib_h2(w1, 4 * hn + 8,
+						    sc[r][1], nsc[r][1]);
+#pragma unroll
+						for (int n = 0; n < NT8; n++) {
+							hmma(s1[r][n], a,
+							    v[n].x, v[n].y);
+							hmma(s1[r][n], a,
+							    v[n].z, v[n].w);
+						}
+					}
+				}
+			}
+		}
+		{	/* the mins: Σ_j m_j·(X_j hi + lo), k = 16 */
+			const uint2 *sp = x.sums + (size_t)b * x.cols * 4 +
+			    g * 4 + t;
+			uint2 v[NT8];
+#pragma unroll
+			for (int n = 0; n < NT8; n++)
+				v[n] = __ldg(sp + n * 32);
+#pragma unroll
+			for (int r = 0; r < TR; r++) {
+				uint32_t a[4];
+				a[0] = a[2] = min_pair(cur[r].hd[0], t);
+				a[1] = a[3] = min_pair(cur[r].hd[1], t);
+#pragma unroll
+				for (int n = 0; n < NT8; n++)
+					hmma(s2[r][n], a, v[n].x, v[n].y);
+			}
+		}
+#pragma unroll
+		for (int r = 0; r < TR; r++) {
+			const float2 dm0 = __half22float2(*(const __half2 *)
+			    &cur[r].hd[0].x);
+			const float2 dm1 = __half22float2(*(const __half2 *)
+			    &cur[r].hd[1].x);
+#pragma unroll
+			for (int n = 0; n < NT8; n++)
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					const float2 dm = i < 2 ? dm0 : dm1;
+					acc[r][n][i] = fmaf(dm.x, s1[r][n][i],
+					    fmaf(-dm.y, s2[r][n][i],
+					    acc[r][n][i]));
+				}
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < TR; r++)
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				red[wp][16 * r + g + 8 * (i >> 1)][8 * n + 2 *
+				    t + (i & 1)] = acc[r][n][i];
+	__syncthreads();
+	for (int o = threadIdx.x; o < 16 * TR * 8 * NT8; o += W * 32) {
+		const int r = o % (16 * TR), col = o / (16 * TR);
+		float s = 0.0f;
+		for (int v = 0; v < W; v++)
+			s += red[v][r][col];
+		const size_t row = (size_t)blockIdx.x * 16 * TR + r;
+		if (col < nc && row < (size_t)n_out)
+			y[(size_t)col * n_out + row] = s * x.scale[col];
+	}
+}
+
+/* ---- host ---- */
+
+static void
+die(const char *what, cudaError_t e)
+{
+	if (e != cudaSuccess) {
+		fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+		exit(1);
+	}
+}
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint32_t
+next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return ((uint32_t)(rng >> 16));
+}
+
+/* The f16 pair hi + lo nearest V (hi rounded, lo the rest rounded). */
+static void
+split16(float v, uint16_t *hi, uint16_t *lo)
+{
+	const __half h = __float2half_rn(v);
+	const __half l = __float2half_rn(v - __half2float(h));
+
+	*hi = *(const uint16_t *)&h;
+	*lo = *(const uint16_t *)&l;
+}
+
+/*
+ * Column C of X (N values) into the layout of struct f16x (host copies
+ * FRAG, SUMS, SCALE of a batch of COLS columns).  The scale puts max |x|
+ * in [256, 512): a block sum stays under 2^14, inside f16's range.
+ */
+static void
+prep_col(const float *x, int64_t n, int c, int cols, uint16_t *frag,
+    uint16_t *sums, float *scale)
+{
+	float mx = 0.0f;
+
+	for (int64_t i = 0; i < n; i++)
+		mx = fmaxf(mx, fabsf(x[i]));
+	const float s = mx > 0.0f ? ldexpf(1.0f, ilogbf(mx) - 8) : 1.0f;
+	scale[c] = s;
+	for (int64_t jb = 0; jb < n / 32; jb++) {
+		const float *xb = x + 32 * jb;
+		double sum = 0.0;
+		for (int i = 0; i < 32; i++)
+			sum += (double)(xb[i] / s);
+		for (int sk = 0; sk < 2; sk++)
+			for (int t = 0; t < 4; t++) {
+				uint16_t *f = frag + (((size_t)jb * 2 + sk) *
+				    cols * 4 + (size_t)c * 4 + t) * 8;
+				static const int ord[4] = { 0, 2, 1, 3 };
+				for (int k = 0; k < 4; k++)
+					split16(xb[8 * t + 4 * sk + ord[k]] / s,
+					    &f[k], &f[4 + k]);
+			}
+		const int64_t b = jb / 8, j = jb % 8;
+		uint16_t *p = sums + (((size_t)b * cols + (size_t)c) * 4 +
+		    (size_t)(j / 2)) * 4;
+		split16((float)sum, &p[j % 2], &p[2 + j % 2]);
+	}
+}
+
+struct shape {
+	const char	*name;
+	int64_t		 n_in, n_out;
+};
+
+/* Q4_K row R's value I (GGUF row layout B, N values a row), double */
+static double
+q4k_value(const uint8_t *b, int64_t n, int64_t r, int64_t i)
+{
+	const uint8_t *blk = b + (size_t)(r * (n / 256) + i / 256) * QK_B;
+	const int k = (int)(i % 256), j = k / 32, c = k / 64;
+	const uint8_t *s = blk + 4;
+	int sc, m;
+
+	if (j < 4) {
+		sc = s[j] & 63;
+		m = s[j + 4] & 63;
+	} else {
+		sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+		m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+	}
+	const uint8_t qb = blk[16 + 32 * c + k % 32];
+	const int q = j % 2 ? qb >> 4 : qb & 15;
+	__half hd, hm;
+	memcpy(&hd, blk, 2);
+	memcpy(&hm, blk + 2, 2);
+	return ((double)__half2float(hd) * sc * q -
+	    (double)__half2float(hm) * m);
+}
+
+static double
+max_rel_err(const float *got, const double *ref, size_t n)
+{
+	double d = 0.0, m = 0.0;
+
+	for (size_t i = 0; i < n; i++) {
+		d = fmax(d, fabs((double)got[i] - ref[i]));
+		m = fmax(m, fabs(ref[i]));
+	}
+	return (m > 0.0 ? d / m : d);
+}
+
+#define ROT_BYTES	((size_t)256 << 20)
+#define ROT_MAX		64
+
+typedef void (*f16_launch)(const uint8_t *, int, f16x, int, float *, int);
+
+template <int NT8, int W, int MINB, int TR>
+static void
+launch(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
+{
+	f16_kernel<NT8, W, MINB, TR><<<(n_out + 16 * TR - 1) / (16 * TR),
+	    W * 32>>>(w, nsb, x, nc, y, n_out);
+}
+
+/* the device copy of NC columns of X in struct f16x's layout */
+static f16x
+f16_batch(const float *x, int64_t n, int nc, void *dbuf)
+{
+	const int cols = nc <= 8 ? 8 : 16;
+	const size_t fb = (size_t)n / 32 * 2 * cols * 4 * 16;
+	const size_t sb = (size_t)n / 256 * cols * 4 * 8;
+	uint8_t *h = (uint8_t *)calloc(1, fb + sb + 64);
+	float *scale = (float *)(h + fb + sb);
+	f16x d;
+
+	for (int c = 0; c < cols; c++)
+		scale[c] = 1.0f;
+	for (int c = 0; c < nc; c++)
+		prep_col(x + (size_t)c * n, n, c, cols, (uint16_t *)h,
+		    (uint16_t *)(h + fb), scale);
+	die("copy", cudaMemcpy(dbuf, h, fb + sb + 64,
+	    cudaMemcpyHostToDevice));
+	free(h);
+	d.frag = (uint4 *)dbuf;
+	d.sums = (uint2 *)((uint8_t *)dbuf + fb);
+	d.scale = (float *)((uint8_t *)dbuf + fb + sb);
+	d.cols = cols;
+	return (d);
+}
+
+static double
+elapsed_us(cudaEvent_t a, cudaEvent_t b, int reps)
+{
+	float ms;
+
+	die("time", cudaEventSynchronize(b));
+	cudaEventElapsedTime(&ms, a, b);
+	return (ms * 1e3 / reps);
+}
+
+int
+main(void)
+{
+	static const struct shape shapes[] = {
+		{ "ffn_up", 5120, 17408 },
+		{ "ffn_down", 17408, 5120 },
+		{ "gdn_qkv", 5120, 10240 },
+		{ "ssm_out", 6144, 5120 },
+	};
+	static const int cols[] = { 1, 2, 4, 8, 16 };
+	const char *only = getenv("MF_SHAPE");
+	const int reps = 20;
+	int status = 0;
+	cudaEvent_t ea, eb;
+
+	cudaEventCreate(&ea);
+	cudaEventCreate(&eb);
+	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+		const struct shape *sh = &shapes[si];
+		if (only && strcmp(only, sh->name) != 0)
+			continue;
+		const int nsb = (int)(sh->n_in / 256);
+		const size_t wbytes = (size_t)sh->n_out * nsb * QK_B;
+		uint8_t *hw = (uint8_t *)malloc(wbytes);
+		uint8_t *ht = (uint8_t *)malloc(wbytes);
+		float *hx = (float *)malloc((size_t)F16_COLS * sh->n_in * 4);
+		double *ref = (double *)malloc((size_t)F16_COLS * sh->n_out *
+		    8);
+		const size_t ny = (size_t)F16_COLS * sh->n_out;
+		float *single = (float *)malloc(ny * 4);
+		float *got = (float *)malloc(ny * 4);
+		float *eng = (float *)malloc(ny * 4);
+		const size_t qbytes = (size_t)RS_XQ_BATCH_BYTES(sh->n_in,
+		    F16_COLS);
+		uint8_t *hq = (uint8_t *)malloc(qbytes);
+		uint8_t *rot[ROT_MAX], *dq, *dx;
+		float *dy;
+		int nrot;
+
+		/* weights: random blocks, scales 0.01 (as matvec_xq.cu) */
+		for (size_t i = 0; i < wbytes; i++)
+			hw[i] = (uint8_t)next();
+		for (size_t o = 0; o < wbytes; o += QK_B) {
+			hw[o] = 0x1f; hw[o + 1] = 0x21;
+			hw[o + 2] = 0x1f; hw[o + 3] = 0x21;
+		}
+		rs_tile_pack(RS_TYPE_Q4_K, sh->n_in, sh->n_out, hw, ht);
+		/* x: uniform in [-1, 1] with a few outliers (x100) */
+		for (int64_t i = 0; i < F16_COLS * sh->n_in; i++) {
+			hx[i] = (float)(next() % 20001) / 10000.0f - 1.0f;
+			if (next() % 512 == 0)
+				hx[i] *= 100.0f;
+		}
+		double *wr = (double *)malloc((size_t)sh->n_in * 8);
+		for (int64_t r = 0; r < sh->n_out; r++) {
+			for (int64_t i = 0; i < sh->n_in; i++)
+				wr[i] = q4k_value(hw, sh->n_in, r, i);
+			for (int c = 0; c < F16_COLS; c++) {
+				const float *xc = hx + (size_t)c * sh->n_in;
+				double s = 0.0;
+				for (int64_t i = 0; i < sh->n_in; i++)
+					s += wr[i] * xc[i];
+				ref[(size_t)c * sh->n_out + r] = s;
+			}
+		}
+		free(wr);
+		nrot = (int)((ROT_BYTES + wbytes - 1) / wbytes);
+		nrot = nrot > ROT_MAX ? ROT_MAX : nrot;
+		for (int i = 0; i < nrot; i++) {
+			die("malloc", cudaMalloc(&rot[i], wbytes));
+			die("copy", cudaMemcpy(rot[i], ht, wbytes,
+			    cudaMemcpyHostToDevice));
+		}
+		die("malloc", cudaMalloc(&dq, qbytes));
+		die("malloc", cudaMalloc(&dx, (size_t)sh->n_in * F16_COLS * 4 *
+		    2 + 65536));
+		die("malloc", cudaMalloc(&dy, ny * 4));
+
+		for (size_t ci = 0; ci < sizeof(cols) / sizeof(cols[0]);
+		    ci++) {
+			const int nc = cols[ci];
+			const size_t no = (size_t)nc * sh->n_out;
+			struct rs_err err;
+
+			/* the engine */
+			rs_xq_quantize_batch(hx, sh->n_in, sh->n_in, nc,
+			    rs_k_xq_block_major(nc), hq);
+			die("copy", cudaMemcpy(dq, hq, (size_t)
+			    RS_XQ_BATCH_BYTES(sh->n_in, nc),
+			    cudaMemcpyHostToDevice));
+			const rs_k_xq_cols xc = { dq, nc, 0 };
+			double eng_us = 0.0;
+			for (int pass = 0; pass < 2; pass++) {
+				const int n = pass ? reps : 1;
+				cudaEventRecord(ea);
+				for (int r = 0; r < n; r++)
+					if (rs_k_matvec(rot[r % nrot],
+					    RS_TYPE_Q4_K | RS_TILED, sh->n_in,
+					    sh->n_out, nsb * QK_B, NULL,
+					    sh->n_in, xc, dy, sh->n_out, nc, 0,
+					    0, &err) != RS_OK) {
+						fprintf(stderr, "matvec: %s\n",
+						    err.msg);
+						return (1);
+					}
+				cudaEventRecord(eb);
+				eng_us = elapsed_us(ea, eb, n);
+			}
+			die("eng", cudaMemcpy(eng, dy, no * 4,
+			    cudaMemcpyDeviceToHost));
+
+			/* this form at four launch shapes */
+			static const struct { const char *name; f16_launch
+			    f[2]; } forms[] = {
+				{ "w8_b2", { launch<1, 8, 2, 1>,
+				    launch<2, 8, 1, 1> } },
+				{ "w4_b4", { launch<1, 4, 4, 1>,
+				    launch<2, 4, 2, 1> } },
+				{ "w8_tr2", { launch<1, 8, 1, 2>,
+				    launch<2, 8, 1, 2> } },
+				{ "w4_tr2", { launch<1, 4, 3, 2>,
+				    launch<2, 4, 2, 2> } },
+			};
+			for (size_t fi = 0; fi < sizeof(forms) /
+			    sizeof(forms[0]); fi++) {
+				const f16_launch fn = forms[fi].f[nc > 8];
+				/* every column alone: the batch's reference */
+				for (int c = 0; c < nc; c++) {
+					const f16x x1 = f16_batch(hx +
+					    (size_t)c * sh->n_in, sh->n_in, 1,
+					    dx);
+					forms[fi].f[0](rot[0], nsb, x1, 1, dy +
+					    (size_t)c * sh->n_out,
+					    (int)sh->n_out);
+				}
+				die("single", cudaMemcpy(single, dy, no * 4,
+				    cudaMemcpyDeviceToHost));
+				const f16x xf = f16_batch(hx, sh->n_in, nc,
+				    dx);
+				double us = 0.0;
+				for (int pass = 0; pass < 2; pass++) {
+					const int n = pass ? reps : 1;
+					cudaEventRecord(ea);
+					for (int r = 0; r < n; r++)
+						fn(rot[r % nrot], nsb, xf, nc,
+						    dy, (int)sh->n_out);
+					cudaEventRecord(eb);
+					us = elapsed_us(ea, eb, n);
+					if (pass == 0)
+						die("f16", cudaMemcpy(got, dy,
+						    no * 4,
+						    cudaMemcpyDeviceToHost));
+				}
+				const int same = memcmp(got, single, no * 4) ==
+				    0;
+				printf("{\"shape\":\"%s\",\"cols\":%d,"
+				    "\"form\":\"%s\",\"engine_us\":%.1f,"
+				    "\"f16_us\":%.1f,\"engine_err\":%.3g,"
+				    "\"f16_err\":%.3g,\"batch_eq_single\":%s}\n",
+				    sh->name, nc, forms[fi].name, eng_us, us,
+				    max_rel_err(eng, ref, no),
+				    max_rel_err(got, ref, no), same ? "true" :
+				    "false");
+				fflush(stdout);
+				if (!same)
+					status = 1;
+			}
+		}
+		for (int i = 0; i < nrot; i++)
+			cudaFree(rot[i]);
+		cudaFree(dq);
+		cudaFree(dx);
+		cudaFree(dy);
+		free(hw); free(ht); free(hx); free(ref); free(single);
+		free(got); free(eng); free(hq);
+	}
+	return (status);
+}
