@@ -36,8 +36,10 @@
  * One JSON line per shape and column count: the engine's µs, this
  * form's µs, both errors, and whether the batch equals single columns.
  * Timing as kernels/dev/matvec_xq.cu: 20 launches, each on its own copy
- * of the weights (256 MB of copies: none found in the L2).  Q4_K only;
- * SM80 and later (m16n8k16 f16 mma); a prototype, not the engine's code.
+ * of the weights (256 MB of copies: none found in the L2).  Q4_K and
+ * Q6_K (f16_kernel6 below); SM80 and later (m16n8k16 f16 mma); a
+ * prototype, not the engine's code.  The double reference covers at most
+ * ~4,096 rows of a shape (every n_out / 4,096-th).
  */
 #include <math.h>
 #include <stdio.h>
@@ -317,6 +319,149 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 	}
 }
 
+/*
+ * Q6_K: |sc·q| reaches 128·32 = 4,096, past f16's exact integers, so A
+ * holds q − 32 alone (the f16 1024 + u, u the 6-bit value, minus 1,056)
+ * and each 16-value sub-block (one k-step) gets its own sums, scaled by
+ * sc in f32: four FMA per (row, column, sub-block) in place of today's
+ * five per (row, column, 32 values).  x's layout for Q6_K: frag
+ * [N/16][C][t] 16 bytes, values 4t + {0, 2, 1, 3} of a 16-value block
+ * (the tile gives lane t bytes 4t .. 4t + 3 of each half of a chunk).
+ */
+struct f16raw6 {
+	uint4	sc[2];		/* rows g, g + 8: the 16 scale bytes */
+	uint4	q[4];		/* ql, chunk c: slot 8t + g */
+	uint4	h[2];		/* qh, half n */
+	float	d[2];
+};
+
+static __device__ __forceinline__ void
+load_tile6(const uint8_t *tile, int g, int t, f16raw6 *r)
+{
+	r->sc[0] = ld_weights((const uint4 *)tile + g);
+	r->sc[1] = ld_weights((const uint4 *)tile + g + 8);
+#pragma unroll
+	for (int c = 0; c < 4; c++)
+		r->q[c] = ld_weights((const uint4 *)(tile + 288 + 512 * c) +
+		    8 * t + g);
+#pragma unroll
+	for (int n = 0; n < 2; n++)
+		r->h[n] = ld_weights((const uint4 *)(tile + 2336 + 512 * n) +
+		    8 * t + g);
+	r->d[0] = __half2float(__ushort_as_half(__ldg((const unsigned short *)
+	    (tile + 256) + g)));
+	r->d[1] = __half2float(__ushort_as_half(__ldg((const unsigned short *)
+	    (tile + 256) + g + 8)));
+}
+
+/* the values of bytes 0 and 2 of (LW >> SL) and their qh bits, q − 32 */
+static __device__ __forceinline__ uint32_t
+q6_h2(uint32_t lw, uint32_t hw, int sl, int sh)
+{
+	uint32_t v = ((lw >> sl) & 0x000F000Fu) | (((hw >> sh) << 4) &
+	    0x00300030u) | 0x64006400u;
+	__half2 r = __hsub2(*(__half2 *)&v, __float2half2_rn(1056.0f));
+	return (*(uint32_t *)&r);
+}
+
+/* signed byte K of a 16-byte word as a float */
+static __device__ __forceinline__ float
+sc_byte(uint4 w, int k)
+{
+	const uint32_t v = k < 4 ? w.x : k < 8 ? w.y : k < 12 ? w.z : w.w;
+	return ((float)(int8_t)(v >> (8 * (k & 3))));
+}
+
+template <int NT8, int W, int MINB>
+__global__ void __launch_bounds__(W * 32, MINB)
+f16_kernel6(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
+    float *__restrict__ y, int n_out)
+{
+	__shared__ float red[W][16][8 * NT8];
+	const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+	const int g = lane >> 2, t = lane & 3;
+	const int tb = 16 * 210;
+	const uint8_t *tr = w + (size_t)blockIdx.x * nsb * tb;
+	float acc[NT8][4];
+	f16raw6 cur, nxt;
+
+#pragma unroll
+	for (int n = 0; n < NT8; n++)
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			acc[n][i] = 0.0f;
+	if (wp < nsb)
+		load_tile6(tr + (size_t)wp * tb, g, t, &nxt);
+#pragma unroll 1
+	for (int b = wp; b < nsb; b += W) {
+		cur = nxt;
+		if (b + W < nsb)
+			load_tile6(tr + (size_t)(b + W) * tb, g, t, &nxt);
+		float sb[NT8][4];
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				sb[n][i] = 0.0f;
+#pragma unroll
+		for (int c = 0; c < 4; c++)
+#pragma unroll
+		for (int hn = 0; hn < 2; hn++)
+#pragma unroll
+		for (int s = 0; s < 2; s++) {
+			const int nh = c >> 1, kk = c & 1;
+			const int j = 8 * nh + 4 * hn + 2 * kk + s;
+			const uint32_t l0 = s ? cur.q[c].y : cur.q[c].x;
+			const uint32_t l1 = s ? cur.q[c].w : cur.q[c].z;
+			const uint32_t h0 = s ? cur.h[nh].y : cur.h[nh].x;
+			const uint32_t h1 = s ? cur.h[nh].w : cur.h[nh].z;
+			const int sl = 4 * hn, sh = 2 * kk + 4 * hn;
+			uint32_t a[4];
+			a[0] = q6_h2(l0, h0, sl, sh);
+			a[1] = q6_h2(l1, h1, sl, sh);
+			a[2] = q6_h2(l0, h0, sl + 8, sh + 8);
+			a[3] = q6_h2(l1, h1, sl + 8, sh + 8);
+			const float sc0 = sc_byte(cur.sc[0], j);
+			const float sc1 = sc_byte(cur.sc[1], j);
+			const uint4 *xp = x.frag + ((size_t)(16 * b + j) *
+			    x.cols + g) * 4 + t;
+#pragma unroll
+			for (int n = 0; n < NT8; n++) {
+				const uint4 v = __ldg(xp + n * 32);
+				float dd[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+				hmma(dd, a, v.x, v.y);
+				hmma(dd, a, v.z, v.w);
+#pragma unroll
+				for (int i = 0; i < 4; i++)
+					sb[n][i] = fmaf(i < 2 ? sc0 : sc1,
+					    dd[i], sb[n][i]);
+			}
+		}
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				acc[n][i] = fmaf(i < 2 ? cur.d[0] : cur.d[1],
+				    sb[n][i], acc[n][i]);
+	}
+#pragma unroll
+	for (int n = 0; n < NT8; n++)
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			red[wp][g + 8 * (i >> 1)][8 * n + 2 * t + (i & 1)] =
+			    acc[n][i];
+	__syncthreads();
+	for (int o = threadIdx.x; o < 16 * 8 * NT8; o += W * 32) {
+		const int r = o % 16, col = o / 16;
+		float s = 0.0f;
+		for (int v = 0; v < W; v++)
+			s += red[v][r][col];
+		const size_t row = (size_t)blockIdx.x * 16 + r;
+		if (col < nc && row < (size_t)n_out)
+			y[(size_t)col * n_out + row] = s * x.scale[col];
+	}
+}
+
 /* ---- host ---- */
 
 static void
@@ -351,34 +496,36 @@ split16(float v, uint16_t *hi, uint16_t *lo)
 }
 
 /*
- * Column C of X (N values) into the layout of struct f16x (host copies
- * FRAG, SUMS, SCALE of a batch of COLS columns).  The scale puts max |x|
- * in [256, 512): a block sum stays under 2^14, inside f16's range.
+ * Column C of X (N values) into the layout of struct f16x for weights of
+ * TYPE (host copies FRAG, SUMS, SCALE of a batch of COLS columns).  The
+ * scale puts max |x| in [256, 512): a block sum stays under 2^14,
+ * inside f16's range.
  */
 static void
-prep_col(const float *x, int64_t n, int c, int cols, uint16_t *frag,
-    uint16_t *sums, float *scale)
+prep_col(int type, const float *x, int64_t n, int c, int cols,
+    uint16_t *frag, uint16_t *sums, float *scale)
 {
+	static const int ord[4] = { 0, 2, 1, 3 };
 	float mx = 0.0f;
 
 	for (int64_t i = 0; i < n; i++)
 		mx = fmaxf(mx, fabsf(x[i]));
 	const float s = mx > 0.0f ? ldexpf(1.0f, ilogbf(mx) - 8) : 1.0f;
 	scale[c] = s;
+	/* fragment (J, t) of 16 values: J = 2·(32-value block) + k-step */
+	for (int64_t jf = 0; jf < n / 16; jf++)
+		for (int t = 0; t < 4; t++) {
+			uint16_t *f = frag + (((size_t)jf * cols + (size_t)c) *
+			    4 + t) * 8;
+			const int64_t at = type == RS_TYPE_Q6_K ? 16 * jf + 4 *
+			    t : 32 * (jf / 2) + 8 * t + 4 * (jf % 2);
+			for (int k = 0; k < 4; k++)
+				split16(x[at + ord[k]] / s, &f[k], &f[4 + k]);
+		}
 	for (int64_t jb = 0; jb < n / 32; jb++) {
-		const float *xb = x + 32 * jb;
 		double sum = 0.0;
 		for (int i = 0; i < 32; i++)
-			sum += (double)(xb[i] / s);
-		for (int sk = 0; sk < 2; sk++)
-			for (int t = 0; t < 4; t++) {
-				uint16_t *f = frag + (((size_t)jb * 2 + sk) *
-				    cols * 4 + (size_t)c * 4 + t) * 8;
-				static const int ord[4] = { 0, 2, 1, 3 };
-				for (int k = 0; k < 4; k++)
-					split16(xb[8 * t + 4 * sk + ord[k]] / s,
-					    &f[k], &f[4 + k]);
-			}
+			sum += (double)(x[32 * jb + i] / s);
 		const int64_t b = jb / 8, j = jb % 8;
 		uint16_t *p = sums + (((size_t)b * cols + (size_t)c) * 4 +
 		    (size_t)(j / 2)) * 4;
@@ -388,6 +535,7 @@ prep_col(const float *x, int64_t n, int c, int cols, uint16_t *frag,
 
 struct shape {
 	const char	*name;
+	int		 type;
 	int64_t		 n_in, n_out;
 };
 
@@ -416,15 +564,38 @@ q4k_value(const uint8_t *b, int64_t n, int64_t r, int64_t i)
 	    (double)__half2float(hm) * m);
 }
 
+/* Q6_K row R's value I, double */
 static double
-max_rel_err(const float *got, const double *ref, size_t n)
+q6k_value(const uint8_t *b, int64_t n, int64_t r, int64_t i)
+{
+	const uint8_t *blk = b + (size_t)(r * (n / 256) + i / 256) * 210;
+	const int k = (int)(i % 256), nh = k / 128, v = k % 128;
+	const int l = v % 32, part = v / 32;	/* q1..q4 */
+	const uint8_t *ql = blk + 64 * nh, *qh = blk + 128 + 32 * nh;
+	const uint8_t lb = ql[l + 32 * (part & 1)];
+	const int lo = part < 2 ? lb & 15 : lb >> 4;
+	const int q = (lo | (((qh[l] >> (2 * part)) & 3) << 4)) - 32;
+	__half hd;
+	memcpy(&hd, blk + 208, 2);
+	return ((double)__half2float(hd) * (int8_t)blk[192 + k / 16] * q);
+}
+
+/*
+ * The largest |got − ref| over the largest |ref|, NC columns of N_OUT
+ * rows, every STEP-th row (the rows the reference was computed for).
+ */
+static double
+max_rel_err(const float *got, const double *ref, int nc, int64_t n_out,
+    int64_t step)
 {
 	double d = 0.0, m = 0.0;
 
-	for (size_t i = 0; i < n; i++) {
-		d = fmax(d, fabs((double)got[i] - ref[i]));
-		m = fmax(m, fabs(ref[i]));
-	}
+	for (int c = 0; c < nc; c++)
+		for (int64_t r = 0; r < n_out; r += step) {
+			const size_t i = (size_t)c * n_out + r;
+			d = fmax(d, fabs((double)got[i] - ref[i]));
+			m = fmax(m, fabs(ref[i]));
+		}
 	return (m > 0.0 ? d / m : d);
 }
 
@@ -432,6 +603,14 @@ max_rel_err(const float *got, const double *ref, size_t n)
 #define ROT_MAX		64
 
 typedef void (*f16_launch)(const uint8_t *, int, f16x, int, float *, int);
+
+template <int NT8, int W, int MINB>
+static void
+launch6(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
+{
+	f16_kernel6<NT8, W, MINB><<<n_out / 16, W * 32>>>(w, nsb, x, nc, y,
+	    n_out);
+}
 
 template <int NT8, int W, int MINB, int TR>
 static void
@@ -443,7 +622,7 @@ launch(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
 
 /* the device copy of NC columns of X in struct f16x's layout */
 static f16x
-f16_batch(const float *x, int64_t n, int nc, void *dbuf)
+f16_batch(int type, const float *x, int64_t n, int nc, void *dbuf)
 {
 	const int cols = nc <= 8 ? 8 : 16;
 	const size_t fb = (size_t)n / 32 * 2 * cols * 4 * 16;
@@ -455,7 +634,7 @@ f16_batch(const float *x, int64_t n, int nc, void *dbuf)
 	for (int c = 0; c < cols; c++)
 		scale[c] = 1.0f;
 	for (int c = 0; c < nc; c++)
-		prep_col(x + (size_t)c * n, n, c, cols, (uint16_t *)h,
+		prep_col(type, x + (size_t)c * n, n, c, cols, (uint16_t *)h,
 		    (uint16_t *)(h + fb), scale);
 	die("copy", cudaMemcpy(dbuf, h, fb + sb + 64,
 	    cudaMemcpyHostToDevice));
@@ -481,10 +660,12 @@ int
 main(void)
 {
 	static const struct shape shapes[] = {
-		{ "ffn_up", 5120, 17408 },
-		{ "ffn_down", 17408, 5120 },
-		{ "gdn_qkv", 5120, 10240 },
-		{ "ssm_out", 6144, 5120 },
+		{ "ffn_up", RS_TYPE_Q4_K, 5120, 17408 },
+		{ "ffn_down", RS_TYPE_Q4_K, 17408, 5120 },
+		{ "gdn_qkv", RS_TYPE_Q4_K, 5120, 10240 },
+		{ "ssm_out", RS_TYPE_Q4_K, 6144, 5120 },
+		{ "ffn_down_q6", RS_TYPE_Q6_K, 17408, 5120 },
+		{ "output", RS_TYPE_Q6_K, 5120, 248320 },
 	};
 	static const int cols[] = { 1, 2, 4, 8, 16 };
 	const char *only = getenv("MF_SHAPE");
@@ -499,7 +680,11 @@ main(void)
 		if (only && strcmp(only, sh->name) != 0)
 			continue;
 		const int nsb = (int)(sh->n_in / 256);
-		const size_t wbytes = (size_t)sh->n_out * nsb * QK_B;
+		const int q6 = sh->type == RS_TYPE_Q6_K;
+		const int bb = q6 ? 210 : QK_B;
+		const size_t wbytes = (size_t)sh->n_out * nsb * bb;
+		/* the double reference on at most ~4,096 rows */
+		const int64_t rstep = sh->n_out > 4096 ? sh->n_out / 4096 : 1;
 		uint8_t *hw = (uint8_t *)malloc(wbytes);
 		uint8_t *ht = (uint8_t *)malloc(wbytes);
 		float *hx = (float *)malloc((size_t)F16_COLS * sh->n_in * 4);
@@ -519,11 +704,15 @@ main(void)
 		/* weights: random blocks, scales 0.01 (as matvec_xq.cu) */
 		for (size_t i = 0; i < wbytes; i++)
 			hw[i] = (uint8_t)next();
-		for (size_t o = 0; o < wbytes; o += QK_B) {
-			hw[o] = 0x1f; hw[o + 1] = 0x21;
-			hw[o + 2] = 0x1f; hw[o + 3] = 0x21;
+		for (size_t o = 0; o < wbytes; o += (size_t)bb) {
+			hw[o + (q6 ? 208 : 0)] = 0x1f;
+			hw[o + (q6 ? 209 : 1)] = 0x21;
+			if (!q6) {
+				hw[o + 2] = 0x1f;
+				hw[o + 3] = 0x21;
+			}
 		}
-		rs_tile_pack(RS_TYPE_Q4_K, sh->n_in, sh->n_out, hw, ht);
+		rs_tile_pack(sh->type, sh->n_in, sh->n_out, hw, ht);
 		/* x: uniform in [-1, 1] with a few outliers (x100) */
 		for (int64_t i = 0; i < F16_COLS * sh->n_in; i++) {
 			hx[i] = (float)(next() % 20001) / 10000.0f - 1.0f;
@@ -531,9 +720,10 @@ main(void)
 				hx[i] *= 100.0f;
 		}
 		double *wr = (double *)malloc((size_t)sh->n_in * 8);
-		for (int64_t r = 0; r < sh->n_out; r++) {
+		for (int64_t r = 0; r < sh->n_out; r += rstep) {
 			for (int64_t i = 0; i < sh->n_in; i++)
-				wr[i] = q4k_value(hw, sh->n_in, r, i);
+				wr[i] = q6 ? q6k_value(hw, sh->n_in, r, i) :
+				    q4k_value(hw, sh->n_in, r, i);
 			for (int c = 0; c < F16_COLS; c++) {
 				const float *xc = hx + (size_t)c * sh->n_in;
 				double s = 0.0;
@@ -574,8 +764,8 @@ main(void)
 				cudaEventRecord(ea);
 				for (int r = 0; r < n; r++)
 					if (rs_k_matvec(rot[r % nrot],
-					    RS_TYPE_Q4_K | RS_TILED, sh->n_in,
-					    sh->n_out, nsb * QK_B, NULL,
+					    sh->type | RS_TILED, sh->n_in,
+					    sh->n_out, nsb * bb, NULL,
 					    sh->n_in, xc, dy, sh->n_out, nc, 0,
 					    0, &err) != RS_OK) {
 						fprintf(stderr, "matvec: %s\n",
@@ -588,9 +778,9 @@ main(void)
 			die("eng", cudaMemcpy(eng, dy, no * 4,
 			    cudaMemcpyDeviceToHost));
 
-			/* this form at four launch shapes */
+			/* this form at four launch shapes (Q6_K: two) */
 			static const struct { const char *name; f16_launch
-			    f[2]; } forms[] = {
+			    f[2]; } forms4[] = {
 				{ "w8_b2", { launch<1, 8, 2, 1>,
 				    launch<2, 8, 1, 1> } },
 				{ "w4_b4", { launch<1, 4, 4, 1>,
@@ -599,23 +789,29 @@ main(void)
 				    launch<2, 8, 1, 2> } },
 				{ "w4_tr2", { launch<1, 4, 3, 2>,
 				    launch<2, 4, 2, 2> } },
+			}, forms6[] = {
+				{ "w8_b2", { launch6<1, 8, 2>,
+				    launch6<2, 8, 1> } },
+				{ "w4_b4", { launch6<1, 4, 4>,
+				    launch6<2, 4, 2> } },
 			};
-			for (size_t fi = 0; fi < sizeof(forms) /
-			    sizeof(forms[0]); fi++) {
+			const auto *forms = q6 ? forms6 : forms4;
+			const size_t nforms = q6 ? 2 : 4;
+			for (size_t fi = 0; fi < nforms; fi++) {
 				const f16_launch fn = forms[fi].f[nc > 8];
 				/* every column alone: the batch's reference */
 				for (int c = 0; c < nc; c++) {
-					const f16x x1 = f16_batch(hx +
-					    (size_t)c * sh->n_in, sh->n_in, 1,
-					    dx);
+					const f16x x1 = f16_batch(sh->type,
+					    hx + (size_t)c * sh->n_in,
+					    sh->n_in, 1, dx);
 					forms[fi].f[0](rot[0], nsb, x1, 1, dy +
 					    (size_t)c * sh->n_out,
 					    (int)sh->n_out);
 				}
 				die("single", cudaMemcpy(single, dy, no * 4,
 				    cudaMemcpyDeviceToHost));
-				const f16x xf = f16_batch(hx, sh->n_in, nc,
-				    dx);
+				const f16x xf = f16_batch(sh->type, hx,
+				    sh->n_in, nc, dx);
 				double us = 0.0;
 				for (int pass = 0; pass < 2; pass++) {
 					const int n = pass ? reps : 1;
@@ -637,8 +833,9 @@ main(void)
 				    "\"f16_us\":%.1f,\"engine_err\":%.3g,"
 				    "\"f16_err\":%.3g,\"batch_eq_single\":%s}\n",
 				    sh->name, nc, forms[fi].name, eng_us, us,
-				    max_rel_err(eng, ref, no),
-				    max_rel_err(got, ref, no), same ? "true" :
+				    max_rel_err(eng, ref, nc, sh->n_out,
+				    rstep), max_rel_err(got, ref, nc,
+				    sh->n_out, rstep), same ? "true" :
 				    "false");
 				fflush(stdout);
 				if (!same)
