@@ -236,7 +236,9 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 					uint4 v[NT8];
 #pragma unroll
 					for (int n = 0; n < NT8; n++)
-						v[n] = __ldg(xp + n * 32);
+						v[n] = 8 * n + g < nc ?
+						    __ldg(xp + n * 32) :
+						    make_uint4(0, 0, 0, 0);
 #pragma unroll
 					for (int r = 0; r < TR; r++) {
 						const uint32_t w0 = s ?
@@ -271,7 +273,8 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 			uint2 v[NT8];
 #pragma unroll
 			for (int n = 0; n < NT8; n++)
-				v[n] = __ldg(sp + n * 32);
+				v[n] = 8 * n + g < nc ? __ldg(sp + n * 32) :
+				    make_uint2(0, 0);
 #pragma unroll
 			for (int r = 0; r < TR; r++) {
 				uint32_t a[4];
@@ -427,7 +430,8 @@ f16_kernel6(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 			    x.cols + g) * 4 + t;
 #pragma unroll
 			for (int n = 0; n < NT8; n++) {
-				const uint4 v = __ldg(xp + n * 32);
+				const uint4 v = 8 * n + g < nc ? __ldg(xp + n *
+				    32) : make_uint4(0, 0, 0, 0);
 				float dd[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 				hmma(dd, a, v.x, v.y);
 				hmma(dd, a, v.z, v.w);
