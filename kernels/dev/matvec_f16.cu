@@ -33,8 +33,10 @@
  *   make CUDA=1 build/dev/matvec_f16 && build/dev/matvec_f16
  *   MF_SHAPE=ffn_up build/dev/matvec_f16
  *
- * One JSON line per shape and column count: the engine's µs, this
- * form's µs, both errors, and whether the batch equals single columns.
+ * One JSON line per shape, column count and launch shape (or variant:
+ * F16_NOX and F16_NODEC are timing-only, see MODE): the engine's µs,
+ * this form's µs, both errors, and whether the batch equals single
+ * columns.
  * Timing as kernels/dev/matvec_xq.cu: 20 launches, each on its own copy
  * of the weights (256 MB of copies: none found in the L2).  Q4_K and
  * Q6_K (f16_kernel6 below); SM80 and later (m16n8k16 f16 mma); a
@@ -55,8 +57,9 @@
 #define TILE_B		(RS_TILE_ROWS * QK_B)
 
 /*
- * x as the kernel reads it, for NC columns of N values (C = NC rounded
- * up to 8 columns, the extra ones zero):
+ * x as the Q4_K kernel reads it, for NC columns of N values (C = NC
+ * rounded up to 8 columns, the extra ones zero; f16_kernel6 has its own
+ * fragment order, below):
  *   frag  [N/32][s = 0, 1][C][t = 0..3] 16 bytes: lane (g, t)'s B for
  *         k-step s of a 32-value block, hi then lo, values 8t + 4s +
  *         {0, 2, 1, 3} (the order the nibbles come out of a word)
@@ -106,7 +109,10 @@ nib_h2(uint32_t w, int sh, uint32_t sc, uint32_t nsc)
 	return (*(uint32_t *)&r);
 }
 
-/* sub-block J's 6-bit scale and min fields of a Q4_K head (its 12 bytes) */
+/*
+ * The 6-bit scale fields of sub-blocks 0..3 (J < 4) or 4..7 of a Q4_K head,
+ * one a byte; mn_word: the min fields likewise (HI: sub-blocks 4..7)
+ */
 static __device__ __forceinline__ uint32_t
 sc_word(uint4 hd, int j)
 {
@@ -164,18 +170,11 @@ load_tile(const uint8_t *tile, int g, int t, f16raw *r)
 }
 
 /*
- * One CTA of W warps TR 16-row tile rows; warp w takes super-blocks w, w
- * + W, ... of each, and multiplies each x fragment with all TR tiles (x's
- * traffic through the L1 is TR times smaller).  NT8 n8 tiles of columns
- * (8 or 16).  y column-major (n_out a column), the first NC columns
- * written.  With TR = 1 the next super-block's tile is loaded while this
- * one is multiplied (registers allow it).
- */
-/*
  * MODE: what a variant leaves out, to say what holds the form (the
  * timing-only ones give wrong values and are not checked):
  *   F16_REAL   the form as above
- *   F16_NOX    timing only: B from registers, no x loads (x's traffic)
+ *   F16_NOX    timing only: B from registers, no x fragment loads (the
+ *              block sums still load): what x's traffic costs
  *   F16_NODEC  timing only: A = the raw quant words (the decoding)
  *   F16_ACC2   real: the two nibbles' sub-blocks in two accumulators a
  *              super-block, added before the tail (a chain of 16 mma
@@ -183,6 +182,15 @@ load_tile(const uint8_t *tile, int g, int t, f16raw *r)
  */
 enum { F16_REAL, F16_NOX, F16_NODEC, F16_ACC2 };
 
+/*
+ * One CTA of W warps TR 16-row tile rows; warp w takes super-blocks w, w
+ * + W, ... of each, and multiplies each x fragment with all TR tiles (x's
+ * traffic through the L1 is TR times smaller).  NT8 n8 tiles of columns
+ * (8 or 16).  y column-major (n_out a column), the first NC columns
+ * written; x's fragments of the padding columns (past NC) are zeros in
+ * registers, not loads.  With TR = 1 the next super-block's tile is
+ * loaded while this one is multiplied (registers allow it).
+ */
 template <int NT8, int W, int MINB, int TR, int MODE = F16_REAL>
 __global__ void __launch_bounds__(W * 32, MINB)
 f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
