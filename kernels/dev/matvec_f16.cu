@@ -170,6 +170,76 @@ load_tile(const uint8_t *tile, int g, int t, f16raw *r)
 }
 
 /*
+ * Lane (g, t)'s x fragment of 16-value group K (x's order for the
+ * kernel's type) in column tile N; zeros for the padding columns (past
+ * NC), which are not loaded.
+ */
+static __device__ __forceinline__ uint4
+x_frag(const f16x &x, int64_t k, int n, int g, int t, int nc)
+{
+	return (8 * n + g < nc ? __ldg(x.frag + ((size_t)k * x.cols + 8 * n +
+	    g) * 4 + t) : make_uint4(0, 0, 0, 0));
+}
+
+/*
+ * x's fragments asked XPD k-steps ahead (XPD 0: each just before its
+ * mma): a ring of XPD slots that runs on across super-blocks, so that a
+ * load's latency (the L2's, when the L1 misses) overlaps the mma and
+ * decoding of the steps between.  Step KS (0..15) of super-block B reads
+ * slot KS % XPD and refills it with step KS + XPD, of super-block B or
+ * of the warp's next one (B + W).  KOF(ks): the 16-value group of step ks.
+ */
+template <int XPD, int NT8, int W, typename KOF>
+static __device__ __forceinline__ void
+x_step(uint4 ring[][NT8], uint4 v[NT8], const f16x &x, int b, int nsb,
+    int ks, int g, int t, int nc, KOF kof)
+{
+	if constexpr (XPD == 0) {
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+			v[n] = x_frag(x, 16 * (int64_t)b + kof(ks), n, g, t, nc);
+	} else {
+		const int nk = ks + XPD, nb = nk < 16 ? b : b + W;
+#pragma unroll
+		for (int n = 0; n < NT8; n++) {
+			v[n] = ring[ks % XPD][n];
+			if (nb < nsb)
+				ring[ks % XPD][n] = x_frag(x, 16 *
+				    (int64_t)nb + kof(nk % 16), n, g, t, nc);
+		}
+	}
+}
+
+/* the first XPD steps of super-block B into the ring */
+template <int XPD, int NT8, typename KOF>
+static __device__ __forceinline__ void
+x_prime(uint4 ring[][NT8], const f16x &x, int b, int nsb, int g, int t,
+    int nc, KOF kof)
+{
+#pragma unroll
+	for (int p = 0; p < XPD; p++)
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+			if (b < nsb)
+				ring[p][n] = x_frag(x, 16 * (int64_t)b + kof(p),
+				    n, g, t, nc);
+}
+
+/* the 16-value groups of a super-block's steps: Q4_K in order; Q6_K's
+   loop (chunk c, nibble hn, half s) meets sub-block 8(c/2) + 4hn +
+   2(c%2) + s at step 4c + 2hn + s */
+struct kof4 {
+	__device__ int operator()(int ks) const { return ks; }
+};
+struct kof6 {
+	__device__ int operator()(int ks) const
+	{
+		const int c = ks / 4, hn = ks / 2 % 2, s = ks % 2;
+		return 8 * (c / 2) + 4 * hn + 2 * (c % 2) + s;
+	}
+};
+
+/*
  * MODE: what a variant leaves out, to say what holds the form (the
  * timing-only ones give wrong values and are not checked):
  *   F16_REAL   the form as above
@@ -191,7 +261,8 @@ enum { F16_REAL, F16_NOX, F16_NODEC, F16_ACC2 };
  * registers, not loads.  With TR = 1 the next super-block's tile is
  * loaded while this one is multiplied (registers allow it).
  */
-template <int NT8, int W, int MINB, int TR, int MODE = F16_REAL>
+template <int NT8, int W, int MINB, int TR, int MODE = F16_REAL,
+    int XPD = 0>
 __global__ void __launch_bounds__(W * 32, MINB)
 f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
     float *__restrict__ y, int n_out)
@@ -211,8 +282,11 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 #pragma unroll
 			for (int i = 0; i < 4; i++)
 				acc[r][n][i] = 0.0f;
+	uint4 ring[XPD > 0 ? XPD : 1][NT8];
+
 	if (TR == 1 && wp < nsb)
 		load_tile(tr + (size_t)wp * TILE_B, g, t, &nxt[0]);
+	x_prime<XPD, NT8>(ring, x, wp, nsb, g, t, nc, kof4());
 #pragma unroll 1
 	for (int b = wp; b < nsb; b += W) {
 		if (TR == 1) {
@@ -251,20 +325,17 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 				}
 #pragma unroll
 				for (int s = 0; s < 2; s++) {
-					const uint4 *xp = x.frag + ((size_t)
-					    (8 * b + j) * 2 + s) * x.cols * 4 +
-					    g * 4 + t;
 					uint4 v[NT8];
+					if (MODE == F16_NOX) {
 #pragma unroll
-					for (int n = 0; n < NT8; n++)
-						if (MODE == F16_NOX)
+						for (int n = 0; n < NT8; n++)
 							v[n] = make_uint4(lane,
 							    j, s, n);
-						else
-							v[n] = 8 * n + g < nc ?
-							    __ldg(xp + n * 32) :
-							    make_uint4(0, 0, 0,
-							    0);
+					} else {
+						x_step<XPD, NT8, W>(ring, v, x,
+						    b, nsb, 2 * j + s, g, t,
+						    nc, kof4());
+					}
 #pragma unroll
 					for (int r = 0; r < TR; r++) {
 						const uint32_t w0 = s ?
@@ -411,7 +482,7 @@ sc_byte(uint4 w, int k)
 	return ((float)(int8_t)(v >> (8 * (k & 3))));
 }
 
-template <int NT8, int W, int MINB>
+template <int NT8, int W, int MINB, int XPD = 0>
 __global__ void __launch_bounds__(W * 32, MINB)
 f16_kernel6(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
     float *__restrict__ y, int n_out)
@@ -429,8 +500,11 @@ f16_kernel6(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 #pragma unroll
 		for (int i = 0; i < 4; i++)
 			acc[n][i] = 0.0f;
+	uint4 ring[XPD > 0 ? XPD : 1][NT8];
+
 	if (wp < nsb)
 		load_tile6(tr + (size_t)wp * tb, g, t, &nxt);
+	x_prime<XPD, NT8>(ring, x, wp, nsb, g, t, nc, kof6());
 #pragma unroll 1
 	for (int b = wp; b < nsb; b += W) {
 		cur = nxt;
@@ -462,15 +536,14 @@ f16_kernel6(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 			a[3] = q6_h2(l1, h1, sl + 8, sh + 8);
 			const float sc0 = sc_byte(cur.sc[0], j);
 			const float sc1 = sc_byte(cur.sc[1], j);
-			const uint4 *xp = x.frag + ((size_t)(16 * b + j) *
-			    x.cols + g) * 4 + t;
+			uint4 v[NT8];
+			x_step<XPD, NT8, W>(ring, v, x, b, nsb, 4 * c + 2 *
+			    hn + s, g, t, nc, kof6());
 #pragma unroll
 			for (int n = 0; n < NT8; n++) {
-				const uint4 v = 8 * n + g < nc ? __ldg(xp + n *
-				    32) : make_uint4(0, 0, 0, 0);
 				float dd[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
-				hmma(dd, a, v.x, v.y);
-				hmma(dd, a, v.z, v.w);
+				hmma(dd, a, v[n].x, v[n].y);
+				hmma(dd, a, v[n].z, v[n].w);
 #pragma unroll
 				for (int i = 0; i < 4; i++)
 					sb[n][i] = fmaf(i < 2 ? sc0 : sc1,
@@ -644,19 +717,20 @@ max_rel_err(const float *got, const double *ref, int nc, int64_t n_out,
 
 typedef void (*f16_launch)(const uint8_t *, int, f16x, int, float *, int);
 
-template <int NT8, int W, int MINB>
+template <int NT8, int W, int MINB, int XPD = 0>
 static void
 launch6(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
 {
-	f16_kernel6<NT8, W, MINB><<<n_out / 16, W * 32>>>(w, nsb, x, nc, y,
+	f16_kernel6<NT8, W, MINB, XPD><<<n_out / 16, W * 32>>>(w, nsb, x, nc, y,
 	    n_out);
 }
 
-template <int NT8, int W, int MINB, int TR, int MODE = F16_REAL>
+template <int NT8, int W, int MINB, int TR, int MODE = F16_REAL,
+    int XPD = 0>
 static void
 launch(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
 {
-	f16_kernel<NT8, W, MINB, TR, MODE><<<(n_out + 16 * TR - 1) / (16 * TR),
+	f16_kernel<NT8, W, MINB, TR, MODE, XPD><<<(n_out + 16 * TR - 1) / (16 * TR),
 	    W * 32>>>(w, nsb, x, nc, y, n_out);
 }
 
@@ -836,14 +910,22 @@ main(void)
 				{ "w4_b4_nodec", { launch<1, 4, 4, 1,
 				    F16_NODEC>, launch<2, 4, 2, 1,
 				    F16_NODEC> } },
+				{ "w4_b4_xpf4", { launch<1, 4, 4, 1, F16_REAL,
+				    4>, launch<2, 4, 2, 1, F16_REAL, 4> } },
+				{ "w4_b4_xpf8", { launch<1, 4, 4, 1, F16_REAL,
+				    8>, launch<2, 4, 2, 1, F16_REAL, 8> } },
 			}, forms6[] = {
 				{ "w8_b2", { launch6<1, 8, 2>,
 				    launch6<2, 8, 1> } },
 				{ "w4_b4", { launch6<1, 4, 4>,
 				    launch6<2, 4, 2> } },
+				{ "w4_b4_xpf4", { launch6<1, 4, 4, 4>,
+				    launch6<2, 4, 2, 4> } },
+				{ "w4_b4_xpf8", { launch6<1, 4, 4, 8>,
+				    launch6<2, 4, 2, 8> } },
 			};
 			const auto *forms = q6 ? forms6 : forms4;
-			const size_t nforms = q6 ? 2 : 7;
+			const size_t nforms = q6 ? 4 : 9;
 			for (size_t fi = 0; fi < nforms; fi++) {
 				const f16_launch fn = forms[fi].f[nc > 8];
 				/* every column alone: the batch's reference */
