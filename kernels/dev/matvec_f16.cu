@@ -433,8 +433,8 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
  * Q6_K: |sc·q| reaches 128·32 = 4,096, past f16's exact integers, so A
  * holds q − 32 alone (the f16 1024 + u, u the 6-bit value, minus 1,056)
  * and each 16-value sub-block (one k-step) gets its own sums, scaled by
- * sc in f32: four FMA per (row, column, sub-block) in place of today's
- * five per (row, column, 32 values).  x's layout for Q6_K: frag
+ * sc in f32: one FMA per (row, column, sub-block), two per 32 values
+ * where today's tail has five.  x's layout for Q6_K: frag
  * [N/16][C][t] 16 bytes, values 4t + {0, 2, 1, 3} of a 16-value block
  * (the tile gives lane t bytes 4t .. 4t + 3 of each half of a chunk).
  */
