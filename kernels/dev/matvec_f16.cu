@@ -51,6 +51,7 @@
 #include <cuda_fp16.h>
 
 #include "../matvec.cu"
+#include "dev.cuh"
 
 #define F16_COLS	16	/* the most columns a launch */
 #define QK_B		144	/* Q4_K bytes a super-block */
@@ -240,6 +241,40 @@ struct kof6 {
 };
 
 /*
+ * The end of both kernels: the W warps' partial sums of the CTA's 16·TR
+ * rows by 8·NT8 columns (ACC: a warp's TR x NT8 accumulator fragments)
+ * meet in RED and are added in warp order, then scaled back by each
+ * column's power of two; the first NC columns written (y column-major).
+ */
+template <int TR, int NT8, int W>
+static __device__ __forceinline__ void
+reduce_store(float (*red)[16 * TR][8 * NT8], const float (*acc)[NT8][4],
+    const f16x &x, int nc, float *y, int n_out)
+{
+	const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+	const int g = lane >> 2, t = lane & 3;
+
+#pragma unroll
+	for (int r = 0; r < TR; r++)
+#pragma unroll
+		for (int n = 0; n < NT8; n++)
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+				red[wp][16 * r + g + 8 * (i >> 1)][8 * n + 2 *
+				    t + (i & 1)] = acc[r][n][i];
+	__syncthreads();
+	for (int o = threadIdx.x; o < 16 * TR * 8 * NT8; o += W * 32) {
+		const int r = o % (16 * TR), col = o / (16 * TR);
+		float s = 0.0f;
+		for (int v = 0; v < W; v++)
+			s += red[v][r][col];
+		const size_t row = (size_t)blockIdx.x * 16 * TR + r;
+		if (col < nc && row < (size_t)n_out)
+			y[(size_t)col * n_out + row] = s * x.scale[col];
+	}
+}
+
+/*
  * MODE: what a variant leaves out, to say what holds the form (the
  * timing-only ones give wrong values and are not checked):
  *   F16_REAL   the form as above
@@ -409,24 +444,7 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 				}
 		}
 	}
-#pragma unroll
-	for (int r = 0; r < TR; r++)
-#pragma unroll
-		for (int n = 0; n < NT8; n++)
-#pragma unroll
-			for (int i = 0; i < 4; i++)
-				red[wp][16 * r + g + 8 * (i >> 1)][8 * n + 2 *
-				    t + (i & 1)] = acc[r][n][i];
-	__syncthreads();
-	for (int o = threadIdx.x; o < 16 * TR * 8 * NT8; o += W * 32) {
-		const int r = o % (16 * TR), col = o / (16 * TR);
-		float s = 0.0f;
-		for (int v = 0; v < W; v++)
-			s += red[v][r][col];
-		const size_t row = (size_t)blockIdx.x * 16 * TR + r;
-		if (col < nc && row < (size_t)n_out)
-			y[(size_t)col * n_out + row] = s * x.scale[col];
-	}
+	reduce_store<TR, NT8, W>(red, acc, x, nc, y, n_out);
 }
 
 /*
@@ -557,44 +575,16 @@ f16_kernel6(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 				acc[n][i] = fmaf(i < 2 ? cur.d[0] : cur.d[1],
 				    sb[n][i], acc[n][i]);
 	}
-#pragma unroll
-	for (int n = 0; n < NT8; n++)
-#pragma unroll
-		for (int i = 0; i < 4; i++)
-			red[wp][g + 8 * (i >> 1)][8 * n + 2 * t + (i & 1)] =
-			    acc[n][i];
-	__syncthreads();
-	for (int o = threadIdx.x; o < 16 * 8 * NT8; o += W * 32) {
-		const int r = o % 16, col = o / 16;
-		float s = 0.0f;
-		for (int v = 0; v < W; v++)
-			s += red[v][r][col];
-		const size_t row = (size_t)blockIdx.x * 16 + r;
-		if (col < nc && row < (size_t)n_out)
-			y[(size_t)col * n_out + row] = s * x.scale[col];
-	}
+	reduce_store<1, NT8, W>(red, &acc, x, nc, y, n_out);
 }
 
 /* ---- host ---- */
 
-static void
-die(const char *what, cudaError_t e)
-{
-	if (e != cudaSuccess) {
-		fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-		exit(1);
-	}
-}
-
-static uint64_t rng = 88172645463325252ULL;
-
+/* 32 random bits (dev.cuh's generator; the inputs of the session-38 run) */
 static uint32_t
 next(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((uint32_t)(rng >> 16));
+	return ((uint32_t)(next64() >> 16));
 }
 
 /* The f16 pair hi + lo nearest V (hi rounded, lo the rest rounded). */
@@ -877,15 +867,11 @@ main(void)
 				const int n = pass ? reps : 1;
 				cudaEventRecord(ea);
 				for (int r = 0; r < n; r++)
-					if (rs_k_matvec(rot[r % nrot],
-					    sh->type | RS_TILED, sh->n_in,
-					    sh->n_out, nsb * bb, NULL,
-					    sh->n_in, xc, dy, sh->n_out, nc, 0,
-					    0, &err) != RS_OK) {
-						fprintf(stderr, "matvec: %s\n",
-						    err.msg);
-						return (1);
-					}
+					check("matvec", rs_k_matvec(rot[r %
+					    nrot], sh->type | RS_TILED,
+					    sh->n_in, sh->n_out, nsb * bb,
+					    NULL, sh->n_in, xc, dy, sh->n_out,
+					    nc, 0, 0, &err), &err);
 				cudaEventRecord(eb);
 				eng_us = elapsed_us(ea, eb, n);
 			}
