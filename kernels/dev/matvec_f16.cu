@@ -245,8 +245,10 @@ struct kof6 {
  * rows by 8·NT8 columns (ACC: a warp's TR x NT8 accumulator fragments)
  * meet in RED and are added in warp order, then scaled back by each
  * column's power of two; the first NC columns written (y column-major).
+ * HL (F16_HL below): a tile holds 4 columns, lane t's elements 0 and 2
+ * are column 4n + t of rows g and g + 8.
  */
-template <int TR, int NT8, int W>
+template <int TR, int NT8, int W, bool HL = false>
 static __device__ __forceinline__ void
 reduce_store(float (*red)[16 * TR][8 * NT8], const float (*acc)[NT8][4],
     const f16x &x, int nc, float *y, int n_out)
@@ -259,9 +261,12 @@ reduce_store(float (*red)[16 * TR][8 * NT8], const float (*acc)[NT8][4],
 #pragma unroll
 		for (int n = 0; n < NT8; n++)
 #pragma unroll
-			for (int i = 0; i < 4; i++)
-				red[wp][16 * r + g + 8 * (i >> 1)][8 * n + 2 *
-				    t + (i & 1)] = acc[r][n][i];
+			for (int i = 0; i < 4; i++) {
+				if (HL && (i & 1))
+					continue;
+				red[wp][16 * r + g + 8 * (i >> 1)][HL ? 4 * n +
+				    t : 8 * n + 2 * t + (i & 1)] = acc[r][n][i];
+			}
 	__syncthreads();
 	for (int o = threadIdx.x; o < 16 * TR * 8 * NT8; o += W * 32) {
 		const int r = o % (16 * TR), col = o / (16 * TR);
@@ -284,8 +289,26 @@ reduce_store(float (*red)[16 * TR][8 * NT8], const float (*acc)[NT8][4],
  *   F16_ACC2   real: the two nibbles' sub-blocks in two accumulators a
  *              super-block, added before the tail (a chain of 16 mma
  *              instead of 32; batch = single still holds)
+ *   F16_HL     real: x's hi and lo terms as two columns of B (column
+ *              2c' hi, 2c' + 1 lo of the tile's column c'), so that an
+ *              n8 tile takes 4 columns with one mma a k-step where the
+ *              others take 8 with two: half the mma and x registers at
+ *              1-4 columns; lane t holds both sums of column t and adds
+ *              them (hi + lo) before the tail.  NT8 tiles of 4
+ *              columns; XPD 0 only.
  */
-enum { F16_REAL, F16_NOX, F16_NODEC, F16_ACC2 };
+enum { F16_REAL, F16_NOX, F16_NODEC, F16_ACC2, F16_HL };
+
+/* HL: lane (g, t)'s B of k-group K, tile N: half g & 1 (hi, lo) of
+   column 4N + g / 2's fragment; zeros past NC */
+static __device__ __forceinline__ uint2
+x_frag_hl(const f16x &x, int64_t k, int n, int g, int t, int nc)
+{
+	const int c = 4 * n + (g >> 1);
+
+	return (c < nc ? __ldg((const uint2 *)(x.frag + ((size_t)k * x.cols +
+	    c) * 4 + t) + (g & 1)) : make_uint2(0, 0));
+}
 
 /*
  * One CTA of W warps TR 16-row tile rows; warp w takes super-blocks w, w
@@ -302,6 +325,7 @@ __global__ void __launch_bounds__(W * 32, MINB)
 f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
     float *__restrict__ y, int n_out)
 {
+	static_assert(MODE != F16_HL || XPD == 0, "HL loads x itself");
 	__shared__ float red[W][16 * TR][8 * NT8];
 	const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
 	const int g = lane >> 2, t = lane & 3;
@@ -366,6 +390,16 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 						for (int n = 0; n < NT8; n++)
 							v[n] = make_uint4(lane,
 							    j, s, n);
+					} else if (MODE == F16_HL) {
+#pragma unroll
+						for (int n = 0; n < NT8; n++) {
+							const uint2 u =
+							    x_frag_hl(x, 16 *
+							    (int64_t)b + 2 * j +
+							    s, n, g, t, nc);
+							v[n] = make_uint4(u.x,
+							    u.y, 0, 0);
+						}
 					} else {
 						x_step<XPD, NT8, W>(ring, v, x,
 						    b, nsb, 2 * j + s, g, t,
@@ -398,6 +432,12 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 						    hn : 0;
 #pragma unroll
 						for (int n = 0; n < NT8; n++) {
+							if (MODE == F16_HL) {
+								hmma(s1[r][n][k],
+								    a, v[n].x,
+								    v[n].y);
+								continue;
+							}
 							hmma(s1[r][n][k], a,
 							    v[n].x, v[n].y);
 							hmma(s1[r][n][k], a,
@@ -412,9 +452,18 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 			    g * 4 + t;
 			uint2 v[NT8];
 #pragma unroll
-			for (int n = 0; n < NT8; n++)
+			for (int n = 0; n < NT8; n++) {
+				if (MODE == F16_HL) {	/* hi or lo in b0 */
+					const int c = 4 * n + (g >> 1);
+					const uint2 u = c < nc ? __ldg(x.sums +
+					    ((size_t)b * x.cols + c) * 4 + t) :
+					    make_uint2(0, 0);
+					v[n] = make_uint2(g & 1 ? u.y : u.x, 0);
+					continue;
+				}
 				v[n] = 8 * n + g < nc ? __ldg(sp + n * 32) :
 				    make_uint2(0, 0);
+			}
 #pragma unroll
 			for (int r = 0; r < TR; r++) {
 				uint32_t a[4];
@@ -436,15 +485,22 @@ f16_kernel(const uint8_t *__restrict__ w, int nsb, f16x x, int nc,
 #pragma unroll
 				for (int i = 0; i < 4; i++) {
 					const float2 dm = i < 2 ? dm0 : dm1;
-					const float p = MODE == F16_ACC2 ?
+					float p = MODE == F16_ACC2 ?
 					    s1[r][n][0][i] + s1[r][n][1][i] :
 					    s1[r][n][0][i];
+					float q = s2[r][n][i];
+					if (MODE == F16_HL) {	/* hi + lo */
+						if (i & 1)
+							continue;
+						p += s1[r][n][0][i + 1];
+						q += s2[r][n][i + 1];
+					}
 					acc[r][n][i] = fmaf(dm.x, p, fmaf(
-					    -dm.y, s2[r][n][i], acc[r][n][i]));
+					    -dm.y, q, acc[r][n][i]));
 				}
 		}
 	}
-	reduce_store<TR, NT8, W>(red, acc, x, nc, y, n_out);
+	reduce_store<TR, NT8, W, MODE == F16_HL>(red, acc, x, nc, y, n_out);
 }
 
 /*
@@ -724,6 +780,24 @@ launch(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
 	    W * 32>>>(w, nsb, x, nc, y, n_out);
 }
 
+/* F16_HL at W warps: tiles of 4 columns, as many as NC needs */
+template <int W>
+static void
+launch_hl(const uint8_t *w, int nsb, f16x x, int nc, float *y, int n_out)
+{
+	const unsigned grid = (unsigned)(n_out + 15) / 16;
+
+	if (nc <= 4)
+		f16_kernel<1, W, 16 / W, 1, F16_HL><<<grid, W * 32>>>(w, nsb,
+		    x, nc, y, n_out);
+	else if (nc <= 8)
+		f16_kernel<2, W, 8 / W, 1, F16_HL><<<grid, W * 32>>>(w, nsb,
+		    x, nc, y, n_out);
+	else
+		f16_kernel<4, W, 1, 1, F16_HL><<<grid, W * 32>>>(w, nsb, x,
+		    nc, y, n_out);
+}
+
 /* the device copy of NC columns of X in struct f16x's layout */
 static f16x
 f16_batch(int type, const float *x, int64_t n, int nc, void *dbuf)
@@ -900,6 +974,7 @@ main(void)
 				    4>, launch<2, 4, 2, 1, F16_REAL, 4> } },
 				{ "w4_b4_xpf8", { launch<1, 4, 4, 1, F16_REAL,
 				    8>, launch<2, 4, 2, 1, F16_REAL, 8> } },
+				{ "w4_hl", { launch_hl<4>, launch_hl<4> } },
 			}, forms6[] = {
 				{ "w8_b2", { launch6<1, 8, 2>,
 				    launch6<2, 8, 1> } },
@@ -911,7 +986,7 @@ main(void)
 				    launch6<2, 4, 2, 8> } },
 			};
 			const auto *forms = q6 ? forms6 : forms4;
-			const size_t nforms = q6 ? 4 : 9;
+			const size_t nforms = q6 ? 4 : 10;
 			for (size_t fi = 0; fi < nforms; fi++) {
 				const f16_launch fn = forms[fi].f[nc > 8];
 				/* every column alone: the batch's reference */
