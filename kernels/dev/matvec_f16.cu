@@ -42,6 +42,12 @@
  * Q6_K (f16_kernel6 below); SM80 and later (m16n8k16 f16 mma); a
  * prototype, not the engine's code.  The double reference covers at most
  * ~4,096 rows of a shape (every n_out / 4,096-th).
+ *
+ * Outcome (docs/perf-log.md, sessions 38-39): 50-300x less error than the
+ * engine's form and batch = single bit for bit, but 1.6-2.0x the
+ * engine's time at one column (~700 instructions a warp's super-block:
+ * the f16 decoding, two k = 16 mma a 16-value group, x's loads) and only
+ * 5-14 % less at 16; not adopted.
  */
 #include <math.h>
 #include <stdio.h>
