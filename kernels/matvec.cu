@@ -518,17 +518,6 @@ struct matvec_launch {
 		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
 		 * (session 23).
 		 */
-		/* experiment B5P (session 39): one column on rows of 9-31
-		   super-blocks that do not split evenly over 8 warps (5,120
-		   inputs: 20), four-warp CTAs five an SM, two groups a warp */
-		if constexpr (NT == 1) {
-			const int64_t nb = n_in / 256;
-			if (nb % 8 != 0 && nb < 32 && !(TYPE == RS_TYPE_Q6_K &&
-			    rows() > MMA_TALL_ROWS)) {
-				go_mma_g<TYPE, NT, 2, 5>();
-				return;
-			}
-		}
 		if constexpr (NT <= 4 && TYPE == RS_TYPE_Q6_K) {
 			if (rows() > MMA_TALL_ROWS)
 				go_mma_g<TYPE, NT, 2, 5>();
