@@ -518,6 +518,18 @@ struct matvec_launch {
 		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
 		 * (session 23).
 		 */
+		/* experiment B5 (session 39): one column on rows of 9-31
+		   super-blocks that do not split evenly over 8 warps (5,120
+		   inputs: 20), four-warp CTAs five an SM, two groups a warp;
+		   the GDN block's mixed-type launch the same way */
+		if constexpr (NT == 1) {
+			const int64_t nb = n_in / 256;
+			if (nb % 8 != 0 && nb < 32 && !(TYPE == RS_TYPE_Q6_K &&
+			    rows() > MMA_TALL_ROWS)) {
+				go_mma_g<TYPE, NT, 2, 5>();
+				return;
+			}
+		}
 		if constexpr (NT <= 4 && TYPE == RS_TYPE_Q6_K) {
 			if (rows() > MMA_TALL_ROWS)
 				go_mma_g<TYPE, NT, 2, 5>();
@@ -749,6 +761,11 @@ static void
 mix_go(const mv_parts &p, unsigned grid, int64_t n_in, const xq_in &xk,
     cudaStream_t s)
 {
+	if (n_in / 256 % 8 != 0 && n_in / 256 < 32) {
+		mv_launch(matvec_xq_mma_mix_kernel<TA, TB, 1, 2, 5, XL_COLS>,
+		    grid, 4 * RS_WARP, 0, s, has_pdl_matvec(), p, n_in, xk);
+		return;
+	}
 	mv_launch(matvec_xq_mma_mix_kernel<TA, TB, 1, 1, 3, XL_COLS>, grid,
 	    8 * RS_WARP, 0, s, has_pdl_matvec(), p, n_in, xk);
 }
