@@ -518,10 +518,15 @@ struct matvec_launch {
 		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
 		 * (session 23).
 		 */
-		/* experiment B5 (session 39): one column on rows of 9-31
-		   super-blocks that do not split evenly over 8 warps (5,120
-		   inputs: 20), four-warp CTAs five an SM, two groups a warp;
-		   the GDN block's mixed-type launch the same way */
+		/*
+		 * One column on rows of 9-31 super-blocks that 8 warps do
+		 * not split evenly (5,120 inputs: 20, taken 3, 3, 3, 3, 2,
+		 * 2, 2, 2): 4-warp CTAs, five an SM, two groups a warp (5
+		 * super-blocks each); mix_go does the same for the GDN
+		 * block's mixed-type launch.  Decode step -0.07 ms on an
+		 * H200, -0.05 on an H100, three rounds each (session 40);
+		 * six an SM lost 0.12 ms on the H100 (session 39).
+		 */
 		if constexpr (NT == 1) {
 			const int64_t nb = n_in / 256;
 			if (nb % 8 != 0 && nb < 32 && !(TYPE == RS_TYPE_Q6_K &&
@@ -761,6 +766,8 @@ static void
 mix_go(const mv_parts &p, unsigned grid, int64_t n_in, const xq_in &xk,
     cudaStream_t s)
 {
+	/* (go_mma's rule for one column: 4-warp CTAs five an SM where 8
+	   warps would split a row's super-blocks unevenly) */
 	if (n_in / 256 % 8 != 0 && n_in / 256 < 32) {
 		mv_launch(matvec_xq_mma_mix_kernel<TA, TB, 1, 2, 5, XL_COLS>,
 		    grid, 4 * RS_WARP, 0, s, has_pdl_matvec(), p, n_in, xk);
