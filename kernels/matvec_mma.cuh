@@ -497,8 +497,8 @@ mma_few_cols(const mma_raw &raw, int64_t bi, int t, const uint8_t *xb,
 enum { XL_COLS, XL_BM, XL_BM_NT };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-/* the kernel's work for the CTA's part PT (H12: experiment H12 below) */
-template <int TYPE, int NT, int G, int MINB, int XL, bool H12 = false>
+/* the kernel's work for the CTA's part PT */
+template <int TYPE, int NT, int G, int MINB, int XL>
 static __device__ __forceinline__ void
 matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 {
@@ -522,8 +522,7 @@ matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 	static_assert(XL == XL_BM || NQ == 1, "x at constant strides: one "
 	    "quad");
 	static_assert(XL != XL_BM_NT || NT >= 2, "XL_BM_NT: two or more");
-	constexpr int	 W = H12 ? 6 : 8 / G;	/* warps */
-	static_assert(!H12 || (NT == 1 && G == 1), "H12: one column");
+	constexpr int	 W = 8 / G;		/* warps */
 	const int64_t	 o0 = pt.blk * MMA_ROWS;
 	const int64_t	 nb = n_in / 256;
 	const uint8_t	*__restrict__ xq = xc.p;
@@ -575,10 +574,7 @@ matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 			p[u][c][0] = p[u][c][1] = 0.0f;
 	rs_pdl_trigger();
 	/* rounds of 8 super-blocks: step s takes group w + W·s */
-	/* H12: the CTA is half blockIdx.x % 2 of its tile, groups 6h ..
-	   6h + 5 of twelve */
-	const int64_t first = H12 ? 6 * (blockIdx.x & 1) + wi : wi;
-	for (int64_t b0 = first; b0 < nb; b0 += H12 ? 12 : 8) {
+	for (int64_t b0 = wi; b0 < nb; b0 += 8) {
 #pragma unroll
 		for (int st = 0; st < G; st++) {
 			const int64_t bi = b0 + W * st;
@@ -589,7 +585,7 @@ matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 			/* launched early (mv_launch), the kernel reads x
 			   only after the wait: the first weights are on
 			   their way meanwhile */
-			if (b0 == first && st == 0)
+			if (b0 == wi && st == 0)
 				rs_pdl_wait();
 			if constexpr (FEW) {
 				mma_few_cols<TYPE, NT, BMK ? NT : 1>(raw, bi,
@@ -666,11 +662,6 @@ matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 				red[v][g][col] = p[u][c][0];
 				red[v][g + 8][col] = p[u][c][1];
 			}
-		if (H12 && wi == 0)
-			for (int v = 24 + t; v < RS_WARP; v += 4)
-				for (int col = 0; col < RC; col++)
-					red[v][g][col] = red[v][g + 8][col] =
-					    0.0f;
 		__syncthreads();
 		for (int el = threadIdx.x; el < MMA_ROWS * RC;
 		    el += blockDim.x) {
@@ -707,30 +698,6 @@ matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
 #endif
 #endif
 }
-
-#ifdef MMA_H12
-/*
- * experiment H12 (session 40; timing only, NOT the canonical order: its
- * output differs from every other kernel's, and the two halves of a tile
- * race on y): one column, a tile's super-blocks over twelve groups in two
- * CTAs of 6 warps, five an SM (64 registers), so that ffn_down's 68
- * super-blocks take 5-6 steps a warp in one wave (640 CTAs in 660
- * slots) where the engine's 8 groups take 9.  Does the shorter chain cut
- * the launch's time?  (docs/perf-log.md, session 40)
- */
-template <int TYPE>
-static __global__ void __launch_bounds__(6 * RS_WARP, 5)
-matvec_xq_mma_h12_kernel(const mv_parts parts, int64_t n_in,
-    const xq_in xc)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	matvec_xq_mma_body<TYPE, 1, 1, 5, XL_COLS, true>(mv_part_of(parts,
-	    blockIdx.x >> 1), n_in, xc);
-#else
-	(void)parts; (void)n_in; (void)xc;
-#endif
-}
-#endif
 
 /*
  * One launch for parts of two types TA and TB (a GDN layer's Q6_K qkv

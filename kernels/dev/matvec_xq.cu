@@ -130,19 +130,6 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
-#ifdef MMA_H12
-/* experiment H12 (matvec_mma.cuh): timing only, never bit-identical */
-template <int TYPE>
-static void
-launch_h12(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
-    float *y, int64_t ldy)
-{
-	mv_parts p = one_part(w, n_out, y, ldy);
-	dim3 grid(2 * mv_parts_grid(&p, MMA_ROWS));
-	matvec_xq_mma_h12_kernel<TYPE><<<grid, 6 * RS_WARP>>>(p, n_in, xq);
-}
-#endif
-
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -164,10 +151,6 @@ static const struct variant variants[] = {
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
 	M(1, 2, 6),
-#ifdef MMA_H12
-	{ "h12_timing", 1, { launch_h12<RS_TYPE_Q4_K>,
-	    launch_h12<RS_TYPE_Q5_K>, launch_h12<RS_TYPE_Q6_K> }, 0 },
-#endif
 };
 
 static int
