@@ -525,12 +525,12 @@ struct matvec_launch {
 		 * super-blocks each); mix_go does the same for the GDN
 		 * block's mixed-type launch.  Decode step -0.07 ms on an
 		 * H200, -0.05 on an H100, three rounds each (session 40);
-		 * six an SM lost 0.12 ms on the H100 (session 39).
+		 * six an SM lost 0.12 ms on the H100 (session 39).  (The
+		 * head's tall Q6_K rows take this launch below as well.)
 		 */
 		if constexpr (NT == 1) {
 			const int64_t nb = n_in / 256;
-			if (nb % 8 != 0 && nb < 32 && !(TYPE == RS_TYPE_Q6_K &&
-			    rows() > MMA_TALL_ROWS)) {
+			if (nb % 8 != 0 && nb < 32) {
 				go_mma_g<TYPE, NT, 2, 5>();
 				return;
 			}
