@@ -351,6 +351,22 @@ mv_launch(void (*k)(const mv_parts, int64_t, const xq_in), unsigned grid,
 }
 #endif
 
+/*
+ * Whether a one-column product of N_IN inputs runs on 4-warp CTAs, five
+ * an SM, two groups a warp: rows of 9-31 super-blocks that 8 warps do not
+ * split evenly (5,120 inputs: 20, taken 3, 3, 3, 3, 2, 2, 2, 2; on 4
+ * warps 5 each).  Decode step -0.07 ms on an H200, -0.05 on an H100,
+ * three rounds each (docs/perf-log.md session 40); six CTAs an SM lost
+ * 0.12 ms on the H100 (session 39).  go_mma and mix_go both ask it.
+ */
+static inline bool
+mma1_uneven(int64_t n_in)
+{
+	const int64_t nb = n_in / 256;
+
+	return (nb % 8 != 0 && nb < 32);
+}
+
 struct matvec_launch {
 	const uint8_t	*w;
 	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
@@ -518,19 +534,10 @@ struct matvec_launch {
 		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
 		 * (session 23).
 		 */
-		/*
-		 * One column on rows of 9-31 super-blocks that 8 warps do
-		 * not split evenly (5,120 inputs: 20, taken 3, 3, 3, 3, 2,
-		 * 2, 2, 2): 4-warp CTAs, five an SM, two groups a warp (5
-		 * super-blocks each); mix_go does the same for the GDN
-		 * block's mixed-type launch.  Decode step -0.07 ms on an
-		 * H200, -0.05 on an H100, three rounds each (session 40);
-		 * six an SM lost 0.12 ms on the H100 (session 39).  (The
-		 * head's tall Q6_K rows take this launch below as well.)
-		 */
+		/* (mma1_uneven; the head's tall Q6_K rows take the same
+		   launch below) */
 		if constexpr (NT == 1) {
-			const int64_t nb = n_in / 256;
-			if (nb % 8 != 0 && nb < 32) {
+			if (mma1_uneven(n_in)) {
 				go_mma_g<TYPE, NT, 2, 5>();
 				return;
 			}
@@ -766,9 +773,7 @@ static void
 mix_go(const mv_parts &p, unsigned grid, int64_t n_in, const xq_in &xk,
     cudaStream_t s)
 {
-	/* (go_mma's rule for one column: 4-warp CTAs five an SM where 8
-	   warps would split a row's super-blocks unevenly) */
-	if (n_in / 256 % 8 != 0 && n_in / 256 < 32) {
+	if (mma1_uneven(n_in)) {
 		mv_launch(matvec_xq_mma_mix_kernel<TA, TB, 1, 2, 5, XL_COLS>,
 		    grid, 4 * RS_WARP, 0, s, has_pdl_matvec(), p, n_in, xk);
 		return;
