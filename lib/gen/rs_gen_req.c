@@ -578,12 +578,14 @@ parse_unsupported(const struct rs_json *body, struct rs_gen_error *ge)
 	if (count != 1)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "n",
 		    "n: %lld; only n = 1 is supported", (long long)count));
-	if (rf != NULL && (rs_json_as_str(rs_json_get(rf, "type"), &s, &n) !=
-	    0 || strcmp(s, "text") != 0))
+	if (rf != NULL && rs_json_as_str(rs_json_get(rf, "type"), &s, &n) != 0)
+		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "response_format",
+		    "response_format: must be an object with a string 'type' "
+		    "(only \"text\" is supported by this server)"));
+	if (rf != NULL && strcmp(s, "text") != 0)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "response_format",
 		    "response_format type '%.40s' is not supported by this "
-		    "server", rs_json_as_str(rs_json_get(rf, "type"), &s,
-		    &n) == 0 ? s : "?"));
+		    "server", s));
 	if (rs_gen_field(body, "functions") != NULL ||
 	    rs_gen_field(body, "function_call") != NULL)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "functions",

@@ -235,6 +235,14 @@ class Suite:
                  post(chat, {"messages": MSG, "tools": tools, "max_tokens": 1}), {200, 400},
                  envelope=False, timeout=60)
         self.one("n = 2", "n: 2", post(chat, {"messages": MSG, "n": 2}), {400})
+        # null is unset: a chat request without messages, not a raw prompt
+        # that skips the chat template
+        self.one("messages null, prompt", "messages: null beside a prompt",
+                 post(chat, {"messages": None, "prompt": "<|im_start|>",
+                             "max_tokens": 1}), {400})
+        self.one("prompt null, tokens", "/v1/completions, prompt: null, tokens",
+                 post("/v1/completions", {"prompt": None, "tokens": [1, 2],
+                                          "max_tokens": 1}), {400})
         self.one("unknown tool_choice name", "tool_choice names no tool",
                  post(chat, {"messages": MSG, "tools": tools[:1], "tool_choice": {
                      "type": "function", "function": {"name": "nope"}}}), {400})
@@ -262,6 +270,20 @@ class Suite:
         self.one("bad Content-Length", "Content-Length: 12abc",
                  b"POST /v1/chat/completions HTTP/1.1\r\n" + h +
                  b"Content-Length: 12abc\r\n\r\n{}", {400, 411})
+        # RFC 9112 §6.3: two fields, or a list, frame nothing safely
+        # behind a proxy that reads the other one (smuggling)
+        ok = json.dumps({"messages": MSG, "max_tokens": 1}).encode()
+        self.one("two Content-Lengths", "a valid body's length, then +50",
+                 b"POST /v1/chat/completions HTTP/1.1\r\n" + h +
+                 b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(ok), len(ok) + 50, ok), {400}, timeout=30)
+        self.one("Content-Length list", "Content-Length: N, N",
+                 b"POST /v1/chat/completions HTTP/1.1\r\n" + h +
+                 b"Content-Length: %d, %d\r\n\r\n%s" % (len(ok), len(ok), ok),
+                 {400}, timeout=30)
+        self.one("100 KB target", "a 100 KB query string",
+                 b"GET /health?" + b"a" * 100000 + b" HTTP/1.1\r\n" + h + b"\r\n",
+                 {414})
         self.one("100 KB header", "one 100 KB header field",
                  b"GET /health HTTP/1.1\r\n" + h + b"X-Big: " + b"a" * 100000 + b"\r\n\r\n",
                  {431, 400})

@@ -743,21 +743,39 @@ header_find(const char *h, size_t n, const char *key)
 	return (NULL);
 }
 
-/* The Content-Length value in the header block H (N bytes), or -1. */
+/* content_length(): a Content-Length that frames nothing safely */
+#define CL_BAD	(-2)
+
+/*
+ * The Content-Length value in the header block H (N bytes): -1 when there
+ * is none, CL_BAD when the field is not one run of digits (blanks around
+ * it allowed) or appears twice.  RFC 9112 §6.3 makes either a 400: a
+ * proxy in front that frames the body by another field, or by a list
+ * "5, 50", would see other request boundaries than we do (request
+ * smuggling), so none of them is read at all.
+ */
 static int64_t
 content_length(const char *h, size_t n)
 {
 	const char	*p, *end = h + n;
 	int64_t		 v;
 
-	if ((p = header_find(h, n, "\ncontent-length:")) == NULL ||
-	    p == end || !isdigit((unsigned char)*p))
+	if ((p = header_find(h, n, "\ncontent-length:")) == NULL)
 		return (-1);
+	if (p == end || !isdigit((unsigned char)*p))
+		return (CL_BAD);
 	for (v = 0; p < end && isdigit((unsigned char)*p); p++) {
 		if (v > (INT64_MAX - 9) / 10)
-			return (INT64_MAX);
-		v = v * 10 + (*p - '0');
+			v = INT64_MAX;
+		else
+			v = v * 10 + (*p - '0');
 	}
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	if (p < end && *p != '\n')
+		return (CL_BAD);
+	if (header_find(p, (size_t)(end - p), "\ncontent-length:") != NULL)
+		return (CL_BAD);
 	return (v);
 }
 
@@ -957,7 +975,12 @@ serve_header_recv(struct netbuf *nb)
 	    eoh = memmem(h, nb->s_off, "\n\n", 2)) == NULL) {
 		/* a full buffer without the end: Kore would read 0 bytes into
 		   it, take that for the end of the connection and reset it */
-		if (nb->s_off >= nb->b_len) {
+		if (nb->s_off >= nb->b_len &&
+		    memchr(h, '\n', nb->s_off) == NULL)
+			/* not even the request line: its target (§9 of the
+			   man page: 414) */
+			refuse(c, nb, 414, NULL, kore_error_msg(414));
+		else if (nb->s_off >= nb->b_len) {
 			(void)snprintf(msg, sizeof(msg), "request header "
 			    "fields too large: at most %u bytes",
 			    (unsigned)http_header_max);
@@ -970,6 +993,9 @@ serve_header_recv(struct netbuf *nb)
 	if (header_find(h, n, "\ntransfer-encoding:") != NULL)
 		refuse(c, nb, 400, "Bad Request", "Transfer-Encoding is not "
 		    "supported: send the body with Content-Length alone");
+	else if (len == CL_BAD)
+		refuse(c, nb, 400, "Bad Request", "Content-Length must be one "
+		    "field of decimal digits");
 	else if (len < 0 && expects_body(h, n))
 		refuse(c, nb, 411, "Length Required", "a request body needs a "
 		    "valid Content-Length header");

@@ -90,6 +90,19 @@ get_bool(const struct rs_json *obj, const char *key, int *v)
 }
 
 /*
+ * Whether BODY sets KEY: present and not null.  A null field is unset, as
+ * OpenAI and rs_gen_req_parse read it, so "messages": null beside a prompt
+ * must not pass for a chat request (it would skip the chat template).
+ */
+static int
+given(const struct rs_json *b, const char *key)
+{
+	const struct rs_json *v = rs_json_get(b, key);
+
+	return (v != NULL && rs_json_kind(v) != RS_JSON_NULL);
+}
+
+/*
  * The fields only the endpoint reads: stream and stream_options (§4.3;
  * include_usage is ignored without stream, §6 row 32), the input that
  * each endpoint takes (§4.1), and for text completions echo, suffix and
@@ -120,17 +133,17 @@ endpoint_fields(struct serve_job *job, const struct rs_json *b)
 	}
 	job->include_usage = job->include_usage && job->stream;
 	if (job->api == SERVE_CHAT) {
-		if (rs_json_get(b, "messages") == NULL) {
+		if (!given(b, "messages")) {
 			bad(job, "messages", "'messages' is required");
 			return (-1);
 		}
 		return (0);
 	}
-	if (rs_json_get(b, "prompt") == NULL) {
+	if (!given(b, "prompt")) {
 		bad(job, "prompt", "'prompt' is required");
 		return (-1);
 	}
-	if (rs_json_get(b, "messages") != NULL) {
+	if (given(b, "messages")) {
 		bad(job, "messages", "'messages' belongs to "
 		    "/v1/chat/completions");
 		return (-1);
@@ -262,8 +275,7 @@ generation(struct serve_job *job, const struct rs_json *body, double t0)
 	char			 id[RS_OAI_ID_MAX];
 	enum rs_oai_api		 api;
 
-	if (job->api == SERVE_TEMPLATE &&
-	    rs_json_get(body, "messages") == NULL) {
+	if (job->api == SERVE_TEMPLATE && !given(body, "messages")) {
 		bad(job, "messages", "'messages' is required");
 		return;
 	}
