@@ -1144,6 +1144,36 @@ def test_protocol_errors_enveloped(server):
     assert http(server.url + "/health")[0] == 200
 
 
+def test_expect_continue(server):
+    """Expect: 100-continue (curl sends it for bodies over 1 MiB and then
+    waits a second) is answered with 100 Continue before the body, by
+    HTTP/1.1 only; the final response follows the body as usual."""
+    body = json.dumps({"messages": MSG, "max_tokens": 1}).encode()
+    for ver, want in ((b"HTTP/1.1", True), (b"HTTP/1.0", False)):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=2)
+        try:
+            s.sendall(b"POST /v1/chat/completions %s\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                      b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                      % (ver, len(body)))
+            try:
+                first = s.recv(64)
+            except socket.timeout:
+                first = b""
+            assert (first == b"HTTP/1.1 100 Continue\r\n\r\n") == want, first
+            s.settimeout(60)
+            s.sendall(body)
+            got = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            assert got.startswith(b"HTTP/1.") and got[9:12] == b"200", got[:80]
+        finally:
+            s.close()
+
+
 def test_cors(server):
     st, h, _ = http(server.url + "/v1/chat/completions", "OPTIONS", None,
                     {"Origin": "http://localhost:5173",

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -888,6 +889,24 @@ queued_status(struct connection *c)
 }
 
 /*
+ * Does the header block H (N bytes) ask "Expect: 100-continue" of HTTP/1.1?
+ * (A 1.0 client is never sent an interim response, RFC 9110 §15.2.)
+ */
+static int
+asks_continue(const char *h, size_t n)
+{
+	const char	*eol = memchr(h, '\n', n), *p;
+
+	if (eol == NULL || eol - h < 9 || (strncmp(eol - 8, "HTTP/1.1", 8) !=
+	    0 && strncmp(eol - 9, "HTTP/1.1\r", 9) != 0))
+		return (0);
+	if ((p = header_find(h, n, "\nexpect:")) == NULL ||
+	    (size_t)(h + n - p) < 12)
+		return (0);
+	return (strncasecmp(p, "100-continue", 12) == 0);
+}
+
+/*
  * Hand the header block (HLEN bytes, a body of CLEN behind it) to Kore's
  * http_header_recv(), with two amendments:
  *
@@ -900,7 +919,11 @@ queued_status(struct connection *c)
  *   - Kore refuses a malformed request (400, 414, 505, 503 at its request
  *     limit...) with an empty body.  Its writes are held while it parses
  *     (the write flag is off), and a refusal it queued is replaced by the
- *     same status with the OpenAI error envelope.
+ *     same status with the OpenAI error envelope;
+ *   - Kore does not answer "Expect: 100-continue", so a client that asks
+ *     it (curl, for bodies over 1 MiB) waits a second before it sends the
+ *     body anyway: once Kore has taken the request and waits for the
+ *     body, "100 Continue" goes out (RFC 9110 §10.1.1).
  */
 static int
 kore_header(struct connection *c, struct netbuf *nb, size_t hlen,
@@ -910,10 +933,13 @@ kore_header(struct connection *c, struct netbuf *nb, size_t hlen,
 	struct http_header	*hdr;
 	struct netbuf		*q;
 	size_t			 want = hlen + (size_t)(clen > 0 ? clen : 0);
-	int			 pipelined = 0, hold, w, rc, code;
+	int			 pipelined = 0, hold, w, rc, code, cont;
 
 	TAILQ_FOREACH(req, &c->http_requests, olist)
 		last = req;
+	/* (before Kore takes the buffer: the body still to come, asked) */
+	cont = clen > 0 && nb->s_off < want && asks_continue((const char *)
+	    nb->buf, hlen);
 	if (nb->s_off > want) {
 		pipelined = 1;
 		nb->s_off = want;
@@ -938,6 +964,15 @@ kore_header(struct connection *c, struct netbuf *nb, size_t hlen,
 	TAILQ_FOREACH(req, &c->http_requests, olist)
 		if (TAILQ_NEXT(req, olist) == NULL)
 			break;
+	if (cont && rc == KORE_RESULT_OK && req != NULL && req != last &&
+	    (req->flags & HTTP_REQUEST_EXPECT_BODY) &&
+	    !(req->flags & HTTP_REQUEST_COMPLETE)) {
+		static const char go_on[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+		net_send_queue(c, go_on, sizeof(go_on) - 1);
+		if (!net_send_flush(c))
+			kore_connection_disconnect(c);
+	}
 	if (pipelined && req != NULL && req != last) {
 		static char conn[] = "connection", close[] = "close";
 
