@@ -17,6 +17,7 @@
 
 #include "rs_gguf.h"
 #include "rs_json.h"
+#include "rs_nfc.h"
 #include "rs_pretok.h"
 #include "rs_tok.h"
 #include "rs_utf8.h"
@@ -845,6 +846,120 @@ START_TEST(speed)
 }
 END_TEST
 
+/* ---- NFC in linear time (rs_nfc.h) ---- */
+
+#ifdef SANITIZED
+#define MAX_NFC_S	20.0
+#else
+#define MAX_NFC_S	2.0	/* ~0.05 s here; utf8proc_map: minutes */
+#endif
+
+/*
+ * A random valid UTF-8 string of up to 64 pieces into BUF (room 2,048):
+ * starters that compose (Latin, Greek, Hangul L / V / T jamo and
+ * syllables), runs of 1-24 marks drawn from classes 1..240 (and the Tibetan
+ * vowels and U+0344 that decompose into marks), where canonical ordering
+ * has the most to do.
+ */
+static size_t
+rnd_marks(uint64_t *s, char *buf)
+{
+	static const uint32_t starters[] = {
+		'a', 'e', 'o', 'u', 'A', 0x3b1, 0x3c9, 0x1100, 0x1161, 0x11a8,
+		0xac00, 0x0b47, 0x0b3e, 0x1e69, 0x212b, 0x0f40,
+	};
+	static const uint32_t marks[] = {
+		0x0301, 0x0300, 0x0316, 0x0323, 0x0334, 0x0345, 0x0308, 0x0327,
+		0x05b0, 0x05bc, 0x0f71, 0x0f72, 0x0f74, 0x0f73, 0x0f75, 0x0344,
+		0x302a, 0x0e48, 0x1dce, 0x0338,
+	};
+	size_t	n = 0, pieces = rnd(s) % 65;
+
+	for (size_t i = 0; i < pieces; i++) {
+		if (rnd(s) % 3 == 0) {
+			n += (size_t)rs_utf8_put(starters[rnd(s) % (sizeof(
+			    starters) / sizeof(starters[0]))], buf + n);
+			continue;
+		}
+		for (size_t k = 1 + rnd(s) % 24; k > 0; k--)
+			n += (size_t)rs_utf8_put(marks[rnd(s) % (sizeof(marks) /
+			    sizeof(marks[0]))], buf + n);
+	}
+	buf[n] = '\0';
+	return (n);
+}
+
+/* rs_nfc_map(S) == utf8proc_map(S, NFC): the same bytes. */
+static void
+assert_nfc_as_utf8proc(const char *s, size_t n, size_t k)
+{
+	utf8proc_uint8_t *want;
+	uint8_t		 *got;
+	utf8proc_ssize_t  wn;
+	long		  gn;
+
+	wn = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n,
+	    &want, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+	gn = rs_nfc_map(s, n, &got);
+	ck_assert_msg(wn >= 0 && gn == (long)wn && memcmp(got, want,
+	    (size_t)wn) == 0, "string %zu: rs_nfc_map differs from "
+	    "utf8proc_map (%ld against %ld bytes)", k, gn, (long)wn);
+	free(want);
+	free(got);
+}
+
+START_TEST(nfc_linear)
+{
+	enum { RUN = 200000 };
+	uint64_t	 seed = 0x0ccc2026ULL;
+	char		 buf[2048 * 4];
+	char		*big = malloc(1 + 4 * (size_t)RUN), *want;
+	uint8_t		*got;
+	size_t		 n = 0, wn = 0;
+	long		 gn;
+	double		 c;
+
+	/* the same bytes as utf8proc on runs of marks of every kind */
+	for (size_t i = 0; i < 3000; i++) {
+		n = rnd_marks(&seed, buf);
+		assert_nfc_as_utf8proc(buf, n, i);
+	}
+	/*
+	 * "a", then RUN marks of classes 230 (U+0301) and 220 (U+0316) in
+	 * turn, which swapping neighbours sorts in time RUN^2.  By the
+	 * rules: the 220s first (stable), then the 230s; the first 230 is
+	 * not blocked (220 < 230) and composes with "a" into U+00E1.
+	 */
+	ck_assert(big != NULL && (want = malloc(4 * (size_t)RUN)) != NULL);
+	n = 0;
+	big[n++] = 'a';
+	for (int i = 0; i < RUN / 2; i++) {
+		n += (size_t)rs_utf8_put(0x0301, big + n);
+		n += (size_t)rs_utf8_put(0x0316, big + n);
+	}
+	wn += (size_t)rs_utf8_put(0xe1, want + wn);
+	for (int i = 0; i < RUN / 2; i++)
+		wn += (size_t)rs_utf8_put(0x0316, want + wn);
+	for (int i = 1; i < RUN / 2; i++)
+		wn += (size_t)rs_utf8_put(0x0301, want + wn);
+	c = cpu_s();
+	gn = rs_nfc_map(big, n, &got);
+	c = cpu_s() - c;
+	ck_assert_msg(gn == (long)wn && memcmp(got, want, wn) == 0,
+	    "a run of %d alternating marks: not in canonical order", RUN);
+	ck_assert_msg(c <= MAX_NFC_S, "NFC of %d alternating marks: %.2f s",
+	    RUN, c);
+	printf("tok: NFC same as utf8proc on 3000 random runs of marks; %d "
+	    "alternating marks in %.3f s cpu\n", RUN, c);
+	/* a shorter run (2,000 pairs of 2-byte marks) against utf8proc
+	   itself, which is quadratic */
+	assert_nfc_as_utf8proc(big, 1 + 2000 * 4, 0);
+	free(got);
+	free(want);
+	free(big);
+}
+END_TEST
+
 Suite *
 tok_suite(void)
 {
@@ -896,6 +1011,11 @@ tok_suite(void)
 	tc = tcase_create("speed");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, speed);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("nfc");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, nfc_linear);
 	suite_add_tcase(s, tc);
 
 	return (s);

@@ -23,6 +23,7 @@
 
 #include <utf8proc.h>
 
+#include "rs_nfc.h"
 #include "rs_tok_impl.h"
 #include "rs_utf8.h"
 
@@ -275,7 +276,7 @@ next_non_ascii(const char *s, size_t i, size_t n)
  * ASCII character: those are starters that never compose with what
  * precedes them.  So only each maximal run of non-ASCII code points,
  * together with the ASCII character before it (which may compose with a
- * following mark: "e" U+0301), goes through utf8proc.  Text is copied into
+ * following mark: "e" U+0301), goes through rs_nfc_map.  Text is copied into
  * B only from the first run that changes: code and English text, NFC
  * already, cost one scan eight bytes at a time and no copy (the split then
  * reads the caller's bytes, still in cache).
@@ -284,8 +285,8 @@ static enum rs_status
 nfc(const char *s, size_t n, struct bytes *b, const char **out, size_t *on,
     struct rs_err *err)
 {
-	utf8proc_uint8_t *m;
-	utf8proc_ssize_t  k;
+	uint8_t		 *m;
+	long		  k;
 	size_t		  p = 0, i = 0, a, z;
 	int		  changed = 0;
 
@@ -294,13 +295,10 @@ nfc(const char *s, size_t n, struct bytes *b, const char **out, size_t *on,
 		a = z > p ? z - 1 : z;
 		for (; z < n && (unsigned char)s[z] >= 0x80; z++)
 			continue;
-		k = utf8proc_map((const utf8proc_uint8_t *)s + a,
-		    (utf8proc_ssize_t)(z - a), &m,
-		    UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-		if (k < 0)
+		if ((k = rs_nfc_map(s + a, z - a, &m)) < 0)
 			return (rs_errf(err, k == UTF8PROC_ERROR_NOMEM ?
 			    RS_ERR_NOMEM : RS_ERR_LIMIT, "tokenizer: NFC: %s",
-			    utf8proc_errmsg(k)));
+			    utf8proc_errmsg((utf8proc_ssize_t)k)));
 		p = z;
 		if ((size_t)k == z - a && memcmp(m, s + a, z - a) == 0) {
 			free(m);
