@@ -14,6 +14,7 @@
 #include "rs_gguf.h"
 #include "rs_gguf_write.h"
 #include "rs_model.h"
+#include "rs_time.h"
 #include "rs_types.h"
 #include "t_util.h"
 
@@ -239,6 +240,95 @@ START_TEST(duplicate_names)
 }
 END_TEST
 
+/*
+ * A file of N u8 keys "k<i>" and N one-value F32 tensors "t<i>" (in a
+ * shuffled order, so that sorting has work to do) into *LEN bytes; DUP:
+ * key and tensor N - 1 repeat the names of the first ones.
+ */
+static unsigned char *
+many_names(int n, int dup, size_t *len)
+{
+	size_t		 cap = 64 + (size_t)n * 64 + 32 + (size_t)n * 4, at = 0;
+	unsigned char	*b = calloc(1, cap);
+	char		 name[32];
+	uint32_t	 u32;
+	uint64_t	 u64;
+
+#define PUT(p, k)	(memcpy(b + at, (p), (k)), at += (k))
+	ck_assert(b != NULL);
+	PUT("GGUF", 4);
+	u32 = 3;
+	PUT(&u32, 4);
+	u64 = (uint64_t)n;
+	PUT(&u64, 8);
+	PUT(&u64, 8);
+	for (int i = 0; i < n; i++) {
+		const int k = dup && i == n - 1 ? 0 : (int)((i * 7919L) % n);
+
+		u64 = (uint64_t)snprintf(name, sizeof(name), "k%d", k);
+		PUT(&u64, 8);
+		PUT(name, u64);
+		u32 = 0;		/* u8 */
+		PUT(&u32, 4);
+		PUT("", 1);
+	}
+	for (int i = 0; i < n; i++) {
+		const int k = dup && i == n - 1 ? 0 : (int)((i * 7919L) % n);
+
+		u64 = (uint64_t)snprintf(name, sizeof(name), "t%d", k);
+		PUT(&u64, 8);
+		PUT(name, u64);
+		u32 = 1;		/* n_dims */
+		PUT(&u32, 4);
+		u64 = 1;
+		PUT(&u64, 8);
+		u32 = 0;		/* F32 */
+		PUT(&u32, 4);
+		u64 = (uint64_t)i * 32;	/* each at its own aligned offset */
+		PUT(&u64, 8);
+	}
+#undef PUT
+	*len = (at + 31) / 32 * 32 + (size_t)n * 32;
+	b = realloc(b, *len);
+	ck_assert(b != NULL);
+	memset(b + at, 0, *len - at);
+	return (b);
+}
+
+/*
+ * 200,000 keys and tensors open in well under a second (a scan per name
+ * for duplicates and lookups took 36 s), and a repeated name among them
+ * is still found.
+ */
+START_TEST(many_names_fast)
+{
+	const int	 n = 200000;
+	struct rs_gguf	*g = NULL;
+	struct rs_err	 err = { 0 };
+	unsigned char	*buf;
+	size_t		 len;
+	double		 t0, t;
+
+	buf = many_names(n, 0, &len);
+	t0 = rs_time_ms();
+	ck_assert_msg(rs_gguf_open_mem(&g, buf, len, &err) == RS_OK, "%s",
+	    err.msg);
+	ck_assert(rs_gguf_find_kv(g, "k199999") != NULL);
+	ck_assert(rs_gguf_find_kv(g, "k200000") == NULL);
+	ck_assert(rs_gguf_find_tensor(g, "t123456") != NULL);
+	ck_assert(rs_gguf_find_tensor(g, "t-1") == NULL);
+	t = (rs_time_ms() - t0) / 1e3;
+	rs_gguf_close(g);
+	free(buf);
+	ck_assert_msg(t < 5.0, "opening %d keys and tensors took %.2f s", n,
+	    t);
+	printf("gguf: %d keys and %d tensors opened in %.3f s\n", n, n, t);
+	buf = many_names(n, 1, &len);
+	expect_fail(buf, len, RS_ERR_FORMAT, "duplicate key 'k0'");
+	free(buf);
+}
+END_TEST
+
 /* rs-inspect --check: the three damaged copies fail with exit 1. */
 START_TEST(inspect_check)
 {
@@ -442,6 +532,7 @@ gguf_suite(void)
 	tcase_add_test(tc, huge_array);
 	tcase_add_test(tc, bad_tensor_info);
 	tcase_add_test(tc, duplicate_names);
+	tcase_add_test(tc, many_names_fast);
 	tcase_add_test(tc, inspect_check);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("escape");
