@@ -5,6 +5,7 @@
  * are the UTF-8 of the code points the escapes name (RFC 8259 §7,
  * Unicode's UTF-16 and UTF-8 definitions).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
@@ -133,6 +134,36 @@ START_TEST(nul_byte)
 }
 END_TEST
 
+/*
+ * What is printed escapes DEL and the C1 controls (redshift(7): a CSI,
+ * U+009B, must not reach a terminal raw) in jansson's form for the C0
+ * ones (upper-case hex) and keeps every other character as it is, U+00A0
+ * (C2 A0, the first code point past C1) and U+0100 (C4 80) included; the
+ * text parses back to the same value.
+ */
+START_TEST(c1_escaped)
+{
+	static const char val[] = "a\x7f" "b\xc2\x80\xc2\x9b" "c\xc2\x9f"
+	    "\xc2\xa0\xc4\x80\x1b" "d";
+	static const char want[] = "\"a\\u007Fb\\u0080\\u009Bc\\u009F"
+	    "\xc2\xa0\xc4\x80\\u001Bd\"";
+	struct rs_json	*j = rs_json_str(val), *back = NULL;
+	struct rs_err	 err = { 0 };
+	const char	*s;
+	size_t		 n;
+	char		*out;
+
+	ck_assert(j != NULL && (out = rs_json_dumps(j)) != NULL);
+	ck_assert_msg(strcmp(out, want) == 0, "printed %s", out);
+	ck_assert(rs_json_parse(out, strlen(out), &back, &err) == RS_OK);
+	ck_assert(rs_json_as_str(back, &s, &n) == 0 && n == strlen(val) &&
+	    memcmp(s, val, n) == 0);
+	free(out);
+	rs_json_free(back);
+	rs_json_free(j);
+}
+END_TEST
+
 Suite *
 json_suite(void)
 {
@@ -146,6 +177,9 @@ json_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("errors");
 	tcase_add_test(tc, nul_byte);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("print");
+	tcase_add_test(tc, c1_escaped);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -250,19 +250,68 @@ rs_json_push(struct rs_json *arr, struct rs_json *val)
 
 #define DUMP_FLAGS	(JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9))
 
+/*
+ * Jansson escapes only the C0 controls; DEL and the C1 controls (U+0080 ..
+ * U+009F: CSI, U+009B, drives a terminal like ESC [) go out raw, where
+ * redshift(7) promises every printed string escaped.  In JSON text those
+ * bytes occur only inside strings (0x7F, and C2 80 .. C2 9F, the only
+ * encodings of U+0080 .. U+009F, where C2 is always a lead byte), so
+ * rewriting them as \u007F and \u0080 .. \u009F (jansson's upper-case
+ * hex) keeps every value.  S (from json_dumps) is freed; NULL when out of
+ * memory.
+ */
+static char *
+escape_c1(char *s)
+{
+	size_t	 n = 0, extra = 0, o = 0;
+	char	*t;
+
+	if (s == NULL)
+		return (NULL);
+	for (; s[n] != '\0'; n++)
+		if ((unsigned char)s[n] == 0x7F)
+			extra += 5;
+		else if ((unsigned char)s[n] == 0xC2 &&
+		    (unsigned char)s[n + 1] >= 0x80 &&
+		    (unsigned char)s[n + 1] <= 0x9F)
+			extra += 4;
+	if (extra == 0)
+		return (s);
+	if ((t = malloc(n + extra + 1)) == NULL) {
+		free(s);
+		return (NULL);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const unsigned char c = (unsigned char)s[i];
+
+		if (c == 0x7F || (c == 0xC2 && (unsigned char)s[i + 1] >=
+		    0x80 && (unsigned char)s[i + 1] <= 0x9F)) {
+			o += (size_t)sprintf(t + o, "\\u%04X", c == 0x7F ?
+			    0x7F : (unsigned char)s[++i]);
+			continue;
+		}
+		t[o++] = (char)c;
+	}
+	t[o] = '\0';
+	free(s);
+	return (t);
+}
+
 char *
 rs_json_dumps(const struct rs_json *j)
 {
-	return (json_dumps(J(j), DUMP_FLAGS));
+	return (escape_c1(json_dumps(J(j), DUMP_FLAGS)));
 }
 
 int
 rs_json_write_line(const struct rs_json *j, FILE *fp)
 {
-	if (json_dumpf(J(j), fp, DUMP_FLAGS) != 0 || fputc('\n', fp) == EOF ||
-	    fflush(fp) != 0)
-		return (-1);
-	return (0);
+	char	*s = rs_json_dumps(j);
+	int	 bad = s == NULL || fputs(s, fp) == EOF || fputc('\n', fp) ==
+	    EOF || fflush(fp) != 0;
+
+	free(s);
+	return (bad ? -1 : 0);
 }
 
 enum rs_json_kind
