@@ -18,6 +18,7 @@
 #include "rs_json.h"
 #include "rs_model.h"
 #include "rs_scan.h"
+#include "rs_tok.h"
 #include "rs_types.h"
 
 #define USAGE	"rs-inspect [-cjt] [--max-array N] [-m MODEL] [MODEL ...]"
@@ -38,9 +39,9 @@ usage_full(void)
 	    "  -t, --tensors        list every tensor (name, type, shape, offset, bytes)\n"
 	    "  -j, --json           JSON lines: one object per key, per tensor, a summary\n"
 	    "      --max-array N    with --json, print at most N array elements (default 64; 0 = all)\n"
-	    "  -c, --check          validate only, values included (no NaN or Inf in\n"
-	    "                       float tensors or block scales); exit 0 if valid,\n"
-	    "                       1 if not\n"
+	    "  -c, --check          validate only, the vocabulary and values included\n"
+	    "                       (no NaN or Inf in float tensors or block scales);\n"
+	    "                       exit 0 if valid, 1 if not\n"
 	    "  -h, --help           show this help and exit\n"
 	    "      --version        show version and build configuration\n\n"
 	    "Exit status: 0 success, 1 a file failed --check, 2 error.\n", USAGE);
@@ -342,7 +343,7 @@ print_json(const char *path, const struct rs_gguf *g,
 /* ---- main ---- */
 
 /*
- * --check's second half: every float tensor and every quantized block's
+ * --check's last part: every float tensor and every quantized block's
  * scales finite (rs_scan.h), with progress by bytes on a terminal since a
  * 27B file takes a while to read.
  */
@@ -369,6 +370,27 @@ check_values(const char *path, const struct rs_gguf *g)
 	return (RS_EXIT_OK);
 }
 
+/*
+ * --check: the vocabulary as the commands that tokenize load it (ids of
+ * the special tokens inside it, merges, token types, token texts), so
+ * that a file --check passes is not refused by rs-tokenize or rs-serve.
+ */
+static int
+check_tokenizer(const char *path, const struct rs_gguf *g)
+{
+	struct rs_err	 err = { 0 };
+	struct rs_tok	*tok = NULL;
+
+	if (rs_gguf_find_kv(g, "tokenizer.ggml.model") == NULL)
+		return (RS_EXIT_OK);
+	if (rs_tok_new(&tok, g, RS_TOK_NORM_DEFAULT, &err) != RS_OK) {
+		rs_cli_warn("%s: %s", path, err.msg);
+		return (RS_EXIT_FAIL);
+	}
+	rs_tok_free(tok);
+	return (RS_EXIT_OK);
+}
+
 /* Inspect one file; returns its exit code. */
 static int
 inspect(const char *path, const struct opts *o)
@@ -388,7 +410,9 @@ inspect(const char *path, const struct opts *o)
 			rs_cli_warn("%s: %s", path, merr.msg);
 			return (RS_EXIT_FAIL);
 		}
-		rc = check_values(path, m->gguf);
+		rc = check_tokenizer(path, m->gguf);
+		if (rc == RS_EXIT_OK)
+			rc = check_values(path, m->gguf);
 		rs_model_close(m);
 		return (rc);
 	}

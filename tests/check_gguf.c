@@ -378,6 +378,35 @@ START_TEST(inspect_check)
 	ck_assert_msg(strstr(out, "tokenizer.ggml.merges") != NULL, "%s", out);
 	free(out);
 	free(buf);
+
+	/* what rs-tokenize would refuse, --check refuses: an end-of-text
+	   id past the vocabulary (key, u32 type, u32 value) */
+	buf = load_tiny(&n);
+	at = find_gguf_str(buf, n, "tokenizer.ggml.eos_token_id") + 8 + 27 +
+	    4;
+	v = 1 << 20;
+	memcpy(buf + at, &v, 4);
+	snprintf(path, sizeof(path), "%s/eos.gguf", dir);
+	t_write_file(path, buf, n);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), 1);
+	ck_assert_msg(strstr(out, "eos_token_id") != NULL, "%s", out);
+	free(out);
+	free(buf);
+
+	/* a context of 0, which every command's default refused */
+	buf = load_tiny(&n);
+	at = find_gguf_str(buf, n, "qwen35.context_length") + 8 + 21 + 4;
+	memset(buf + at, 0, 4);
+	snprintf(path, sizeof(path), "%s/ctx0.gguf", dir);
+	t_write_file(path, buf, n);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), 1);
+	ck_assert_msg(strstr(out, "context_length is 0") != NULL, "%s", out);
+	free(out);
+	free(buf);
 }
 END_TEST
 

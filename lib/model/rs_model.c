@@ -183,6 +183,8 @@ check_hparams(const struct rs_hparams *hp, struct rs_err *err)
 	    hp->n_nextn, hp->n_layer_all);
 	REQUIRE(hp->n_layer_all <= 4096, "block_count %u is implausible",
 	    hp->n_layer_all);
+	/* (the tools' default context: 0 left every one of them refusing) */
+	REQUIRE(hp->n_ctx_train > 0, "context_length is 0");
 	REQUIRE(hp->n_embd > 0 && hp->n_embd <= 65536,
 	    "embedding_length %u is outside [1, 65536]", hp->n_embd);
 	REQUIRE(hp->n_ff > 0 && hp->n_ff <= 1 << 20,
