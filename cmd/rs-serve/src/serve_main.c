@@ -908,7 +908,7 @@ asks_continue(const char *h, size_t n)
 
 /*
  * Hand the header block (HLEN bytes, a body of CLEN behind it) to Kore's
- * http_header_recv(), with two amendments:
+ * http_header_recv(), with three amendments:
  *
  *   - pipelining: Kore takes the receive buffer with the request and
  *     would lose a second request read with the first (or, behind a body,
@@ -1012,8 +1012,8 @@ serve_header_recv(struct netbuf *nb)
 		   it, take that for the end of the connection and reset it */
 		if (nb->s_off >= nb->b_len &&
 		    memchr(h, '\n', nb->s_off) == NULL)
-			/* not even the request line: its target (§9 of the
-			   man page: 414) */
+			/* not even the request line: its target is too
+			   long (414, as the man page says) */
 			refuse(c, nb, 414, NULL, kore_error_msg(414));
 		else if (nb->s_off >= nb->b_len) {
 			(void)snprintf(msg, sizeof(msg), "request header "
