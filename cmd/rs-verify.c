@@ -109,8 +109,9 @@ help(void)
 	    "  -b, --batch-size N      tokens per forward chunk (default 64 on the "
 	    "CPU,\n"
 	    "                          256 on the GPU)\n"
-	    "  -q, --quiet             no timings, warnings or progress on "
-	    "stderr\n"
+	    "  -q, --quiet             no timings, warnings, error lines or "
+	    "progress on\n"
+	    "                          stderr\n"
 	    "  -h, --help              this help\n"
 	    "      --version           version and build configuration\n"
 	    "\n"
@@ -381,7 +382,9 @@ parse_json_record(const char *line, size_t len, int32_t def_prefix,
 		}
 		rec->tokens[i] = (int32_t)v;
 	}
-	if ((pj = rs_json_get(j, "prefix")) != NULL) {
+	/* (null is unset, as in every command's requests) */
+	if ((pj = rs_json_get(j, "prefix")) != NULL &&
+	    rs_json_kind(pj) != RS_JSON_NULL) {
 		if (rs_json_as_int(pj, &v) != 0 || v < 1 || v > INT32_MAX) {
 			rs_json_free(j);
 			snprintf(msg, msgsz,

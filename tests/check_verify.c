@@ -429,15 +429,16 @@ START_TEST(huge_line)
 END_TEST
 
 /* A bad JSON line without .npy outputs: an error object in its place,
- * the other records still run, exit 1. */
+ * the other records still run, exit 1.  A null prefix is unset. */
 START_TEST(bad_record_exit1)
 {
 	static const char text[] = "{\"id\":\"a\",\"tokens\":[1,2,3]}\n"
 	    "{\"id\":\"b\",\"tokens\":[1,99999]}\n"
 	    "not json\n"
-	    "{\"id\":\"d\",\"tokens\":[4,5],\"prefix\":1}\n";
+	    "{\"id\":\"d\",\"tokens\":[4,5],\"prefix\":1}\n"
+	    "{\"id\":\"e\",\"tokens\":[4,5,6],\"prefix\":null}\n";
 	const char	*dir = t_tmpdir();
-	char		 in[1100], c[2600], *out, *l2, *l3, *l4;
+	char		 in[1100], c[2600], *out, *l2, *l3, *l4, *l5;
 	struct rs_json	*j;
 
 	snprintf(in, sizeof(in), "%s/in.jsonl", dir);
@@ -456,8 +457,14 @@ START_TEST(bad_record_exit1)
 	j = parse_line(l3 + 1, (size_t)(l4 - l3 - 1));
 	ck_assert(rs_json_get(j, "error") != NULL);
 	rs_json_free(j);
-	j = parse_line(l4 + 1, strlen(l4 + 1));
+	ck_assert((l5 = strchr(l4 + 1, '\n')) != NULL);
+	j = parse_line(l4 + 1, (size_t)(l5 - l4 - 1));
 	ck_assert_int_eq(get_int(j, "n_candidates"), 1);
+	rs_json_free(j);
+	j = parse_line(l5 + 1, strlen(l5 + 1));
+	ck_assert(rs_json_get(j, "error") == NULL);
+	ck_assert_int_eq(get_int(j, "prefix"), 3);
+	ck_assert_int_eq(get_int(j, "n_candidates"), 0);
 	rs_json_free(j);
 	free(out);
 }
