@@ -329,83 +329,67 @@ START_TEST(many_names_fast)
 }
 END_TEST
 
-/* rs-inspect --check: the three damaged copies fail with exit 1. */
+/*
+ * rs-inspect --check on the N bytes of BUF written as NAME in the test's
+ * directory: exit status RC, and when WANT is not NULL it in the message.
+ */
+static void
+inspect_rc(const unsigned char *buf, size_t n, const char *name, int rc,
+    const char *want)
+{
+	char	 path[1200], cmd[2600], *out;
+
+	snprintf(path, sizeof(path), "%s/%s", t_tmpdir(), name);
+	t_write_file(path, buf, n);
+	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
+	    path);
+	ck_assert_int_eq(t_run(cmd, &out), rc);
+	ck_assert_msg(want == NULL || strstr(out, want) != NULL, "%s: %s",
+	    name, out);
+	free(out);
+}
+
+/*
+ * rs-inspect --check: the fixture passes; damaged copies fail with exit 1
+ * and the reason, among them what rs-tokenize or the commands' default
+ * context would refuse.
+ */
 START_TEST(inspect_check)
 {
 	size_t		 n, at;
 	unsigned char	*buf = load_tiny(&n);
-	const char	*dir = t_tmpdir();
-	char		 path[1200], cmd[2600];
 	uint64_t	 v;
-	char		*out;
 
-	snprintf(path, sizeof(path), "%s/ok.gguf", dir);
-	t_write_file(path, buf, n);
-	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
-	    path);
-	ck_assert_int_eq(t_run(cmd, &out), 0);
-	free(out);
-
-	snprintf(path, sizeof(path), "%s/truncated.gguf", dir);
-	t_write_file(path, buf, n / 2);
-	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
-	    path);
-	ck_assert_int_eq(t_run(cmd, &out), 1);
-	ck_assert_msg(strstr(out, "past the end") != NULL, "%s", out);
-	free(out);
+	inspect_rc(buf, n, "ok.gguf", 0, NULL);
+	inspect_rc(buf, n / 2, "truncated.gguf", 1, "past the end");
 
 	at = tensor_off_field(buf, n, "output.weight", 2);
 	v = 1ULL << 40;
 	memcpy(buf + at, &v, 8);
-	snprintf(path, sizeof(path), "%s/offset.gguf", dir);
-	t_write_file(path, buf, n);
-	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
-	    path);
-	ck_assert_int_eq(t_run(cmd, &out), 1);
-	ck_assert_msg(strstr(out, "output.weight") != NULL, "%s", out);
-	free(out);
+	inspect_rc(buf, n, "offset.gguf", 1, "output.weight");
 	v = 0;
 	memcpy(buf + at, &v, 8);
 
 	at = find_gguf_str(buf, n, "tokenizer.ggml.merges") + 8 + 21 + 8;
 	v = 1ULL << 61;
 	memcpy(buf + at, &v, 8);
-	snprintf(path, sizeof(path), "%s/array.gguf", dir);
-	t_write_file(path, buf, n);
-	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
-	    path);
-	ck_assert_int_eq(t_run(cmd, &out), 1);
-	ck_assert_msg(strstr(out, "tokenizer.ggml.merges") != NULL, "%s", out);
-	free(out);
+	inspect_rc(buf, n, "array.gguf", 1, "tokenizer.ggml.merges");
 	free(buf);
 
-	/* what rs-tokenize would refuse, --check refuses: an end-of-text
-	   id past the vocabulary (key, u32 type, u32 value) */
+	/* an end-of-text id past the vocabulary (key, u32 type, u32 value) */
 	buf = load_tiny(&n);
 	at = find_gguf_str(buf, n, "tokenizer.ggml.eos_token_id") + 8 + 27 +
 	    4;
 	v = 1 << 20;
 	memcpy(buf + at, &v, 4);
-	snprintf(path, sizeof(path), "%s/eos.gguf", dir);
-	t_write_file(path, buf, n);
-	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
-	    path);
-	ck_assert_int_eq(t_run(cmd, &out), 1);
-	ck_assert_msg(strstr(out, "eos_token_id") != NULL, "%s", out);
-	free(out);
+	inspect_rc(buf, n, "eos.gguf", 1, "eos_token_id");
 	free(buf);
 
 	/* a context of 0, which every command's default refused */
 	buf = load_tiny(&n);
 	at = find_gguf_str(buf, n, "qwen35.context_length") + 8 + 21 + 4;
 	memset(buf + at, 0, 4);
-	snprintf(path, sizeof(path), "%s/ctx0.gguf", dir);
-	t_write_file(path, buf, n);
-	snprintf(cmd, sizeof(cmd), "%s --check %s 2>&1", t_bin("rs-inspect"),
-	    path);
-	ck_assert_int_eq(t_run(cmd, &out), 1);
-	ck_assert_msg(strstr(out, "context_length is 0") != NULL, "%s", out);
-	free(out);
+	inspect_rc(buf, n, "ctx0.gguf", 1, "context_length is 0");
 	free(buf);
 }
 END_TEST

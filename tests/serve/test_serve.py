@@ -1101,18 +1101,23 @@ def test_body_max_from_ctx(tmp_path_factory):
         srv.stop_clean()
 
 
+def read_to_close(s):
+    """All the socket S receives until the server closes it."""
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return got
+        got += chunk
+
+
 def raw_answer(srv, data, wait=10):
     """All the server sends back to DATA until it closes (None: it did not
     close within WAIT seconds)."""
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=wait)
     try:
         s.sendall(data)
-        got = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return got
-            got += chunk
+        return read_to_close(s)
     except socket.timeout:
         return None
     finally:
@@ -1163,12 +1168,7 @@ def test_expect_continue(server):
             assert (first == b"HTTP/1.1 100 Continue\r\n\r\n") == want, first
             s.settimeout(60)
             s.sendall(body)
-            got = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
+            got = read_to_close(s)
             assert got.startswith(b"HTTP/1.") and got[9:12] == b"200", got[:80]
         finally:
             s.close()
