@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "../matvec.cu"
+#include "matvec_cs.cuh"
 
 struct shape {
 	const char	*name;
@@ -130,6 +131,35 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
+/*
+ * The chunk split (matvec_cs.cuh): its scratch and counters for the
+ * tallest shape (the head: 15,520 tile rows), made at the first launch,
+ * the counters zero.
+ */
+#define CS_MAX_TILES	15520
+
+template <int TYPE, int NT, int G, int MINB, int NS, bool CM>
+static void
+launch_cs(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
+    float *y, int64_t ldy)
+{
+	static float *part;
+	static unsigned *cnt;
+
+	if (part == NULL) {
+		die("malloc", cudaMalloc(&part, (size_t)CS_MAX_TILES * 4 *
+		    MMA_ROWS * 16 * sizeof(float)));
+		die("malloc", cudaMalloc(&cnt, CS_MAX_TILES *
+		    sizeof(unsigned)));
+		die("zero", cudaMemset(cnt, 0, CS_MAX_TILES *
+		    sizeof(unsigned)));
+	}
+	mv_parts p = one_part(w, n_out, y, ldy);
+	const unsigned tiles = mv_parts_grid(&p, MMA_ROWS);
+	matvec_cs_kernel<TYPE, NT, G, MINB, NS, CM><<<tiles * NS,
+	    8 / G * RS_WARP>>>(p, n_in, xq, part, cnt, tiles);
+}
+
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -145,12 +175,22 @@ struct variant {
 	launch_mma<RS_TYPE_Q4_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
+#define CS(nt, g, mb, ns, cm) { "cs" #nt "_g" #g "_minb" #mb "_ns" #ns \
+	"_cm" #cm, nt, { launch_cs<RS_TYPE_Q4_K, nt, g, mb, ns, cm>, \
+	launch_cs<RS_TYPE_Q5_K, nt, g, mb, ns, cm>, \
+	launch_cs<RS_TYPE_Q6_K, nt, g, mb, ns, cm> }, 2 }
 
 static const struct variant variants[] = {
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
 	M(1, 2, 6),
+	CS(16, 1, 2, 4, 0), CS(16, 1, 3, 4, 0), CS(16, 2, 4, 4, 0),
+	CS(16, 2, 6, 4, 0), CS(16, 1, 2, 4, 1), CS(16, 1, 3, 4, 1),
+	CS(16, 2, 4, 4, 1), CS(16, 1, 2, 2, 0), CS(16, 2, 3, 2, 0),
+	CS(16, 2, 4, 2, 0), CS(8, 1, 3, 4, 0), CS(8, 1, 4, 4, 0),
+	CS(8, 2, 6, 4, 0), CS(8, 1, 3, 2, 0), CS(8, 2, 4, 2, 0),
+	CS(8, 1, 3, 4, 1),
 };
 
 static int
