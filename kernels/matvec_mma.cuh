@@ -681,6 +681,240 @@ matvec_xq_mma_body(const mv_part &pt, int64_t n_in, const xq_in &xc)
 }
 #endif /* __CUDA_ARCH__ >= 800 */
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/*
+ * The split launch: a tile row over NS CTAs by chunk, the same bits.
+ *
+ * The canonical reduction (xq_lanes_sum: partners 16, 8, 4, 2, 1 apart)
+ * adds only lanes of one chunk (v ≡ c mod 4) in its first three rounds
+ * and ends with (T0 + T2) + (T1 + T3), T_c being the tree over chunk c's
+ * eight virtual lanes.  So CTA s of NS = 4 plays chunk s's lanes alone
+ * and finds T_s; CTA s of NS = 2 plays chunks s and s + 2 and finds T_s +
+ * T_{s+2} after the fourth round.  The CTA that finishes its tile row
+ * last (an atomic count a tile row, which it resets) adds the NS results
+ * in the remaining rounds and writes y.  Every partial sum takes the same
+ * terms in the same order as in matvec_xq_mma_body, and the tree is the
+ * same tree: the same bits, with NS-fold fewer partial sums and weight
+ * words a lane, so more warps an SM at 8-16 columns, where the kernel's
+ * dependent chains hold it (docs/perf-log.md session 42).  The price:
+ * each CTA loads its rows' heads again, and the tile row's NS results
+ * cross the L2 once.
+ */
+
+/* the words mma_chunk_of needs for chunks S, S + NS, ... (mmac's load) */
+template <int TYPE, int NS, int S>
+static __device__ __forceinline__ void
+mma_split_load(const uint8_t *tile, int g, int t, mma_raw *w)
+{
+	constexpr int QS = TYPE == RS_TYPE_Q6_K ? 288 : TYPE ==
+	    RS_TYPE_Q5_K ? 768 : 256;
+	const int slot = 8 * t + g;
+
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		const uint4 hd = ld_weights((const uint4 *)tile + g + 8 * r);
+		w->hd[r][0] = hd.x; w->hd[r][1] = hd.y;
+		w->hd[r][2] = hd.z; w->hd[r][3] = hd.w;
+		if (TYPE == RS_TYPE_Q6_K)
+			w->d[r] = half_to_float(__ldg((const unsigned short *)
+			    (tile + 256) + g + 8 * r));
+	}
+#pragma unroll
+	for (int c = S; c < 4; c += NS) {
+		const uint4 q = ld_weights((const uint4 *)(tile + QS + 512 *
+		    c) + slot);
+		w->q[0][c][0] = q.x; w->q[0][c][1] = q.y;
+		w->q[1][c][0] = q.z; w->q[1][c][1] = q.w;
+		/* Q6_K: the high bits of chunks 2h, 2h + 1 (once each h) */
+		if (TYPE == RS_TYPE_Q6_K && (c == S || (c >> 1) != (S >> 1))) {
+			const int hh = c >> 1;
+			const uint4 h = ld_weights((const uint4 *)(tile + 2336 +
+			    512 * hh) + slot);
+			w->h[0][hh][0] = h.x; w->h[0][hh][1] = h.y;
+			w->h[1][hh][0] = h.z; w->h[1][hh][1] = h.w;
+		}
+	}
+	if (TYPE == RS_TYPE_Q5_K) {
+		const uint4 h = ld_weights((const uint4 *)(tile + 256) + slot);
+		w->h[0][0][0] = h.x; w->h[0][0][1] = h.y;
+		w->h[1][0][0] = h.z; w->h[1][0][1] = h.w;
+	}
+}
+
+/* xq_lanes_sum's tree over N values (partners N / 2, ..., 1 apart) */
+template <int N>
+static __device__ __forceinline__ float
+mma_split_tree(float *s)
+{
+#pragma unroll
+	for (int h = N / 2; h >= 1; h /= 2)
+#pragma unroll
+		for (int j = 0; j < h; j++)
+			s[j] += s[j + h];
+	return (s[0]);
+}
+
+/*
+ * CTA S of the NS of tile row TILE (its index in the launch: PART's and
+ * CNT's): chunks S, S + NS, ... of every super-block of NT columns (a
+ * multiple of 4) of a block-major batch; the 8-column kernel writes
+ * xc.nw of them (5-7 columns: matvec_xq_mma_body).
+ */
+template <int TYPE, int NT, int G, int NS, int S>
+static __device__ __forceinline__ void
+matvec_xq_mma_split_body(const mv_part &pt, int64_t n_in, const xq_in &xc,
+    float *part, unsigned *cnt, unsigned tile)
+{
+	constexpr int	 NQ = NT / 4;
+	constexpr int	 NC = 4 / NS;		/* chunks a CTA */
+	constexpr int	 NV = 32 / NS;		/* its virtual lanes */
+	constexpr int	 W = 8 / G;
+	constexpr int	 TB = RS_TILE_ROWS * qtraits<TYPE>::qb;
+	static_assert(NT % 4 == 0 && (NS == 2 || NS == 4), "whole quads");
+	__shared__ float red[NV][MMA_ROWS][NT];
+	__shared__ int	 last;
+	const int	 lane = threadIdx.x % RS_WARP;
+	const int	 wi = threadIdx.x / RS_WARP, g = lane >> 2, t = lane & 3;
+	const int64_t	 nb = n_in / 256;
+	const uint8_t	*tiles = pt.w + pt.blk * nb * TB;
+	const int	 lb = TYPE == RS_TYPE_Q6_K ? 4 * t : 8 * t;
+	const uint32_t	 xbs = xc.nb;
+	/* x as matvec_xq_mma_body addresses a block-major batch */
+	const uint8_t	*xb0 = xc.p + (g & 1) * xc.nb * n_in + 32 * (xc.t0 +
+	    (g >> 1)) + lb;
+	const float2	*xm0 = (const float2 *)(xc.p + 2 * xc.nb * n_in) +
+	    (xc.t0 + t);
+	float		 p[NQ][G * NC][2];
+
+#pragma unroll
+	for (int u = 0; u < NQ; u++)
+#pragma unroll
+		for (int i = 0; i < G * NC; i++)
+			p[u][i][0] = p[u][i][1] = 0.0f;
+	rs_pdl_trigger();
+	for (int64_t b0 = wi; b0 < nb; b0 += 8) {
+#pragma unroll
+		for (int st = 0; st < G; st++) {
+			const int64_t bi = b0 + W * st;
+			if (bi >= nb)
+				break;
+			mma_raw raw;
+			mma_split_load<TYPE, NS, S>(tiles + bi * TB, g, t, &raw);
+			if (b0 == wi && st == 0)
+				rs_pdl_wait();
+			const uint32_t s0 = (uint32_t)bi * 8 * xbs;
+#pragma unroll
+			for (int i = 0; i < NC; i++) {
+				mma_chunk k;
+				mma_chunk_of<TYPE, NQ <= 2>(raw, S + NS * i,
+				    &k);
+#pragma unroll
+				for (int blk = 0; blk < 2; blk++) {
+					const uint32_t sl = s0 +
+					    (uint32_t)k.xb[blk] * xbs;
+					const uint8_t *bp = xb0 +
+					    (uint64_t)sl * 32;
+					const float2 *mp = xm0 + sl;
+#pragma unroll
+					for (int u = 0; u < NQ; u++)
+						mma_block_dot<TYPE>(k, blk,
+						    bp + 128 * u, mp + 4 * u,
+						    p[u][NC * st + i]);
+				}
+			}
+		}
+	}
+	rs_pdl_wait();	/* a warp without a super-block, before y */
+	/* virtual lane v = 4·(wi + W·st) + S + NS·i is the CTA's j = (v −
+	   S) / NS, in whose order the tree runs */
+#pragma unroll
+	for (int u = 0; u < NQ; u++)
+#pragma unroll
+		for (int st = 0; st < G; st++)
+#pragma unroll
+			for (int i = 0; i < NC; i++) {
+				const int j = 4 * (wi + W * st) / NS + i;
+				red[j][g][4 * u + t] = p[u][NC * st + i][0];
+				red[j][g + 8][4 * u + t] = p[u][NC * st + i][1];
+			}
+	__syncthreads();
+	float *mine = part + ((size_t)tile * NS + S) * MMA_ROWS * NT;
+	for (int el = threadIdx.x; el < MMA_ROWS * NT; el += blockDim.x) {
+		float s[NV];
+#pragma unroll
+		for (int j = 0; j < NV; j++)
+			s[j] = red[j][el / NT][el % NT];
+		__stcg(mine + el, mma_split_tree<NV>(s));
+	}
+	/* the tile row's last CTA adds the NS results (its own read back) */
+	__threadfence();
+	__syncthreads();
+	if (threadIdx.x == 0)
+		last = atomicAdd(cnt + tile, 1u) == NS - 1;
+	__syncthreads();
+	if (!last)
+		return;
+	__threadfence();
+	const float *all = part + (size_t)tile * NS * MMA_ROWS * NT;
+	const int nw = NT == 8 ? xc.nw : NT;
+	for (int el = threadIdx.x; el < MMA_ROWS * NT; el += blockDim.x) {
+		float s[NS];
+#pragma unroll
+		for (int j = 0; j < NS; j++)
+			s[j] = __ldcg(all + j * MMA_ROWS * NT + el);
+		const float v = mma_split_tree<NS>(s);
+		const int64_t orow = pt.blk * MMA_ROWS + el / NT;
+		const int tc = el % NT;
+		if (orow < pt.n_out && tc < nw) {
+			float *dst = pt.y + tc * pt.ldy + orow;
+			*dst = pt.acc ? *dst + v : v;
+		}
+	}
+	if (threadIdx.x == 0)
+		cnt[tile] = 0;	/* for the next launch */
+}
+#endif /* __CUDA_ARCH__ >= 800 */
+
+/*
+ * Grid: NS CTAs a tile row of every part (mv_parts_grid's count times
+ * NS), chunk-major if CM (the CTAs an SM holds at a time then share one
+ * chunk's quarter of x) or tile-major.  PART: NS·16·NT floats a tile
+ * row; CNT: a counter a tile row, zero before the first launch (each
+ * launch leaves them zero).
+ */
+template <int TYPE, int NT, int G, int MINB, int NS, bool CM>
+static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
+matvec_xq_mma_split_kernel(const mv_parts parts, int64_t n_in,
+    const xq_in xc, float *part, unsigned *cnt)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	const unsigned tiles = gridDim.x / NS, b = blockIdx.x;
+	const unsigned tile = CM ? b % tiles : b / NS;
+	const int s = CM ? (int)(b / tiles) : (int)(b % NS);
+	const mv_part pt = mv_part_of(parts, tile);
+
+	if (s == 0)
+		matvec_xq_mma_split_body<TYPE, NT, G, NS, 0>(pt, n_in, xc,
+		    part, cnt, tile);
+	else if (s == 1)
+		matvec_xq_mma_split_body<TYPE, NT, G, NS, 1>(pt, n_in, xc,
+		    part, cnt, tile);
+	else if constexpr (NS == 4) {
+		if (s == 2)
+			matvec_xq_mma_split_body<TYPE, NT, G, NS, 2>(pt, n_in,
+			    xc, part, cnt, tile);
+		else
+			matvec_xq_mma_split_body<TYPE, NT, G, NS, 3>(pt, n_in,
+			    xc, part, cnt, tile);
+	}
+#else
+	(void)parts; (void)n_in; (void)xc; (void)part; (void)cnt;
+#ifdef __CUDA_ARCH__
+	__trap();
+#endif
+#endif
+}
+
 template <int TYPE, int NT, int G, int MINB, int XL>
 static __global__ void __launch_bounds__(8 / G * RS_WARP, MINB)
 matvec_xq_mma_kernel(const mv_parts parts, int64_t n_in,
