@@ -103,7 +103,6 @@ struct cuda {
 	   16-bit format of rs_xq.h, one batch: the input of the next
 	   products; XQ_SRC NULL: none */
 	uint8_t	*xq;
-	struct rs_k_mv_split *split;	/* the 8- and 16-column launches' */
 	const float *xq_src;
 	int64_t	 xq_width, xq_ld, xq_rows;
 	size_t	 scratch_bytes;
@@ -535,7 +534,7 @@ static struct rs_k_xq_cols
 xq_of(const struct cuda *c, const float *x, int64_t ldx, int64_t width,
     int64_t n)
 {
-	struct rs_k_xq_cols none = { NULL, 0, 0, NULL }, got = none;
+	struct rs_k_xq_cols none = { NULL, 0, 0 }, got = none;
 
 	if (c->xq_src == NULL || width != c->xq_width || ldx != c->xq_ld ||
 	    x < c->xq_src)
@@ -546,7 +545,6 @@ xq_of(const struct cuda *c, const float *x, int64_t ldx, int64_t width,
 	got.d = c->xq;
 	got.nb = (int)c->xq_rows;
 	got.t0 = (int)(off / ldx);
-	got.split = c->split;
 	return (got);
 }
 
@@ -1392,7 +1390,6 @@ free_slot(struct cuda *c)
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		cudaFree(bufs[i]);
 	cudaFree(c->xq);
-	rs_k_mv_split_free(c->split);
 	cudaFree(c->d_top);
 	cudaFree(c->d_bad);
 	cudaFree(c->top_scr);
@@ -1566,27 +1563,6 @@ scratch_bufs(struct cuda *c, const struct rs_hparams *hp, int64_t b,
 	return (mix > wide ? mix : wide);
 }
 
-/*
- * The most rows of one product launch, which a split's scratch covers
- * (rs_k_mv_split): the head, gate and up, a GDN or an attention block's
- * input projections (a launch beyond them runs unsplit: the same bits).
- */
-static int64_t
-split_rows(const struct rs_hparams *hp)
-{
-	const int64_t ch = 2 * (int64_t)hp->ssm_n_kh * hp->ssm_d_state +
-	    hp->ssm_d_inner;
-	const int64_t rows[] = { hp->n_vocab, 2 * (int64_t)hp->n_ff,
-	    ch + hp->ssm_d_inner + 2 * (int64_t)hp->ssm_n_vh,
-	    2 * (int64_t)hp->n_head * hp->head_dim + (int64_t)hp->n_head_kv *
-	    (hp->head_dim + hp->head_dim_v) };
-	int64_t most = 1;
-
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		most = rows[i] > most ? rows[i] : most;
-	return (most);
-}
-
 /* The top-k selection's candidates, bad indices and scratch (the skip
    mask, n_vocab bytes, comes on top). */
 static size_t
@@ -1609,8 +1585,6 @@ rs_cuda_scratch_plan(const struct rs_hparams *hp, int64_t b)
 		bytes += (uint64_t)bufs[i].n * sizeof(float);
 	if (b > RS_ENGINE_EXACT_MAX)
 		bytes += rs_k_mm_plan(wide, (int)b, RS_K_MM_WBUDGET);
-	if (b >= 8)
-		bytes += rs_k_mv_split_plan(split_rows(hp));
 	return (bytes);
 }
 
@@ -1631,15 +1605,6 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 	size_t xq_bytes = (size_t)RS_XQ_BATCH_BYTES(wide, b);
 	RS_CUDA_TRY(err, cudaMalloc((void **)&c->xq, xq_bytes));
 	c->scratch_bytes += xq_bytes;
-	/* (only batches of 8 and more run the split launches) */
-	if (b >= 8) {
-		enum rs_status s = rs_k_mv_split_new(split_rows(hp), &c->split,
-		    err);
-		if (s != RS_OK)
-			return (s);
-		if (c->split != NULL)
-			c->scratch_bytes += rs_k_mv_split_plan(split_rows(hp));
-	}
 	if (b > RS_ENGINE_EXACT_MAX) {
 		enum rs_status s = rs_k_mm_new(wide, (int)b, RS_K_MM_WBUDGET,
 		    &c->mm, err);

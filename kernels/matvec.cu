@@ -59,49 +59,6 @@ extern "C" {
    (go_mma) */
 #define MMA_TALL_ROWS	65536
 
-/*
- * The split launches of 8 and 16 columns (matvec_mma.cuh): NS CTAs a tile
- * row (0: no split), CTAs of 8 / G warps, MINB of them an SM, the grid
- * chunk-major if CM.  (Macros while session 42's A/B picks them.)
- */
-#ifndef MMA_SPLIT16_NS
-#define MMA_SPLIT16_NS		4
-#endif
-#ifndef MMA_SPLIT16_G
-#define MMA_SPLIT16_G		1
-#endif
-#ifndef MMA_SPLIT16_MINB
-#define MMA_SPLIT16_MINB	2
-#endif
-#ifndef MMA_SPLIT16_CM
-#define MMA_SPLIT16_CM		0
-#endif
-#ifndef MMA_SPLIT8_NS
-#define MMA_SPLIT8_NS		0
-#endif
-#ifndef MMA_SPLIT8_G
-#define MMA_SPLIT8_G		1
-#endif
-#ifndef MMA_SPLIT8_MINB
-#define MMA_SPLIT8_MINB		3
-#endif
-#ifndef MMA_SPLIT8_CM
-#define MMA_SPLIT8_CM		0
-#endif
-
-/*
- * rs_k_mv_split: a tile row's NS results of up to 16 columns (MV_SPLIT_NS
- * at most) and its counter, for TILES tile rows.
- */
-#define MV_SPLIT_NS		4
-#define MV_SPLIT_FLOATS		(MV_SPLIT_NS * MMA_ROWS * 16)
-
-struct rs_k_mv_split {
-	float		*part;
-	unsigned	*cnt;
-	int64_t		 tiles;
-};
-
 
 /*
  * Warps an SM that matvec_xq_kernel's launch bounds ask for (registers:
@@ -415,7 +372,6 @@ struct matvec_launch {
 	int64_t		 n_in, n_out, row_bytes, ldx, ldy;
 	const float	*x;
 	xq_in		 xq;	/* the integer path's x (tiled weights) */
-	rs_k_mv_split	*split;	/* where split launches meet, or NULL */
 	float		*y;
 	int		 n_tok, accumulate;
 	int		 tiled;	/* W in 16-row tiles: the integer path */
@@ -578,24 +534,6 @@ struct matvec_launch {
 		 * 269 / 290 / 306 on 8-warp CTAs for 1 / 2 / 4 columns
 		 * (session 23).
 		 */
-		/* 8 and 16 columns split where the scratch allows (the same
-		   bits) */
-		if constexpr (NT == 16 && MMA_SPLIT16_NS > 0) {
-			if (split_fits(MMA_SPLIT16_NS)) {
-				go_split<TYPE, NT, MMA_SPLIT16_G,
-				    MMA_SPLIT16_MINB, MMA_SPLIT16_NS,
-				    MMA_SPLIT16_CM>();
-				return;
-			}
-		}
-		if constexpr (NT == 8 && MMA_SPLIT8_NS > 0) {
-			if (split_fits(MMA_SPLIT8_NS)) {
-				go_split<TYPE, NT, MMA_SPLIT8_G,
-				    MMA_SPLIT8_MINB, MMA_SPLIT8_NS,
-				    MMA_SPLIT8_CM>();
-				return;
-			}
-		}
 		/* (mma1_uneven; the head's tall Q6_K rows take the same
 		   launch below) */
 		if constexpr (NT == 1) {
@@ -621,35 +559,6 @@ struct matvec_launch {
 		} else {
 			go_mma_g<TYPE, NT, 2, 3>();
 		}
-	}
-
-	/* whether SPLIT holds this launch's tile rows (NS results each) */
-	bool
-	split_fits(int ns)
-	{
-#ifndef __CUDACC_RTC__
-		return (split != NULL && ns <= MV_SPLIT_NS &&
-		    (int64_t)mv_parts_grid(&parts, MMA_ROWS) <= split->tiles);
-#else
-		(void)ns;
-		return (false);
-#endif
-	}
-
-	template <int TYPE, int NT, int G, int MINB, int NS, bool CM>
-	void
-	go_split(void)
-	{
-#ifndef __CUDACC_RTC__
-		struct rs_launch l;
-		const unsigned tiles = mv_parts_grid(&parts, MMA_ROWS);
-
-		rs_launch_init(&l, dim3(tiles * NS), dim3(8 / G * RS_WARP), 0,
-		    stream, pdl());
-		(void)cudaLaunchKernelEx(&l.cfg,
-		    matvec_xq_mma_split_kernel<TYPE, NT, G, MINB, NS, CM>,
-		    parts, n_in, xq, split->part, split->cnt);
-#endif
 	}
 
 	/*
@@ -838,7 +747,7 @@ matvec_cols(const struct rs_k_mv_part *parts, int np, int64_t n_in,
 		    rs_k_xq_block_major(xq.nb), k };
 		matvec_launch l = { (const uint8_t *)p0->d_w, n_in, p0->n_out,
 		    p0->row_bytes, ldx, p0->ldy, d_x + done * ldx, xk,
-		    xq.split, p0->d_y + done * p0->ldy, k, p0->accumulate,
+		    p0->d_y + done * p0->ldy, k, p0->accumulate,
 		    xq_path(p0->type), stream, {} };
 		for (int j = 0; j < np; j++) {
 			l.parts.w[j] = (const uint8_t *)parts[j].d_w;
@@ -926,62 +835,6 @@ matvec_mix(const struct rs_k_mv_part *parts, int n, int64_t n_in,
 	return (1);
 }
 #endif
-
-extern "C" uint64_t
-rs_k_mv_split_plan(int64_t max_rows)
-{
-	const int64_t tiles = (max_rows + MMA_ROWS - 1) / MMA_ROWS;
-
-	return ((uint64_t)tiles * (MV_SPLIT_FLOATS * sizeof(float) +
-	    sizeof(unsigned)));
-}
-
-extern "C" enum rs_status
-rs_k_mv_split_new(int64_t max_rows, struct rs_k_mv_split **out,
-    struct rs_err *err)
-{
-	struct rs_k_mv_split *s;
-
-	*out = NULL;
-	if (max_rows < 1)
-		return (rs_errf(err, RS_ERR_INVALID_ARG, "matvec split: %lld "
-		    "rows", (long long)max_rows));
-#ifndef __CUDACC_RTC__	/* (NVRTC's check: no host runtime, no split) */
-	if (!has_mma_matvec())
-		return (RS_OK);
-	if ((s = (struct rs_k_mv_split *)calloc(1, sizeof(*s))) == NULL)
-		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
-	s->tiles = (max_rows + MMA_ROWS - 1) / MMA_ROWS;
-	const size_t pb = (size_t)s->tiles * MV_SPLIT_FLOATS * sizeof(float);
-	const size_t cb = (size_t)s->tiles * sizeof(unsigned);
-	if (cudaMalloc((void **)&s->part, pb) != cudaSuccess ||
-	    cudaMalloc((void **)&s->cnt, cb) != cudaSuccess ||
-	    cudaMemset(s->cnt, 0, cb) != cudaSuccess) {
-		(void)cudaGetLastError();
-		rs_k_mv_split_free(s);
-		return (rs_errf(err, RS_ERR_NOMEM, "matvec split: no device "
-		    "memory for %zu bytes", pb + cb));
-	}
-	*out = s;
-#else
-	(void)s;
-#endif
-	return (RS_OK);
-}
-
-extern "C" void
-rs_k_mv_split_free(struct rs_k_mv_split *s)
-{
-#ifndef __CUDACC_RTC__
-	if (s == NULL)
-		return;
-	cudaFree(s->part);
-	cudaFree(s->cnt);
-	free(s);
-#else
-	(void)s;
-#endif
-}
 
 extern "C" enum rs_status
 rs_k_matvec_parts(const struct rs_k_mv_part *parts, int n_parts,

@@ -64,30 +64,9 @@ struct rs_k_gdn_ring {
 #define RS_K_XQ_BM_MIN	2
 int		rs_k_xq_block_major(int nb);
 
-/*
- * Where the split launches of the tensor-core matvec meet (matvec_mma.cuh:
- * a tile row of 8 or 16 columns over several CTAs, the same bits as one
- * CTA): their partial results and a counter a tile row, for launches of up
- * to MAX_ROWS rows in all.  The launches that share one must run one after
- * the other (the engine: one a device slot, on its stream).  NULL from
- * rs_k_mv_split_new where the device does not run the tensor-core kernels
- * (no split there).  rs_k_mv_split_plan: the bytes it takes.
- */
-struct rs_k_mv_split;
-enum rs_status	rs_k_mv_split_new(int64_t max_rows, struct rs_k_mv_split **out,
-		    struct rs_err *err);
-void		rs_k_mv_split_free(struct rs_k_mv_split *s);
-uint64_t	rs_k_mv_split_plan(int64_t max_rows);
-
-/*
- * Columns T0 .. of a batch of NB in the 16-bit format at D (rs_xq.h);
- * SPLIT (may be NULL, or left out of an initializer) lets the launches of
- * 8 and 16 columns split their tile rows.
- */
 struct rs_k_xq_cols {
-	const void		*d;
-	int			 nb, t0;
-	struct rs_k_mv_split	*split;
+	const void	*d;
+	int		 nb, t0;
 };
 
 /*

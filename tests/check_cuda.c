@@ -224,12 +224,8 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	float *dx = dup_dev(x, (size_t)(n_tok * n_in) * 4);
 	void *dq = dup_dev(xq, qbytes);
 	float *dy = dup_dev(NULL, (size_t)(n_tok * n_out) * 4);
-	/* the batch through split launches where the device has them (8
-	   and 16 columns: matvec_mma.cuh), the columns alone below without */
-	struct rs_k_mv_split *sp;
-	ck_assert_int_eq(rs_k_mv_split_new(n_out, &sp, &err), RS_OK);
 	ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb, dx, n_in,
-	    (struct rs_k_xq_cols){ dq, n_tok, 0, sp }, dy, n_out, n_tok, 0, 0,
+	    (struct rs_k_xq_cols){ dq, n_tok, 0 }, dy, n_out, n_tok, 0, 0,
 	    &err), RS_OK);
 	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
 	snprintf(what, sizeof(what), "matvec xq %s %s %lldx%lld, %d cols",
@@ -237,20 +233,9 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 	    n_tok);
 	expect_close(what, y, exact, n_tok * n_out, 1e-5);
 	expect_close(what, y, ref, n_tok * n_out, 1e-4);
-	/* again on the same scratch: each launch leaves its counters as it
-	   found them */
-	ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb, dx, n_in,
-	    (struct rs_k_xq_cols){ dq, n_tok, 0, sp }, dy, n_out, n_tok, 0, 0,
-	    &err), RS_OK);
-	float *again = malloc((size_t)(n_tok * n_out) * 4);
-	to_host(again, dy, (size_t)(n_tok * n_out) * 4);
-	ck_assert_msg(memcmp(again, y, (size_t)(n_tok * n_out) * 4) == 0,
-	    "%s: a second launch on the split's scratch differs", what);
-	free(again);
 	for (int t = 0; t < n_tok; t++) {
 		ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb,
-		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, t,
-		    NULL },
+		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, t },
 		    dy, n_out, 1, 0, 0, &err), RS_OK);
 		to_host(y1, dy, (size_t)n_out * 4);
 		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
@@ -260,8 +245,7 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 		void *d1 = dup_dev(cols + t * ldq, (size_t)RS_XQ_BATCH_BYTES(
 		    n_in, 1));
 		ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb,
-		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ d1, 1, 0,
-		    NULL },
+		    dx + t * n_in, n_in, (struct rs_k_xq_cols){ d1, 1, 0 },
 		    dy, n_out, 1, 0, 0, &err), RS_OK);
 		to_host(y1, dy, (size_t)n_out * 4);
 		ck_assert_msg(memcmp(y1, y + t * n_out, (size_t)n_out * 4) == 0,
@@ -275,14 +259,13 @@ check_matvec_xq(const struct rs_gguf_tensor *w, const float *x, int n_tok,
 		const size_t b = (size_t)((n_tok - 1) * n_out) * 4;
 		float *tail = malloc(b);
 		ck_assert_int_eq(rs_k_matvec(dw, type, n_in, n_out, rb,
-		    dx + n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, 1, sp },
-		    dy, n_out, n_tok - 1, 0, 0, &err), RS_OK);
+		    dx + n_in, n_in, (struct rs_k_xq_cols){ dq, n_tok, 1 }, dy,
+		    n_out, n_tok - 1, 0, 0, &err), RS_OK);
 		to_host(tail, dy, b);
 		ck_assert_msg(memcmp(tail, y + n_out, b) == 0,
 		    "%s: columns 1.. in one launch differ from the batch", what);
 		free(tail);
 	}
-	rs_k_mv_split_free(sp);
 	cudaFree(dw);
 	cudaFree(dx);
 	cudaFree(dq);
@@ -329,8 +312,7 @@ check_matvec(const struct rs_gguf_tensor *w, int n_tok, int accumulate)
 	float *dy = dup_dev(y, (size_t)(n_tok * n_out) * 4);
 	ck_assert_int_eq(rs_k_matvec(dw, w->type, n_in, n_out,
 	    (int64_t)(w->nbytes / (uint64_t)n_out), dx, n_in,
-	    (struct rs_k_xq_cols){ NULL, 0, 0, NULL }, dy, n_out, n_tok,
-	    accumulate,
+	    (struct rs_k_xq_cols){ NULL, 0, 0 }, dy, n_out, n_tok, accumulate,
 	    0, &err), RS_OK);
 	to_host(y, dy, (size_t)(n_tok * n_out) * 4);
 	snprintf(what, sizeof(what), "matvec %s %s %lldx%lld, %d cols%s",
@@ -549,17 +531,11 @@ START_TEST(matvec_parts)
 		    rs_k_xq_block_major(nt), xq);
 		float *dx = dup_dev(x, (size_t)(nt * n_in) * 4);
 		void *dq = dup_dev(xq, qbytes);
-		/* the group's launches split where the device has them, each
-		   part's own launch not */
-		struct rs_k_mv_split *sp;
-		ck_assert_int_eq(rs_k_mv_split_new(rows[0] + rows[1] + rows[2],
-		    &sp, &err), RS_OK);
-		const struct rs_k_xq_cols xc = { dq, nt, 0, NULL };
-		const struct rs_k_xq_cols xcs = { dq, nt, 0, sp };
+		const struct rs_k_xq_cols xc = { dq, nt, 0 };
 		uint8_t *xq1 = malloc((size_t)RS_XQ_BATCH_BYTES(n_in, 1));
 		rs_xq_quantize_batch(x, n_in, n_in, 1, 0, xq1);
 		void *dq1 = dup_dev(xq1, (size_t)RS_XQ_BATCH_BYTES(n_in, 1));
-		const struct rs_k_xq_cols xc1 = { dq1, 1, 0, NULL };
+		const struct rs_k_xq_cols xc1 = { dq1, 1, 0 };
 		for (int i = 0; i < 3; i++) {
 			buf[i] = random_tensor(&t[i], mixes[m][i], n_in, rows[i]);
 			dw[i] = dev_tiled(&t[i]);
@@ -584,9 +560,8 @@ START_TEST(matvec_parts)
 				    cudaMemcpyHostToDevice) == cudaSuccess);
 				free(ones);
 			}
-			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in,
-			    cols[k] > 0 ? xcs : xc1, n, 0, &err) == RS_OK, "%s",
-			    err.msg);
+			ck_assert_msg(rs_k_matvec_parts(p, 3, n_in, dx, n_in, xk,
+			    n, 0, &err) == RS_OK, "%s", err.msg);
 			for (int i = 0; i < 3; i++) {
 				ck_assert_msg(rs_k_matvec(dw[i], p[i].type, n_in,
 				    rows[i], p[i].row_bytes, dx, n_in, xk,
@@ -613,7 +588,6 @@ START_TEST(matvec_parts)
 			cudaFree(dyo[i]);
 			free(buf[i]);
 		}
-		rs_k_mv_split_free(sp);
 		cudaFree(dx);
 		cudaFree(dq);
 		cudaFree(dq1);
@@ -624,8 +598,7 @@ START_TEST(matvec_parts)
 	/* more parts than a launch takes: refused */
 	struct rs_k_mv_part many[RS_K_MATVEC_MAX_PARTS + 1] = { 0 };
 	ck_assert_int_eq(rs_k_matvec_parts(many, RS_K_MATVEC_MAX_PARTS + 1,
-	    256, NULL, 256, (struct rs_k_xq_cols){ NULL, 0, 0, NULL }, 1, 0,
-	    &err),
+	    256, NULL, 256, (struct rs_k_xq_cols){ NULL, 0, 0 }, 1, 0, &err),
 	    RS_ERR_INVALID_ARG);
 	/* tiles without x's 16-bit form, and an upload whose staging holds
 	   less than a tile row: refused */
@@ -634,8 +607,7 @@ START_TEST(matvec_parts)
 	const int64_t rb = (int64_t)(t.nbytes / 20);
 	void *dw = dev_tiled(&t);
 	ck_assert_int_eq(rs_k_matvec(dw, RS_TYPE_Q4_K | RS_TILED, 512, 20, rb,
-	    NULL, 512, (struct rs_k_xq_cols){ NULL, 0, 0, NULL }, NULL, 20, 1,
-	    0, 0,
+	    NULL, 512, (struct rs_k_xq_cols){ NULL, 0, 0 }, NULL, 20, 1, 0, 0,
 	    &err), RS_ERR_INVALID_ARG);
 	ck_assert_int_eq(rs_k_tile_upload(t.data, RS_TYPE_Q4_K, 512, 20, dw,
 	    dw, (size_t)(15 * rb), 0, &err), RS_ERR_INVALID_ARG);

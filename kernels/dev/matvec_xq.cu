@@ -130,24 +130,6 @@ launch_mma(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
 		    8 / G * RS_WARP>>>(p, n_in, xq);
 }
 
-/*
- * The split launches' scratch, for the tallest shape (the head): the
- * split variants' and rs_k_matvec's (whose launcher splits 8 and 16
- * columns as the engine does).
- */
-static struct rs_k_mv_split *pg_split;
-
-template <int TYPE, int NT, int G, int MINB, int NS, bool CM>
-static void
-launch_split(const uint8_t *w, int64_t n_in, int64_t n_out, const xq_in xq,
-    float *y, int64_t ldy)
-{
-	mv_parts p = one_part(w, n_out, y, ldy);
-	const unsigned tiles = mv_parts_grid(&p, MMA_ROWS);
-	matvec_xq_mma_split_kernel<TYPE, NT, G, MINB, NS, CM><<<tiles * NS,
-	    8 / G * RS_WARP>>>(p, n_in, xq, pg_split->part, pg_split->cnt);
-}
-
 struct variant {
 	const char	*name;
 	int		 nt;
@@ -163,22 +145,12 @@ struct variant {
 	launch_mma<RS_TYPE_Q4_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q5_K, nt, g, mb>, \
 	launch_mma<RS_TYPE_Q6_K, nt, g, mb> }, 0 }
-#define CS(nt, g, mb, ns, cm) { "cs" #nt "_g" #g "_minb" #mb "_ns" #ns \
-	"_cm" #cm, nt, { launch_split<RS_TYPE_Q4_K, nt, g, mb, ns, cm>, \
-	launch_split<RS_TYPE_Q5_K, nt, g, mb, ns, cm>, \
-	launch_split<RS_TYPE_Q6_K, nt, g, mb, ns, cm> }, 2 }
 
 static const struct variant variants[] = {
 	V(1, 8, 2), M(1, 1, 3), M(1, 2, 5), M(4, 1, 3), M(4, 2, 5),
 	M(8, 1, 2), M(8, 1, 3), M(8, 2, 3), M(8, 2, 4), M(16, 1, 1),
 	M(16, 1, 2), M(16, 2, 3), M(1, 4, 12), M(2, 1, 3), M(2, 2, 5),
 	M(1, 2, 6),
-	CS(16, 1, 2, 4, 0), CS(16, 1, 3, 4, 0), CS(16, 2, 4, 4, 0),
-	CS(16, 2, 6, 4, 0), CS(16, 1, 2, 4, 1), CS(16, 1, 3, 4, 1),
-	CS(16, 2, 4, 4, 1), CS(16, 1, 2, 2, 0), CS(16, 2, 3, 2, 0),
-	CS(16, 2, 4, 2, 0), CS(8, 1, 3, 4, 0), CS(8, 1, 4, 4, 0),
-	CS(8, 2, 6, 4, 0), CS(8, 1, 3, 2, 0), CS(8, 2, 4, 2, 0),
-	CS(8, 1, 3, 4, 1),
 };
 
 static int
@@ -237,8 +209,7 @@ time_us(const struct rot *dw, int type, const struct shape *sh, int64_t rb,
 	for (int r = 0; r < reps; r++)
 		if (rs_k_matvec(dw->w[r % dw->n], type | RS_TILED, sh->n_in,
 		    sh->n_out, rb, NULL, sh->n_in, (rs_k_xq_cols){ dq.p,
-		    dq.nb, dq.t0, pg_split }, dy, sh->n_out, nt, 0, 0,
-		    &err) != RS_OK) {
+		    dq.nb, dq.t0 }, dy, sh->n_out, nt, 0, 0, &err) != RS_OK) {
 			fprintf(stderr, "matvec: %s\n", err.msg);
 			exit(1);
 		}
@@ -333,16 +304,6 @@ main(void)
 	   CTAs an SM gets and with a warp's steps; at most 16 of each) */
 	int64_t rows[16], ins[16];
 	int n_rows = 0, n_ins = 0;
-	struct rs_err err;
-
-	if (rs_k_mv_split_new(248320, &pg_split, &err) != RS_OK) {
-		fprintf(stderr, "split: %s\n", err.msg);
-		return (1);
-	}
-	if (pg_split == NULL) {
-		fprintf(stderr, "split: no tensor-core kernels here\n");
-		return (1);
-	}
 
 	if (list_env("MX_ROWS", MMA_ROWS, rows, &n_rows) != 0 ||
 	    list_env("MX_IN", 256, ins, &n_ins) != 0)
