@@ -25,6 +25,7 @@
 #include "rs_json.h"
 #include "rs_model.h"
 #include "rs_oai.h"
+#include "rs_pyjson.h"
 #include "rs_tok.h"
 
 #define USAGE	"rs-generate -m MODEL [--stream | --raw] [-n N] [-s SEED] " \
@@ -601,7 +602,7 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 		st = rs_errf(&err, RS_ERR_LIMIT, "the line is longer than %zu "
 		    "bytes", n);
 		bad_json(&ge, &err);
-	} else if ((st = rs_json_parse(line, n, &body, &err)) != RS_OK)
+	} else if ((st = rs_pyjson_parse(line, n, &body, &err)) != RS_OK)
 		bad_json(&ge, &err);
 	else {
 		if (rs_json_kind(body) == RS_JSON_OBJECT) {

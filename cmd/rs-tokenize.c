@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "rs_gguf.h"
 #include "rs_json.h"
+#include "rs_pyjson.h"
 #include "rs_time.h"
 #include "rs_tok.h"
 #include "rs_utf8.h"
@@ -355,7 +356,7 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	if (line == NULL)	/* rs_cli_each_line: longer than N bytes */
 		snprintf(msg, sizeof(msg), "the line is longer than %zu bytes",
 		    n);
-	else if (rs_json_parse(line, n, &req, &err) != RS_OK)
+	else if (rs_pyjson_parse(line, n, &req, &err) != RS_OK)
 		snprintf(msg, sizeof(msg), "%s", err.msg);
 	else if (rs_json_kind(req) != RS_JSON_OBJECT)
 		snprintf(msg, sizeof(msg), "not a JSON object");

@@ -163,6 +163,46 @@ START_TEST(pystr_space)
 }
 END_TEST
 
+/*
+ * Numbers Python's json reads and rs_json cannot hold: strings of their
+ * lexeme, the rest of the document as rs_json_parse reads it; text that
+ * is not JSON stays an error.
+ */
+START_TEST(pyjson_parse_wide)
+{
+	static const char doc[] = "{\"a\": 123456789012345678901234567890, "
+	    "\"b\": [1e400, -18446744073709551616], \"c\": \"9e999\", "
+	    "\"d\": 5, \"e\": -9223372036854775808}";
+	struct rs_json	*j;
+	struct rs_err	 err;
+	const char	*s;
+	size_t		 n;
+	int64_t		 v;
+
+	ck_assert_int_eq(rs_json_parse(doc, strlen(doc), &j, &err),
+	    RS_ERR_LIMIT);
+	ck_assert_int_eq(rs_pyjson_parse(doc, strlen(doc), &j, &err), RS_OK);
+	ck_assert_int_eq(rs_json_as_str(rs_json_get(j, "a"), &s, &n), 0);
+	ck_assert_str_eq(s, "123456789012345678901234567890");
+	const struct rs_json *b = rs_json_get(j, "b");
+	ck_assert_int_eq(rs_json_as_str(rs_json_arr_at(b, 0), &s, &n), 0);
+	ck_assert_str_eq(s, "1e400");
+	ck_assert_int_eq(rs_json_as_str(rs_json_arr_at(b, 1), &s, &n), 0);
+	ck_assert_str_eq(s, "-18446744073709551616");
+	ck_assert_int_eq(rs_json_as_str(rs_json_get(j, "c"), &s, &n), 0);
+	ck_assert_str_eq(s, "9e999");
+	ck_assert_int_eq(rs_json_as_int(rs_json_get(j, "d"), &v), 0);
+	ck_assert_int_eq(v, 5);
+	ck_assert_int_eq(rs_json_as_int(rs_json_get(j, "e"), &v), 0);
+	ck_assert(v == INT64_MIN);
+	rs_json_free(j);
+	/* malformed stays malformed, with or without a wide number */
+	ck_assert_int_eq(rs_pyjson_parse("{\"a\": 1e400", 12, &j, &err),
+	    RS_ERR_FORMAT);
+	ck_assert_int_eq(rs_pyjson_parse("[01]", 4, &j, &err), RS_ERR_FORMAT);
+}
+END_TEST
+
 Suite *
 pyjson_suite(void)
 {
@@ -172,6 +212,7 @@ pyjson_suite(void)
 	tcase_add_test(tc, pyjson_real);
 	tcase_add_test(tc, pyjson_dump);
 	tcase_add_test(tc, pyjson_literal);
+	tcase_add_test(tc, pyjson_parse_wide);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("pystr");
 	tcase_add_test(tc, pystr_space);

@@ -563,3 +563,68 @@ rs_pyjson_literal(struct rs_buf *b, const char *s, size_t n,
 	rs_buf_truncate(b, start);
 	return (0);
 }
+
+/* Whether rs_json_parse reads S (N bytes). */
+static int
+json_reads(const char *s, size_t n)
+{
+	struct rs_json	*j;
+
+	if (rs_json_parse(s, n, &j, NULL) != RS_OK)
+		return (0);
+	rs_json_free(j);
+	return (1);
+}
+
+/*
+ * The JSON text S (N bytes) into B with every number that rs_json_parse
+ * cannot hold (an integer past 64 bits, a real that overflows, e.g. 1e400)
+ * turned into a string of its lexeme.  Only well-formed number lexemes
+ * outside strings are quoted, so malformed text stays malformed.
+ */
+static void
+quote_wide_numbers(const char *s, size_t n, struct rs_buf *b)
+{
+	size_t	i = 0, j;
+
+	while (i < n) {
+		if (s[i] == '"') {		/* a string, escapes and all */
+			for (j = i + 1; j < n && s[j] != '"'; j++)
+				if (s[j] == '\\')
+					j++;
+			j = j < n ? j + 1 : n;
+		} else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
+			for (j = i; j < n && s[j] != '\0' &&
+			    strchr("+-.0123456789eE", s[j]) != NULL; j++)
+				;
+			if (rs_pyjson_is_number(s + i, j - i, 0) &&
+			    !json_reads(s + i, j - i)) {
+				rs_buf_addc(b, '"');
+				rs_buf_add(b, s + i, j - i);
+				rs_buf_addc(b, '"');
+				i = j;
+				continue;
+			}
+		} else
+			j = i + 1;
+		rs_buf_add(b, s + i, j - i);
+		i = j;
+	}
+}
+
+enum rs_status
+rs_pyjson_parse(const char *s, size_t n, struct rs_json **out,
+    struct rs_err *err)
+{
+	struct rs_buf	b;
+	enum rs_status	st;
+
+	if ((st = rs_json_parse(s, n, out, err)) != RS_ERR_LIMIT)
+		return (st);
+	rs_buf_init(&b);
+	quote_wide_numbers(s, n, &b);
+	st = b.oom ? rs_errf(err, RS_ERR_NOMEM, "out of memory") :
+	    rs_json_parse(b.data, b.len, out, err);
+	rs_buf_cleanup(&b);
+	return (st);
+}

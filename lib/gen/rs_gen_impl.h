@@ -104,6 +104,9 @@ struct rs_gen_job {
 	size_t			 n_force, i_force;
 	int			 forced_think;	/* forced text after </think>
 						   already queued */
+	int			 call_open;	/* a "<tool_call>" token out of
+						   the reasoning, not yet
+						   closed */
 	enum rs_gen_tc		 tc;
 	unsigned char		*cand;		/* (n_names) names still
 						   possible (RS_GEN_TC_NAME) */

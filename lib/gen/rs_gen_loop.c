@@ -96,7 +96,13 @@ deliver(struct rs_gen_job *u, const char *s, size_t n)
 	return (RS_OK);
 }
 
-/* Decoded bytes: through the stop-string matcher, then deliver(). */
+/*
+ * Decoded bytes: through the stop-string matcher, then deliver().  A
+ * forced call (tool_choice required or named, §3.8) takes no stop string:
+ * the answer must hold the call, and a stop in the reasoning or in the
+ * call's forced opening ("</think>\n\n<tool_call>\n<function=") would
+ * end it without one.
+ */
 static enum rs_status
 text_in(struct rs_gen_job *u, const char *s, size_t n)
 {
@@ -106,6 +112,8 @@ text_in(struct rs_gen_job *u, const char *s, size_t n)
 
 	if (n == 0 || u->stopped)
 		return (RS_OK);
+	if (u->tc != RS_GEN_TC_OFF)
+		return (deliver(u, s, n));
 	if ((st = rs_stop_feed(u->stop, s, n, &out, &len, &u->stopped,
 	    &u->err)) != RS_OK)
 		return (st);
@@ -648,9 +656,11 @@ take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
 {
 	struct rs_gen		*g = u->g;
 	struct rs_gen_req	*r = u->r;
+	const int		 in_r = u->parse != NULL &&
+	    rs_parse_in_reasoning(u->parse);
 	enum rs_status		 st;
 
-	if (!forced && u->parse != NULL && rs_parse_in_reasoning(u->parse))
+	if (!forced && in_r)
 		u->reasoning++;
 	if ((st = rs_sample_accept(u->smp, t, &u->err)) != RS_OK)
 		return (st);
@@ -663,9 +673,13 @@ take(struct rs_gen_job *u, const float *row, int32_t t, int forced,
 	else if ((st = logprob(u, row, t)) != RS_OK ||
 	    (st = token_text(u, t, end)) != RS_OK)
 		return (st);
+	/* one call: it ends at the "</tool_call>" that closes a call (§3.6),
+	   not at a stray one in the reasoning or before any call */
+	if (!in_r && t == g->id_call_start)
+		u->call_open = 1;
 	if (*end == RS_GEN_END_NONE && r->tools != NULL &&
 	    (!r->parallel_tool_calls || r->tool_choice == RS_GEN_TOOLS_NAMED) &&
-	    t == g->id_call_end)
+	    t == g->id_call_end && u->call_open)
 		*end = RS_GEN_END_TOKEN;
 	if (*end == RS_GEN_END_NONE && r->thinking && r->n_forced > 0 &&
 	    !u->forced_think && t == g->id_think_end) {

@@ -204,67 +204,15 @@ markup_safe(const char *s, size_t n)
 	    memchr(s, '\n', n) == NULL && memchr(s, '\r', n) == NULL);
 }
 
-/* Whether rs_json_parse reads S (N bytes). */
-static int
-json_reads(const char *s, size_t n)
-{
-	struct rs_json	*j;
-
-	if (rs_json_parse(s, n, &j, NULL) != RS_OK)
-		return (0);
-	rs_json_free(j);
-	return (1);
-}
-
-/*
- * The JSON text S (N bytes) into B with every number that rs_json_parse
- * cannot hold (an integer past 64 bits, a real that overflows, e.g. 1e400)
- * turned into a string of its lexeme.  The model's own calls keep such
- * lexemes (serving.md §6, 46) and a client sends them back in the next
- * turn; as a string the value keeps its text, which is what the template
- * renders for a scalar argument.  Only well-formed number lexemes are
- * quoted, so malformed text stays malformed.
- */
-static void
-quote_wide_numbers(const char *s, size_t n, struct rs_buf *b)
-{
-	size_t	i = 0, j;
-
-	while (i < n) {
-		if (s[i] == '"') {		/* a string, escapes and all */
-			for (j = i + 1; j < n && s[j] != '"'; j++)
-				if (s[j] == '\\')
-					j++;
-			j = j < n ? j + 1 : n;
-		} else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
-			for (j = i; j < n && s[j] != '\0' &&
-			    strchr("+-.0123456789eE", s[j]) != NULL; j++)
-				;
-			if (rs_pyjson_is_number(s + i, j - i, 0) &&
-			    !json_reads(s + i, j - i)) {
-				rs_buf_addc(b, '"');
-				rs_buf_add(b, s + i, j - i);
-				rs_buf_addc(b, '"');
-				i = j;
-				continue;
-			}
-		} else
-			j = i + 1;
-		rs_buf_add(b, s + i, j - i);
-		i = j;
-	}
-}
-
 /*
  * Step 6: a string ARGS parsed to an object; "" or white space is {}.
- * Numbers beyond rs_json's range become strings (quote_wide_numbers).
+ * Numbers beyond rs_json's range become strings (rs_pyjson_parse).
  */
 static enum rs_status
 args_object(const struct rs_json *a, const char *path, struct rs_json **out,
     struct rs_gen_error *ge)
 {
 	struct rs_err	 err = { 0 };
-	struct rs_buf	 b;
 	enum rs_status	 st;
 	const char	*s;
 	size_t		 n;
@@ -281,14 +229,7 @@ args_object(const struct rs_json *a, const char *path, struct rs_json **out,
 		return (*out == NULL ? rs_gen_fail(ge, RS_ERR_NOMEM, NULL,
 		    "out of memory") : RS_OK);
 	}
-	if ((st = rs_json_parse(s, n, out, &err)) == RS_ERR_LIMIT) {
-		rs_buf_init(&b);
-		quote_wide_numbers(s, n, &b);
-		st = b.oom ? RS_ERR_NOMEM : rs_json_parse(b.data, b.len, out,
-		    &err);
-		rs_buf_cleanup(&b);
-	}
-	if (st != RS_OK)
+	if ((st = rs_pyjson_parse(s, n, out, &err)) != RS_OK)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
 		    "%s: tool call arguments are not a JSON object: %s", path,
 		    st == RS_ERR_NOMEM ? "out of memory" : err.msg));

@@ -893,6 +893,48 @@ def test_logprobs_errors(server):
     assert st == 200 and json.loads(b)["choices"][0]["logprobs"] is None
 
 
+def test_single_call_ends_only_a_call(server):
+    """One call (parallel_tool_calls false): the answer ends at the
+    "</tool_call>" that closes a call (serving.md §3.6), not at one the
+    model writes before any call opened: here every token is forced to be
+    that one, and the answer runs to max_tokens."""
+    r = client(server).chat.completions.create(
+        model="x", messages=MSG, tools=TOOLS, parallel_tool_calls=False,
+        max_tokens=4, seed=0, logit_bias={str(tiny_token("</tool_call>")): 100})
+    assert r.choices[0].finish_reason == "length", r
+    assert r.usage.completion_tokens == 4 and not r.choices[0].message.tool_calls
+
+
+@pytest.mark.parametrize("choice", ["required", NAMED])
+def test_forced_call_ignores_stop(server, choice):
+    """Stop strings that match the forced opening ("<tool_call>\n<function="
+    and the name) do not cut the call that tool_choice promises."""
+    r = client(server).chat.completions.create(
+        model="x", messages=MSG, tools=TOOLS, tool_choice=choice,
+        stop=["\n", "get", "<tool"], max_tokens=40, seed=0)
+    calls = r.choices[0].message.tool_calls
+    assert calls and calls[0].function.name == "get_weather", r
+
+
+def test_wide_numbers(server):
+    """Numbers Python's json reads and rs_json cannot hold (past 64 bits,
+    1e400): an unknown field or a tool schema with one passes; a field
+    that wants an integer says it is not one (never "not valid JSON")."""
+    url = server.url + "/v1/chat/completions"
+    tools = json.loads(json.dumps(TOOLS))
+    tools[0]["function"]["parameters"]["properties"]["n"] = {
+        "type": "integer", "maximum": 18446744073709551616}
+    for extra_field in ({"foo": 123456789012345678901234567890},
+                        {"metadata": {"x": 1e400}}, {"tools": tools}):
+        body = json.dumps(dict(messages=MSG, max_tokens=1, **extra_field))
+        body = body.replace("1e+400", "1e400").replace("Infinity", "1e400")
+        st, _, b = http(url, "POST", body.encode())
+        assert st == 200, (extra_field, b)
+    st, _, b = http(url, "POST", b'{"messages": [{"role": "user", "content": '
+                    b'"hi"}], "max_tokens": 1, "seed": 18446744073709551616}')
+    assert st == 400 and err(400, b)["param"] == "seed", b
+
+
 # ---- errors (§4.6, §6) ----
 
 def err(status, body):

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "rs_pyjson.h"
 #include "rs_utf8.h"
 #include "serve.h"
 
@@ -331,7 +332,7 @@ prepare(struct serve_job *job)
 	/* §1.7: unpaired surrogate escapes are read as U+FFFD and logged */
 	job->log.lone_surrogates = rs_json_lone_surrogates(job->body,
 	    job->body_len);
-	if (rs_json_parse(job->body, job->body_len, &body, &err) != RS_OK) {
+	if (rs_pyjson_parse(job->body, job->body_len, &body, &err) != RS_OK) {
 		bad(job, NULL, "request body is not valid JSON: %s", err.msg);
 		return;
 	}
