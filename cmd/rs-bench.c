@@ -10,6 +10,7 @@
  *   rs-bench --synth PRESET --out F   a qwen35 GGUF with random weights
  *                                     (lib/tools/rs_synth.h)
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,6 +52,18 @@ struct opts {
 	int64_t		 threads, max_batch, seed, vocab, ctx, snap;
 	int		 snap_given;
 };
+
+/*
+ * A run that failed: a row its callback could not write (stdout full or
+ * closed) is a write error, anything else the run's own error.
+ */
+static void
+run_failed(const struct opts *o, const struct rs_err *err)
+{
+	if (ferror(stdout))
+		rs_cli_fatal("write error on stdout: %s", strerror(errno));
+	rs_cli_fatal("%s: %s", o->model, err->msg);
+}
 
 static void
 usage_full(void)
@@ -475,15 +488,17 @@ spec(const struct opts *o)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		rs_cli_fatal("out of memory");
 	c->o = o;
-	rs_cli_warn("%s on %s, %d threads: %d random prompt tokens, %d "
-	    "generated per run", o->model, rs_backend_name(rs_engine_backend(e)),
-	    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
+	if (!o->quiet)
+		rs_cli_warn("%s on %s, %d threads: %d random prompt tokens, "
+		    "%d generated per run", o->model,
+		    rs_backend_name(rs_engine_backend(e)),
+		    rs_engine_n_threads(e), bo.prompt_tokens, bo.gen_tokens);
 	split_note(e);
 	cost_note(o, e, bo.oracle_k_max > bo.k_max ? bo.oracle_k_max :
 	    bo.k_max);
 	if (rs_bench_spec(e, &bo, spec_row, c, &err) != RS_OK) {
 		free(c);
-		rs_cli_fatal("%s: %s", o->model, err.msg);
+		run_failed(o, &err);
 	}
 	spec_table(c);
 	free(c);
@@ -664,12 +679,13 @@ bench(const struct opts *o)
 	if (rs_engine_new(&e, m, &eo, &err) != RS_OK)
 		rs_cli_fatal("%s: %s", o->model, err.msg);
 	rs_cli_progress_end();
-	rs_cli_warn("%s on %s, %d threads, max batch %d",
-	    o->model, rs_backend_name(rs_engine_backend(e)),
-	    rs_engine_n_threads(e), rs_engine_max_batch(e));
+	if (!o->quiet)
+		rs_cli_warn("%s on %s, %d threads, max batch %d", o->model,
+		    rs_backend_name(rs_engine_backend(e)),
+		    rs_engine_n_threads(e), rs_engine_max_batch(e));
 	split_note(e);
 	if (rs_bench_run(e, &bo, print_row, (void *)o, &err) != RS_OK)
-		rs_cli_fatal("%s: %s", o->model, err.msg);
+		run_failed(o, &err);
 	rs_engine_free(e);
 	rs_model_close(m);
 	return (RS_EXIT_OK);
@@ -819,6 +835,9 @@ main(int argc, char **argv)
 		    "--synth");
 	if (o.snap_given && !o.plan)
 		rs_cli_usage_error(USAGE, "--snap goes with --plan");
+	if (o.plan && (o.json || o.preset != NULL))
+		rs_cli_usage_error(USAGE, "--plan prints a table for -m: not "
+		    "with --json or --synth");
 	rs_cli_devices_check(o.devices, o.split, USAGE);
 	rs_cli_set_quiet(o.quiet);
 	return (rs_cli_finish(o.preset != NULL ? synth(&o) : o.plan ?

@@ -180,6 +180,19 @@ START_TEST(cmd_context)
 	ck_assert_msg(strstr(out, "are for -m, not --synth") != NULL, "%s",
 	    out);
 	free(out);
+	/* --plan prints a table: --json would be ignored */
+	snprintf(c, sizeof(c), "%s -m %s --plan --json 2>/dev/null",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, NULL), 2);
+	/* a row that cannot be written is a write error, and -q keeps
+	   stderr to that */
+	snprintf(c, sizeof(c), "%s -m %s -b cpu -t 1 --prefill 16 -q "
+	    "2>&1 >/dev/full; echo rc $?", t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, &out), 0);
+	ck_assert_msg(strstr(out, "write error on stdout") != NULL &&
+	    strstr(out, " on cpu, ") == NULL && strstr(out, "rc 2") != NULL,
+	    "%s", out);
+	free(out);
 }
 END_TEST
 
