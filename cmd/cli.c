@@ -151,9 +151,9 @@ rs_cli_draft_help(int col)
 	    "%*s(default: mtp+ngram with an MTP block, else\n"
 	    "%*sngram), none, ngram (prompt lookup), mtp (the\n"
 	    "%*smodel's MTP head) or mtp+ngram; a number N is\n"
-	    "%*sngram with --draft-max N (same output, fewer\n"
-	    "%*spasses)\n", col - 6, "--draft D", col, "", col, "", col, "",
-	    col, "", col, "");
+	    "%*sngram with --draft-max N, 0 none (same output,\n"
+	    "%*sfewer passes)\n", col - 6, "--draft D", col, "", col, "", col,
+	    "", col, "", col, "");
 	printf("      %-*sdrafts per pass, at most (1..%d, default %d; fewer\n"
 	    "%*swhile a request's acceptance is low)\n", col - 6,
 	    "--draft-max K", RS_DRAFTER_K_MAX, RS_DRAFTER_K_DEFAULT, col, "");
