@@ -260,7 +260,10 @@ rs_cli_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
 	char		*end;
 	long long	 v;
 
-	if (s == NULL || *s == '\0')
+	/* digits after an optional '-': strtoll alone would also take
+	   leading white space and a '+' */
+	if (s == NULL || !((*s >= '0' && *s <= '9') || (*s == '-' &&
+	    s[1] >= '0' && s[1] <= '9')))
 		return (-1);
 	errno = 0;
 	v = strtoll(s, &end, 10);

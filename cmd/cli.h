@@ -44,8 +44,8 @@ void		 rs_cli_usage_error(const char *usage, const char *fmt, ...)
 void		 rs_cli_print_version(void);
 
 /*
- * Parse S as a decimal integer in [MIN, MAX]: no junk, no empty string, no
- * clamping.  0 on success, -1 otherwise (the caller names the option).
+ * Parse S as a decimal integer in [MIN, MAX]: digits after an optional
+ * '-', no white space, '+' or junk, no empty string, no clamping.  0 on success, -1 otherwise (the caller names the option).
  */
 int		 rs_cli_parse_i64(const char *s, int64_t min, int64_t max,
 		    int64_t *out);

@@ -180,6 +180,13 @@ START_TEST(cmd_context)
 	ck_assert_msg(strstr(out, "are for -m, not --synth") != NULL, "%s",
 	    out);
 	free(out);
+	/* numbers are digits after an optional '-' (redshift(7)) */
+	snprintf(c, sizeof(c), "%s -m %s -c +300 2>/dev/null",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, NULL), 2);
+	snprintf(c, sizeof(c), "%s -m %s -c ' 300' 2>/dev/null",
+	    t_bin("rs-bench"), model);
+	ck_assert_int_eq(t_run(c, NULL), 2);
 	/* --plan prints a table: --json would be ignored */
 	snprintf(c, sizeof(c), "%s -m %s --plan --json 2>/dev/null",
 	    t_bin("rs-bench"), model);
