@@ -468,8 +468,8 @@ main(int argc, char **argv)
 				rs_cli_usage_error(USAGE, "too many models");
 			models[n++] = optarg;
 			break;
-		default:
-			rs_cli_usage_error(USAGE, "unknown option");
+		default:	/* getopt_long said which option, and why */
+			rs_cli_common_opt(ch, USAGE, usage_full);
 		}
 	}
 	for (int i = optind; i < argc; i++) {

@@ -391,6 +391,14 @@ START_TEST(inspect_check)
 	memset(buf + at, 0, 4);
 	inspect_rc(buf, n, "ctx0.gguf", 1, "context_length is 0");
 	free(buf);
+
+	/* a missing value: getopt's word for it, not "unknown option" */
+	char	 c[600], *out;
+	snprintf(c, sizeof(c), "%s --max-array 2>&1", t_bin("rs-inspect"));
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "requires an argument") != NULL &&
+	    strstr(out, "unknown option") == NULL, "%s", out);
+	free(out);
 }
 END_TEST
 
