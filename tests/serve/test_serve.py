@@ -927,7 +927,7 @@ def test_wide_numbers(server):
     for extra_field in ({"foo": 123456789012345678901234567890},
                         {"metadata": {"x": 1e400}}, {"tools": tools}):
         body = json.dumps(dict(messages=MSG, max_tokens=1, **extra_field))
-        body = body.replace("1e+400", "1e400").replace("Infinity", "1e400")
+        body = body.replace("Infinity", "1e400")  # json.dumps writes inf so
         st, _, b = http(url, "POST", body.encode())
         assert st == 200, (extra_field, b)
     st, _, b = http(url, "POST", b'{"messages": [{"role": "user", "content": '
