@@ -961,6 +961,49 @@ START_TEST(cancel_token)
 }
 END_TEST
 
+/*
+ * A prefill cancelled after its first call reports the tokens it
+ * computed (timings.prompt_n: rs-serve's log and /metrics count them),
+ * not the whole prompt; usage still counts the prompt.
+ */
+START_TEST(cancel_prefill_counts)
+{
+	struct gx		x;
+	struct rs_gen_opts	o;
+	struct rs_gen_result	res;
+	struct rs_buf		b;
+	struct col		c;
+	int			i;
+
+	rs_gen_opts_init(&o);
+	o.prefill_chunk = 256;
+	gx_open(&x, F16, 1024, 1, &o);
+	rs_buf_init(&b);
+	rs_buf_adds(&b, "{\"tokens\": [");
+	for (i = 0; i < 600; i++)
+		rs_buf_addf(&b, "%s%d", i > 0 ? ", " : "", 100 + i % 900);
+	rs_buf_adds(&b, "], \"max_tokens\": 4}");
+	col_init(&c);
+	c.cancel_progress = 1;
+	run_body(&x, b.data, &res, &c);
+	ck_assert_int_eq(res.finish, RS_GEN_FINISH_CANCELLED);
+	ck_assert_uint_eq(c.n_progress, 1);
+	ck_assert_int_eq(rs_state_pos(x.st), 256);
+	ck_assert_int_eq(res.usage.prompt_tokens, 600);
+	ck_assert_int_eq(res.timings.prompt_n, 256);
+	rs_gen_result_cleanup(&res);
+	col_cleanup(&c);
+	/* not cancelled: every token not cached */
+	rs_gen_reset(x.g);
+	run_body(&x, b.data, &res, NULL);
+	ck_assert_int_eq(res.timings.prompt_n, 600 - res.usage.cached_tokens);
+	ck_assert_int_eq(res.timings.cache_n, res.usage.cached_tokens);
+	rs_gen_result_cleanup(&res);
+	rs_buf_cleanup(&b);
+	gx_close(&x);
+}
+END_TEST
+
 /* ---- chat ---- */
 
 /* Events concatenate to the result; reasoning tokens are counted. */
@@ -2029,6 +2072,7 @@ gen_suite(void)
 	tc = tcase_create("cancel");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, cancel_token);
+	tcase_add_test(tc, cancel_prefill_counts);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chat");
 	tcase_set_timeout(tc, 60);

@@ -173,6 +173,72 @@ START_TEST(chat_stream)
 }
 END_TEST
 
+/*
+ * DEL and the C1 controls (CSI, U+009B) leave a chunk escaped, as
+ * rs_json_dumps escapes them in whole bodies (docs/hardening.md), in
+ * every text a chunk carries; the parsed value is the text itself.
+ */
+START_TEST(stream_c1_escaped)
+{
+	static const char	 text[] = "a\x7f" "b\xc2\x9b" "[2J\xc2\x80"
+	    "\xc2\xa0\xc3\x9f";	/* NBSP and sharp s stay raw */
+	static const enum rs_gen_ev kinds[] = { RS_GEN_EV_REASONING,
+	    RS_GEN_EV_CONTENT, RS_GEN_EV_TOOL_CALL, RS_GEN_EV_TOOL_ARGS };
+	struct rs_oai_resp	 r;
+	struct rs_gen_event	 ev;
+	struct rs_gen_result	 res;
+	struct rs_buf		 b;
+	struct rs_json		**v, *d;
+	size_t			 n, i;
+	int			 done, api;
+
+	for (api = 0; api < 2; api++) {
+		ck_assert_int_eq(rs_oai_resp_init(&r, api ? RS_OAI_COMPLETION :
+		    RS_OAI_CHAT, "x", 1, "m", "f", 0), 0);
+		rs_buf_init(&b);
+		memset(&ev, 0, sizeof(ev));
+		ev.text = text;
+		ev.len = strlen(text);
+		ev.id = "call_1";
+		for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+			ev.kind = kinds[i];
+			ck_assert_int_eq(rs_oai_sse_event(&r, &ev, &b), 0);
+		}
+		result_init(&res, "", "");
+		ck_assert_int_eq(rs_oai_sse_end(&r, &res, &b), 0);
+		ck_assert_ptr_null(memchr(b.data, 0x7f, b.len));
+		ck_assert_ptr_null(strstr(b.data, "\xc2\x9b"));
+		ck_assert_ptr_null(strstr(b.data, "\xc2\x80"));
+		ck_assert_ptr_nonnull(strstr(b.data,
+		    "a\\u007Fb\\u009B[2J\\u0080\xc2\xa0\xc3\x9f"));
+		v = events(b.data, &n, &done);
+		ck_assert(done);
+		/* chat: four deltas and the end; completions: one text */
+		ck_assert_uint_eq(n, api ? 2 : 5);
+		if (api) {
+			ck_assert_str_eq(str_at(choice0(v[0]), "text", NULL),
+			    text);
+		} else {
+			ck_assert_str_eq(str_at(choice0(v[0]), "delta",
+			    "reasoning_content"), text);
+			ck_assert_str_eq(str_at(choice0(v[1]), "delta",
+			    "content"), text);
+			for (i = 2; i < 4; i++) {
+				d = rs_json_arr_at(rs_json_get(rs_json_get(
+				    choice0(v[i]), "delta"), "tool_calls"), 0);
+				ck_assert_str_eq(str_at(d, "function", i == 2 ?
+				    "name" : "arguments"), text);
+			}
+		}
+		for (i = 0; i < n; i++)
+			rs_json_free(v[i]);
+		free(v);
+		rs_buf_cleanup(&b);
+		rs_oai_resp_cleanup(&r);
+	}
+}
+END_TEST
+
 /* §3.5: the first fragment of a call has id, type and name; later ones not. */
 START_TEST(tool_call_stream)
 {
@@ -803,6 +869,7 @@ oai_suite(void)
 	tcase_add_test(tc, chat_stream);
 	tcase_add_test(tc, tool_call_stream);
 	tcase_add_test(tc, completion_stream);
+	tcase_add_test(tc, stream_c1_escaped);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bodies");
 	tcase_add_test(tc, whole_response);

@@ -309,7 +309,7 @@ rs_metrics_format(struct rs_metrics *m, struct rs_buf *out)
 	    "Generations stopped because the client went away.",
 	    (double)m->cancelled);
 	scalar(out, "rs_prompt_tokens_total", "counter",
-	    "Prompt tokens of finished generations, cached ones included.",
+	    "Prompt tokens computed (cached ones not counted).",
 	    (double)m->prompt_tokens);
 	scalar(out, "rs_completion_tokens_total", "counter",
 	    "Tokens sampled by finished generations.",

@@ -7,7 +7,9 @@
  *   rs_requests_total{route,code}        counter: answered requests
  *   rs_requests_cancelled_total          counter: generations stopped by a
  *                                        client disconnect
- *   rs_prompt_tokens_total               counter: prompt tokens (incl. cached)
+ *   rs_prompt_tokens_total               counter: prompt tokens computed
+ *                                        (not the cached ones; a
+ *                                        cancelled prefill: those done)
  *   rs_completion_tokens_total           counter: sampled tokens
  *   rs_prompt_seconds_total              counter: time spent in prefill
  *   rs_decode_seconds_total              counter: time spent decoding

@@ -31,17 +31,35 @@ rs_oai_make_id(enum rs_oai_api api, const unsigned char rnd[32],
 	id[n + 32] = '\0';
 }
 
-/* Append S (N bytes of UTF-8) as a JSON string, quotes included. */
+/*
+ * Append S (N bytes of UTF-8) as a JSON string, quotes included, escaped
+ * as rs_json_dumps escapes: C0 controls as jansson writes them, DEL and
+ * the C1 controls (U+0080..U+009F: CSI must not reach a terminal raw
+ * when a stream is watched with curl) as \u007F, \u0080 .. \u009F.
+ */
 static void
 add_jstr(struct rs_buf *b, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
+	static const char hex[] = "0123456789abcdef", HEX[] =
+	    "0123456789ABCDEF";
 	size_t		  i, run;
 	unsigned char	  c;
 
 	rs_buf_addc(b, '"');
 	for (i = 0, run = 0; i < n; i++) {
 		c = (unsigned char)s[i];
+		if (c == 0x7F || (c == 0xC2 && i + 1 < n &&
+		    (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9F)) {
+			rs_buf_add(b, s + run, i - run);
+			if (c == 0xC2)
+				c = (unsigned char)s[++i];
+			run = i + 1;
+			rs_buf_add(b, "\\u00", 4);
+			rs_buf_addc(b, HEX[c >> 4]);
+			rs_buf_addc(b, HEX[c & 15]);
+			continue;
+		}
 		if (c >= 0x20 && c != '"' && c != '\\')
 			continue;
 		rs_buf_add(b, s + run, i - run);

@@ -421,7 +421,7 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 	us->reasoning_tokens = u->reasoning;
 	us->total_tokens = us->prompt_tokens + us->completion_tokens;
 	t->cache_n = u->cached;
-	t->prompt_n = us->prompt_tokens - u->cached;
+	t->prompt_n = u->prefilled;
 	t->prompt_ms = u->t_prefill - u->t0;
 	t->predicted_n = (int64_t)res->n_tokens;
 	t->predicted_ms = res->n_tokens > 0 ? t_end - u->t_prefill : 0.0;

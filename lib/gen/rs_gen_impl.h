@@ -117,6 +117,9 @@ struct rs_gen_job {
 	enum rs_gen_end		 end;		/* how decoding ended */
 	int			 cancelled;
 	int64_t			 cached;	/* prompt tokens reused */
+	int64_t			 prefilled;	/* prompt tokens computed: all
+					   but the cached ones, fewer
+					   when cancelled in the prefill */
 	int64_t			 ck_hit, ck_miss, ck_tokens, ck_saves;
 	int64_t			 reasoning;	/* reasoning tokens */
 	double			 t0, t_prefill, t_first;	/* ms */

@@ -500,6 +500,7 @@ rs_gen_prefill(struct rs_gen_job *u)
 		    is_checkpoint(g, p, n, l, to)));
 		if ((st = prefill_call(u, from, to, n)) != RS_OK)
 			return (st);
+		u->prefilled = to - l;
 		ev.n_done = to - l;
 		if (rs_gen_emit(u, &ev) != 0)
 			return (RS_OK);

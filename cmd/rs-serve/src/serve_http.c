@@ -219,7 +219,7 @@ serve_log_write(const struct serve_log *l, int code)
 		    "prefill_ms=%.1f prefill_tok_s=%.1f", (long long)
 		    l->prompt_tokens, (long long)l->cached_tokens,
 		    (long long)l->completion_tokens, l->queue_ms,
-		    (long long)(l->prompt_tokens - l->cached_tokens),
+		    (long long)l->timings.prompt_n,
 		    l->prefill_ms, l->prefill_tps);
 	/* "-": nothing but markup, or an error, before the end */
 	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))

@@ -225,8 +225,8 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 		l->ttft_ms = job->t_first - job->t_recv;
 		rs_metrics_ttft(serve_metrics, l->ttft_ms / 1e3);
 	}
-	rs_metrics_generation(serve_metrics, res->usage.prompt_tokens -
-	    res->usage.cached_tokens, res->timings.prompt_ms,
+	rs_metrics_generation(serve_metrics, res->timings.prompt_n,
+	    res->timings.prompt_ms,
 	    res->usage.completion_tokens, res->timings.predicted_ms);
 	if (res->timings.draft != NULL)
 		rs_metrics_drafts(serve_metrics, res->timings.draft_pos_n,
