@@ -439,7 +439,8 @@ same_as_fresh(struct gen *x, const char *body, struct rs_gen_result *res)
 }
 
 /*
- * A 70-token prompt checkpoints at 16, 32, 48, 64 and 70.  Then prompts
+ * A 70-token prompt checkpoints at 16, 32, 48, 64 and 69 (a token prompt:
+ * before its last token).  Then prompts
  * that leave it at 37 (inside 32..48: 32 is restored, 5 recomputed), at
  * 48 exactly (restored, nothing recomputed), and at 21 (16 is restored),
  * each followed by the 70-token prompt again.
@@ -487,10 +488,12 @@ END_TEST
 
 /*
  * checkpoint_min_call 24 (the GPU's rule at the tiny scale): the 70-token
- * prompt is checkpointed at 32 only (16 would end a 16-token call, 48 and
- * 64 would start calls shorter than 24 tokens) and at its end, in two
- * calls whose tokens and times the timings list; a prompt that leaves it
- * at 37 restores 32, and gives the fresh generator's tokens.
+ * prompt is checkpointed at 32 (16 would end a 16-token call, 48 and 64
+ * would start calls shorter than 24 tokens) and before its last token,
+ * which the rule does not hold back (a token prompt's tail: one token
+ * computed when it is sent again), in three calls whose tokens and times
+ * the timings list; a prompt that leaves it at 37 restores 32, and gives
+ * the fresh generator's tokens.
  */
 START_TEST(greedy_min_call)
 {
@@ -502,14 +505,16 @@ START_TEST(greedy_min_call)
 
 	for (int32_t i = 0; i < 70; i++)
 		p[i] = 200 + i * 13 % 700;
-	/* prompt chunks of 16 (below the rule's 24): their ends at 16 and
-	   48 are checkpoints that split nothing, so they are kept */
+	/* prompt chunks of 16 (below the rule's 24): their ends at 16, 32,
+	   48 and 64 are checkpoints that split nothing, so they are kept,
+	   and the tail splits the last chunk */
 	gen_open_chunk(&x, 1, 24, 16, RS_CHAT_UNKNOWN);
 	body = tokens_body(p, 70);
 	gen_run(&x, body, &a);
 	free(body);
 	ck_assert_int_eq(rs_ckcache_list(x.c, x.lm.st, pos, 8), 5);
-	ck_assert_int_eq(a.timings.prefill_calls, 5);
+	ck_assert_int_eq(pos[4], 69);
+	ck_assert_int_eq(a.timings.prefill_calls, 6);
 	rs_gen_result_cleanup(&a);
 	gen_close(&x);
 	gen_open_with(&x, 1, 24, RS_CHAT_UNKNOWN);
@@ -519,11 +524,12 @@ START_TEST(greedy_min_call)
 	ck_assert_int_eq(a.timings.checkpoint_saves, 2);
 	ck_assert_int_eq(rs_ckcache_list(x.c, x.lm.st, pos, 8), 2);
 	ck_assert_int_eq(pos[0], 32);
-	ck_assert_int_eq(pos[1], 70);
-	ck_assert_int_eq(a.timings.prefill_calls, 2);
+	ck_assert_int_eq(pos[1], 69);
+	ck_assert_int_eq(a.timings.prefill_calls, 3);
 	ck_assert_int_eq(a.timings.call_tokens[0], 32);
-	ck_assert_int_eq(a.timings.call_tokens[1], 38);
-	for (int i = 0; i < 2; i++) {
+	ck_assert_int_eq(a.timings.call_tokens[1], 37);
+	ck_assert_int_eq(a.timings.call_tokens[2], 1);
+	for (int i = 0; i < 3; i++) {
 		ck_assert(a.timings.call_ms[i] >= 0);
 		sum += a.timings.call_ms[i];
 	}
@@ -536,9 +542,53 @@ START_TEST(greedy_min_call)
 	same_as_fresh(&x, body, &b);
 	ck_assert_int_eq(b.timings.checkpoint_hits, 1);
 	ck_assert_int_eq(b.timings.checkpoint_tokens, 32);
-	ck_assert_int_eq(b.timings.prefill_calls, 1);
-	ck_assert_int_eq(b.timings.call_tokens[0], 38);
+	ck_assert_int_eq(b.timings.prefill_calls, 2);
+	ck_assert_int_eq(b.timings.call_tokens[0], 37);
+	ck_assert_int_eq(b.timings.call_tokens[1], 1);
 	free(body);
+	rs_gen_result_cleanup(&b);
+	gen_close(&x);
+}
+END_TEST
+
+/*
+ * A token prompt sent again (a retry), and then with its last token
+ * changed (text appended to a completions prompt re-tokenizes its end):
+ * each restores the checkpoint before the last token and computes from
+ * there, where a checkpoint at the prompt's end could serve neither; a
+ * completions text prompt sent again likewise.  Each answer is the fresh
+ * generator's.
+ */
+START_TEST(greedy_resend)
+{
+	static const char text[] = "{\"prompt\": \"def add(a, b):\\n    "
+	    "return a + b\\n\\ndef sub(a, b):\", \"temperature\": 0, "
+	    "\"max_tokens\": 8}";
+	struct gen		x;
+	struct rs_gen_result	a, b;
+	int32_t			p[50];
+	char			*body;
+
+	for (int32_t i = 0; i < 50; i++)
+		p[i] = 300 + i * 7 % 500;
+	gen_open(&x, 1);
+	for (int k = 0; k < 3; k++) {
+		if (k == 2)
+			p[49] = 1000;
+		body = tokens_body(p, 50);
+		same_as_fresh(&x, body, &a);
+		ck_assert_int_eq(a.timings.checkpoint_hits, k > 0);
+		ck_assert_int_eq(a.usage.cached_tokens, k > 0 ? 49 : 0);
+		ck_assert_int_eq(a.timings.prompt_n, k > 0 ? 1 : 50);
+		free(body);
+		rs_gen_result_cleanup(&a);
+	}
+	same_as_fresh(&x, text, &a);
+	same_as_fresh(&x, text, &b);
+	ck_assert_int_gt(a.usage.prompt_tokens, 10);
+	ck_assert_int_eq(b.timings.checkpoint_hits, 1);
+	ck_assert_int_eq(b.usage.cached_tokens, a.usage.prompt_tokens - 1);
+	rs_gen_result_cleanup(&a);
 	rs_gen_result_cleanup(&b);
 	gen_close(&x);
 }
@@ -738,6 +788,7 @@ ckcache_suite(void)
 	tcase_add_test(tc, greedy_edit);
 	tcase_add_test(tc, greedy_cross);
 	tcase_add_test(tc, greedy_min_call);
+	tcase_add_test(tc, greedy_resend);
 	tcase_add_test(tc, greedy_opener);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);

@@ -465,7 +465,7 @@ rs_gen_prefill(struct rs_gen_job *u)
 	const int32_t		*p = u->r->prompt;
 	int32_t			 n = (int32_t)u->r->n_prompt, l, cp, from, to;
 	int32_t			 hard, q;
-	int			 at_ck, cut;
+	int			 at_ck, cut, tail;
 	struct rs_gen_event	 ev = { .kind = RS_GEN_EV_PROGRESS };
 	enum rs_status		 st;
 
@@ -476,6 +476,16 @@ rs_gen_prefill(struct rs_gen_job *u)
 	cp = g->ckc != NULL ? -1 : checkpoint_pos(g, p, n);
 	hard = g->ckc != NULL && drops_reasoning(g, u->r) ?
 	    last_turn(g, p, n, l) : -1;
+	/* a prompt with no assistant turn to restart at (completions, token
+	   prompts): its last token runs alone after a checkpoint, so that
+	   the same prompt again (a retry) or one that changes only its last
+	   token (text appended to it re-tokenizes the end) restores there
+	   and computes from P − 1 on; one at P cannot serve them, since the
+	   last prompt token must run for its logits */
+	tail = g->ckc != NULL && hard < 0 && u->r->kind != RS_GEN_CHAT &&
+	    n - 1 > l;
+	if (tail)
+		hard = n - 1;
 	/* the start needs no split: save it if it is a checkpoint */
 	at_ck = g->ckc != NULL && is_checkpoint(g, p, n, l, l);
 	ev.n_total = n - l;
@@ -505,9 +515,10 @@ rs_gen_prefill(struct rs_gen_job *u)
 		if (rs_gen_emit(u, &ev) != 0)
 			return (RS_OK);
 	}
-	/* the prompt's end: an exact resend (a retry, the same prompt on
-	   another turn) restarts here */
-	if (g->ckc != NULL)
+	/* the prompt's end (without a tail checkpoint one token before
+	   it): a prompt that extends this one (the next turn) restarts
+	   here */
+	if (g->ckc != NULL && !tail)
 		save(u);
 	return (RS_OK);
 }
