@@ -374,6 +374,9 @@ check_values(const char *path, const struct rs_gguf *g)
  * --check: the vocabulary as the commands that tokenize load it (ids of
  * the special tokens inside it, merges, token types, token texts), so
  * that a file --check passes is not refused by rs-tokenize or rs-serve.
+ * A file with no tokenizer key at all (weights for token ids alone:
+ * rs-verify, rs-bench) has none to check; one with some of them is
+ * checked, so that a missing tokenizer.ggml.model is reported.
  */
 static int
 check_tokenizer(const char *path, const struct rs_gguf *g)
@@ -381,7 +384,8 @@ check_tokenizer(const char *path, const struct rs_gguf *g)
 	struct rs_err	 err = { 0 };
 	struct rs_tok	*tok = NULL;
 
-	if (rs_gguf_find_kv(g, "tokenizer.ggml.model") == NULL)
+	if (rs_gguf_find_kv(g, "tokenizer.ggml.model") == NULL &&
+	    rs_gguf_find_kv(g, "tokenizer.ggml.tokens") == NULL)
 		return (RS_EXIT_OK);
 	if (rs_tok_new(&tok, g, RS_TOK_NORM_DEFAULT, &err) != RS_OK) {
 		rs_cli_warn("%s: %s", path, err.msg);

@@ -350,6 +350,83 @@ inspect_rc(const unsigned char *buf, size_t n, const char *name, int rc,
 }
 
 /*
+ * BUF (N bytes) with NKV key-value pairs, the bytes KV (LEN, a multiple of
+ * the fixture's 32-byte alignment, so that the data keeps its padding),
+ * put before the first key; the new size in *N.
+ */
+static unsigned char *
+with_kv(unsigned char *buf, size_t *n, uint64_t nkv, const unsigned char *kv,
+    size_t len)
+{
+	unsigned char	*out = malloc(*n + len);
+	uint64_t	 n_kv;
+
+	ck_assert(len % 32 == 0 && out != NULL);
+	memcpy(out, buf, 24);
+	memcpy(&n_kv, out + 16, 8);
+	n_kv += nkv;
+	memcpy(out + 16, &n_kv, 8);
+	memcpy(out + 24, kv, len);
+	memcpy(out + 24 + len, buf + 24, *n - 24);
+	*n += len;
+	free(buf);
+	return (out);
+}
+
+/* Append key K (u64 length and bytes) and value type T to B at *AT. */
+static void
+kv_head(unsigned char *b, size_t *at, const char *k, uint32_t t)
+{
+	uint64_t	len = strlen(k);
+
+	memcpy(b + *at, &len, 8);
+	memcpy(b + *at + 8, k, len);
+	memcpy(b + *at + 8 + len, &t, 4);
+	*at += 12 + len;
+}
+
+/*
+ * Keys that change the forward pass and were taken in part: a
+ * recurrent_layers array shorter or longer than the blocks (7 u8 flags
+ * for 5), rope scaling by 4 (llama.cpp would apply it); both refused.
+ * Scaling by 1 is no scaling.
+ */
+START_TEST(forward_keys)
+{
+	unsigned char	 kv[128], *buf;
+	size_t		 n, at = 0;
+	uint64_t	 cnt = 7;
+	uint32_t	 u8t = 0;
+	float		 f = 4.0f;
+
+	buf = load_tiny(&n);
+	kv_head(kv, &at, "qwen35.attention.recurrent_layers", 9);
+	memcpy(kv + at, &u8t, 4);
+	memcpy(kv + at + 4, &cnt, 8);
+	memset(kv + at + 12, 1, 7);
+	at += 19;
+	buf = with_kv(buf, &n, 1, kv, at);
+	inspect_rc(buf, n, "rl.gguf", 1, "recurrent_layers is not an array "
+	    "of 5 integer flags");
+	free(buf);
+	for (int k = 0; k < 2; k++) {
+		/* the factor (42 bytes) and a u8 key of 22: 64 */
+		at = 0;
+		f = k == 1 ? 1.0f : 4.0f;
+		kv_head(kv, &at, "qwen35.rope.scaling.factor", 6);
+		memcpy(kv + at, &f, 4);
+		at += 4;
+		kv_head(kv, &at, "general.x", 0);
+		kv[at++] = 1;
+		buf = with_kv(load_tiny(&n), &n, 2, kv, at);
+		inspect_rc(buf, n, "rs.gguf", k == 1 ? 0 : 1, k == 1 ? NULL :
+		    "rope scaling by 4");
+		free(buf);
+	}
+}
+END_TEST
+
+/*
  * rs-inspect --check: the fixture passes; damaged copies fail with exit 1
  * and the reason, among them what rs-tokenize or the commands' default
  * context would refuse.
@@ -385,11 +462,32 @@ START_TEST(inspect_check)
 	inspect_rc(buf, n, "eos.gguf", 1, "eos_token_id");
 	free(buf);
 
+	/* a vocabulary without its model key, which rs-tokenize refuses
+	   (the key renamed in place: same length) */
+	buf = load_tiny(&n);
+	at = find_gguf_str(buf, n, "tokenizer.ggml.model") + 8;
+	memcpy(buf + at, "tokenizer.ggml.mode_", 20);
+	inspect_rc(buf, n, "nomodel.gguf", 1, "tokenizer.ggml.model");
+	free(buf);
+
 	/* a context of 0, which every command's default refused */
 	buf = load_tiny(&n);
 	at = find_gguf_str(buf, n, "qwen35.context_length") + 8 + 21 + 4;
 	memset(buf + at, 0, 4);
 	inspect_rc(buf, n, "ctx0.gguf", 1, "context_length is 0");
+	/* 2^31 and more wrapped negative in rs-bench and rs-serve; 1 left
+	   no room for a token; past 2^24 no state takes */
+	v = 1U << 31;
+	memcpy(buf + at, &v, 4);
+	inspect_rc(buf, n, "ctx31.gguf", 1, "context_length 2147483648 is "
+	    "outside [2, 2^24]");
+	v = 1;
+	memcpy(buf + at, &v, 4);
+	inspect_rc(buf, n, "ctx1.gguf", 1, "context_length 1 is outside");
+	v = (1 << 24) + 1;
+	memcpy(buf + at, &v, 4);
+	inspect_rc(buf, n, "ctx24.gguf", 1, "context_length 16777217 is "
+	    "outside");
 	free(buf);
 
 	/* a missing value: getopt's word for it, not "unknown option" */
@@ -555,6 +653,7 @@ gguf_suite(void)
 	tcase_add_test(tc, duplicate_names);
 	tcase_add_test(tc, many_names_fast);
 	tcase_add_test(tc, inspect_check);
+	tcase_add_test(tc, forward_keys);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("escape");
 	tcase_add_loop_test(tc, inspect_escapes, 0, 3);

@@ -16,7 +16,7 @@
 #include "rs_cpu.h"
 #include "rs_state_impl.h"
 
-#define MAX_CTX		(1 << 24)
+#define MAX_CTX		RS_CTX_MAX
 
 static void *
 host_alloc(size_t bytes)

@@ -183,8 +183,13 @@ check_hparams(const struct rs_hparams *hp, struct rs_err *err)
 	    hp->n_nextn, hp->n_layer_all);
 	REQUIRE(hp->n_layer_all <= 4096, "block_count %u is implausible",
 	    hp->n_layer_all);
-	/* (the tools' default context: 0 left every one of them refusing) */
+	/* the tools' default context: 0 left every one of them refusing,
+	   2^31 and more wrapped to a negative size in some, 1 leaves no
+	   room to generate */
 	REQUIRE(hp->n_ctx_train > 0, "context_length is 0");
+	REQUIRE(hp->n_ctx_train >= 2 && hp->n_ctx_train <= RS_CTX_MAX,
+	    "context_length %u is outside [2, 2^24] (the largest context "
+	    "the engine takes)", hp->n_ctx_train);
 	REQUIRE(hp->n_embd > 0 && hp->n_embd <= 65536,
 	    "embedding_length %u is outside [1, 65536]", hp->n_embd);
 	REQUIRE(hp->n_ff > 0 && hp->n_ff <= 1 << 20,
@@ -222,6 +227,43 @@ check_hparams(const struct rs_hparams *hp, struct rs_err *err)
 	return (RS_OK);
 }
 
+/*
+ * Keys that change the forward pass, which the engine must not take in
+ * part (qwen35-model.md §2.2): attention.recurrent_layers holds one flag a
+ * block (a shorter array left the other blocks to the interval rule, a
+ * float array read as zeros), and rope scaling with a factor other than 1
+ * is refused, since llama.cpp would apply it (YaRN, linear) and the
+ * logits would differ without a word.
+ */
+static enum rs_status
+check_forward_keys(const struct rs_gguf *g, const struct rs_hparams *hp,
+    struct rs_err *err)
+{
+	const struct rs_gguf_kv	*kv;
+	struct rs_gguf_str	 type;
+	float			 f = 1.0f;
+	enum rs_status		 st;
+
+	kv = rs_gguf_find_kv(g, "qwen35.attention.recurrent_layers");
+	if (kv != NULL && (kv->type != RS_GGUF_ARRAY || kv->arr_len !=
+	    hp->n_layer_all || kv->arr_type == RS_GGUF_F32 ||
+	    kv->arr_type == RS_GGUF_F64 || kv->arr_type == RS_GGUF_STRING ||
+	    kv->arr_type == RS_GGUF_ARRAY))
+		return (rs_errf(err, RS_ERR_FORMAT, "qwen35.attention."
+		    "recurrent_layers is not an array of %u integer flags (one "
+		    "a block)", hp->n_layer_all));
+	if ((st = rs_gguf_get_f32_opt(g, "qwen35.rope.scaling.factor", &f,
+	    err)) != RS_OK)
+		return (st);
+	if (rs_gguf_get_str(g, "qwen35.rope.scaling.type", &type, NULL) ==
+	    RS_OK && type.len == 4 && memcmp(type.ptr, "none", 4) == 0)
+		return (RS_OK);
+	if (f != 0.0f && f != 1.0f)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "rope scaling by %g "
+		    "(qwen35.rope.scaling.*) is not supported", (double)f));
+	return (RS_OK);
+}
+
 static enum rs_status
 read_hparams(struct rs_model *m, struct rs_err *err)
 {
@@ -231,7 +273,9 @@ read_hparams(struct rs_model *m, struct rs_err *err)
 	    (st = read_keys(m->gguf, &m->hp, err)) != RS_OK)
 		return (st);
 	m->hp.n_layer = m->hp.n_layer_all - m->hp.n_nextn;
-	return (check_hparams(&m->hp, err));
+	if ((st = check_hparams(&m->hp, err)) != RS_OK)
+		return (st);
+	return (check_forward_keys(m->gguf, &m->hp, err));
 }
 
 enum rs_layer_kind

@@ -20,6 +20,9 @@
 #include "rs_gguf.h"
 
 #define RS_MODEL_ARCH	"qwen35"
+/* the largest context a state takes (rs_state.h), and so the largest
+   context_length a model may declare: it is every command's default */
+#define RS_CTX_MAX	(1 << 24)
 
 struct rs_hparams {
 	uint32_t	n_layer_all;	/* block_count, MTP blocks included */
