@@ -276,6 +276,32 @@ START_TEST(synth_interrupted)
 }
 END_TEST
 
+/*
+ * rs-bench --synth tiny under a file-size limit it runs into (ulimit -f:
+ * SIGXFSZ ended it with its temporary file left): a write error, exit 2,
+ * no file left, an existing output untouched.
+ */
+START_TEST(synth_file_limit)
+{
+	const char	*dir = t_tmpdir();
+	char		 out[512], c[1600], *msg, *data;
+	size_t		 n;
+
+	snprintf(out, sizeof(out), "%s/lim.gguf", dir);
+	t_write_file(out, "ORIG", 4);
+	snprintf(c, sizeof(c), "ulimit -f 64 && exec %s --synth tiny -q -o "
+	    "%s 2>&1", t_bin("rs-bench"), out);
+	ck_assert_int_eq(t_run(c, &msg), 2);
+	ck_assert_msg(strstr(msg, "lim.gguf") != NULL, "%s", msg);
+	free(msg);
+	ck_assert_int_eq(count_prefix(dir, "lim.gguf"), 1);
+	data = t_read_file(out, &n);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_int_eq(memcmp(data, "ORIG", 4), 0);
+	free(data);
+}
+END_TEST
+
 Suite *
 out_suite(void)
 {
@@ -295,6 +321,7 @@ out_suite(void)
 	tcase_add_test(cmd, verify_fifo);
 	tcase_add_test(cmd, synth_planted);
 	tcase_add_test(cmd, synth_interrupted);
+	tcase_add_test(cmd, synth_file_limit);
 	suite_add_tcase(s, cmd);
 	return (s);
 }

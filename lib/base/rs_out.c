@@ -61,6 +61,10 @@ rs_out_trap_signals(void)
 		    old.sa_handler != SIG_IGN)
 			sigaction(sigs[i], &sa, NULL);
 	}
+	/* a write past the file-size limit (ulimit -f) fails with EFBIG
+	   and takes the error path, which removes the temporary file; the
+	   signal would have ended the process with it left behind */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 static void
