@@ -23,6 +23,7 @@
 #include "rs_engine.h"
 #include "rs_json.h"
 #include "rs_model.h"
+#include "rs_pyjson.h"
 #include "rs_state.h"
 #include "rs_time.h"
 #include "rs_verify.h"
@@ -155,7 +156,7 @@ canonical(const char *path, char *buf, size_t cap)
 }
 
 /*
- * Whether output paths A and B name one file: the same inode, or (files
+ * Whether paths A and B name one file: the same inode, or (files
  * not there yet) the same name in the same directory.
  */
 static int
@@ -169,6 +170,20 @@ same_file(const char *a, const char *b)
 	canonical(a, ca, sizeof(ca));
 	canonical(b, cb, sizeof(cb));
 	return (strcmp(a, b) == 0 || (ca[0] != '\0' && strcmp(ca, cb) == 0));
+}
+
+/* An output (option OPT, path OUT) must not replace an input. */
+static void
+check_not_input(const struct opts *o, const char *out, const char *opt)
+{
+	if (out == NULL)
+		return;
+	if (same_file(out, o->model))
+		rs_cli_usage_error(usage_line, "%s names the model file: the "
+		    "logits would replace it", opt);
+	if (o->tokens_file != NULL && same_file(out, o->tokens_file))
+		rs_cli_usage_error(usage_line, "%s names the --tokens-file: "
+		    "the logits would replace it", opt);
 }
 
 static void
@@ -263,6 +278,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 	    same_file(o->logits_path, o->mtp_path))
 		rs_cli_usage_error(usage_line, "--logits and --mtp-logits name "
 		    "the same file: one would overwrite the other");
+	check_not_input(o, o->logits_path, "--logits");
+	check_not_input(o, o->mtp_path, "--mtp-logits");
 }
 
 /* ---- input ---- */
@@ -355,12 +372,21 @@ parse_json_record(const char *line, size_t len, int32_t def_prefix,
 
 	memset(rec, 0, sizeof(*rec));
 	rec->prefix = def_prefix;
-	if (rs_json_parse(line, len, &j, &err) != RS_OK) {
+	/* an id past 64 bits (1e400) is copied as its lexeme, as the other
+	   commands copy it, not refused */
+	if (rs_pyjson_parse(line, len, &j, &err) != RS_OK) {
 		snprintf(msg, msgsz, "%s", err.msg);
 		return (msg);
 	}
 	rec->id = copy_json(rs_json_get(j, "id"));
-	if ((arr = rs_json_get(j, "tokens")) == NULL)
+	if ((arr = rs_json_get(j, "tokens")) != NULL &&
+	    rs_json_get(j, "ids") != NULL) {
+		rs_json_free(j);
+		snprintf(msg, msgsz, "give only one of \"tokens\" and "
+		    "\"ids\"");
+		return (msg);
+	}
+	if (arr == NULL)
 		arr = rs_json_get(j, "ids");
 	if (rs_json_kind(j) != RS_JSON_OBJECT || arr == NULL ||
 	    rs_json_kind(arr) != RS_JSON_ARRAY) {

@@ -4,6 +4,7 @@
  * accept count, .npy outputs against the fixtures, bad input.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,6 +408,45 @@ START_TEST(same_outputs)
 END_TEST
 
 /*
+ * An output that names an input (the model through a link, the tokens
+ * file) is a usage error: the logits replaced the file, exit 0.
+ */
+START_TEST(output_is_input)
+{
+	const char	*dir = t_tmpdir();
+	char		 c[2600], m[1100], tf[1100], *so, *data;
+	size_t		 n;
+
+	snprintf(m, sizeof(m), "%s/m.gguf", dir);
+	char		 real[PATH_MAX];
+
+	ck_assert_ptr_nonnull(realpath(t_fixture("tiny/model-f16.gguf"),
+	    real));
+	ck_assert_int_eq(symlink(real, m), 0);
+	snprintf(tf, sizeof(tf), "%s/t.txt", dir);
+	t_write_file(tf, "1 2 3\n", 6);
+	snprintf(c, sizeof(c), "%s -m %s --tokens 1 --logits %s 2>&1",
+	    t_bin("rs-verify"), m, t_fixture("tiny/model-f16.gguf"));
+	ck_assert_int_eq(t_run(c, &so), 2);
+	ck_assert_msg(strstr(so, "--logits names the model file") != NULL,
+	    "%s", so);
+	free(so);
+	snprintf(c, sizeof(c), "%s -m %s --tokens-file %s --mtp-logits "
+	    "%s/./t.txt 2>&1", t_bin("rs-verify"), m, tf, dir);
+	ck_assert_int_eq(t_run(c, &so), 2);
+	ck_assert_msg(strstr(so, "--mtp-logits names the --tokens-file") !=
+	    NULL, "%s", so);
+	free(so);
+	data = t_read_file(tf, &n);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_int_eq(memcmp(data, "1 2 3\n", 6), 0);
+	free(data);
+	unlink(m);
+	unlink(tf);
+}
+END_TEST
+
+/*
  * A JSON line over the 256 MiB limit gets an error object in its place
  * and the record after it still runs (getline's running out of memory
  * used to end the input silently, exit 0).
@@ -424,6 +464,27 @@ START_TEST(huge_line)
 	ck_assert_msg(strstr(l2, "line 2: the line is longer than 268435456 "
 	    "bytes") != NULL, "%s", out);
 	ck_assert_msg(strstr(l2, "\"id\":3") != NULL, "%s", out);
+	free(out);
+}
+END_TEST
+
+/*
+ * An id past 64 bits is copied as its lexeme, as rs-tokenize and
+ * rs-generate copy it (the record was refused); "tokens" and "ids"
+ * together are refused, as rs-generate refuses two inputs.
+ */
+START_TEST(wide_id_two_inputs)
+{
+	char	 c[2600], *out;
+
+	snprintf(c, sizeof(c), "printf '%%s\\n' '{\"id\":1e400,\"tokens\":"
+	    "[5,6]}' '{\"id\":2,\"tokens\":[5],\"ids\":[5]}' | %s -m %s -q",
+	    t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"));
+	ck_assert_int_eq(t_run(c, &out), 1);
+	ck_assert_msg(strncmp(out, "{\"id\":\"1e400\",\"n_tokens\":2,", 27) ==
+	    0, "%s", out);
+	ck_assert_msg(strstr(out, "give only one of \\\"tokens\\\" and") !=
+	    NULL, "%s", out);
 	free(out);
 }
 END_TEST
@@ -525,7 +586,9 @@ verify_suite(void)
 	    (int)(sizeof(bad_inputs) / sizeof(bad_inputs[0])));
 	tcase_add_test(tc, bad_record_exit1);
 	tcase_add_test(tc, same_outputs);
+	tcase_add_test(tc, output_is_input);
 	tcase_add_test(tc, huge_line);
+	tcase_add_test(tc, wide_id_two_inputs);
 	suite_add_tcase(s, tc);
 	return (s);
 }
