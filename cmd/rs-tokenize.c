@@ -179,6 +179,12 @@ parse_ids(const char *text, size_t n, struct rs_tok_ids *ids)
 			continue;
 		if (j == i)
 			break;
+		/* a NUL inside a word would end it early: "2\0x" read as 2 */
+		if (memchr(text + i, '\0', j - i) != NULL) {
+			rs_cli_warn("input: a NUL byte in the word at byte "
+			    "offset %zu", i);
+			return (-1);
+		}
 		k = j - i < sizeof(word) - 1 ? j - i : sizeof(word) - 1;
 		memcpy(word, text + i, k);
 		word[k] = '\0';

@@ -114,6 +114,11 @@ START_TEST(cmd_plain)
 	    "'2050 39'", bin, m), 0);
 	ck_assert_str_eq(out, "H");
 	free(out);
+	/* a NUL inside a word is not an id's end: "1 2\\0003 4" was 1 2 4 */
+	ck_assert_int_eq(run_cmd(&out, "printf '1 2\\0003 4' | %s -m %s -d "
+	    "2>&1", bin, m), 1);
+	ck_assert_msg(strstr(out, "NUL byte") != NULL, "%s", out);
+	free(out);
 	free(exp);
 	rs_tok_ids_cleanup(&want);
 	rs_json_free(j);
