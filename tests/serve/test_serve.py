@@ -1732,6 +1732,43 @@ def nan_model(src, dst, tensor):
     open(dst, "wb").write(b)
 
 
+def long_name_model(src, dst, grow):
+    """A copy of GGUF SRC at DST whose general.name is GROW bytes longer
+    (a multiple of the alignment: the data keeps its padding), starting
+    with an escape sequence and a blank."""
+    import struct
+    b = open(src, "rb").read()
+    k = b"general.name"
+    at = b.index(struct.pack("<Q", len(k)) + k) + 8 + len(k)
+    assert struct.unpack_from("<I", b, at)[0] == 8
+    n, = struct.unpack_from("<Q", b, at + 4)
+    name = b"Big\x1b[2J Model " + b"x" * (n + grow - 14)
+    assert len(name) == n + grow
+    with open(dst, "wb") as f:
+        f.write(b[:at + 4] + struct.pack("<Q", len(name)) + name +
+                b[at + 12 + n:])
+
+
+def test_long_model_name(tmp_path_factory):
+    """A 32 KB general.name: the default model id is its first 128 bytes
+    with control characters and blanks as '-' (it was the whole name, in
+    every chunk of a stream)."""
+    tmp = tmp_path_factory.mktemp("name")
+    path = str(tmp / "name.gguf")
+    long_name_model(fixture("tiny/model-q8_0.gguf"), path, 32 * 1024)
+    srv = start(tmp_path_factory, "-m", path, name="longname")
+    try:
+        status, _, data = http(srv.url + "/v1/models")
+        assert status == 200, data
+        mid = json.loads(data)["data"][0]["id"]
+        assert mid == "big-[2j-model-" + "x" * 114, mid
+        body = {"messages": MSG, "max_tokens": 2, "stream": True}
+        status, _, data = http(srv.url + "/v1/chat/completions", "POST", body)
+        assert status == 200 and len(data) < 4096, len(data)
+    finally:
+        srv.stop()
+
+
 def test_nan_model(tmp_path_factory):
     """Weights holding NaN: a generation is an error (500 with the reason,
     streamed or not), not token 0 with null log-probabilities; the server

@@ -73,7 +73,14 @@ static int	serve_discard(struct netbuf *);
 
 /* ---- the model ---- */
 
-/* general.name in lower case, blanks as '-'; else the file's base name. */
+/* the longest default model id, in bytes (an --alias is the user's) */
+#define ALIAS_MAX	128
+
+/*
+ * general.name in lower case, blanks and control characters as '-', cut
+ * to ALIAS_MAX bytes at a character's start (the id is in every chunk of
+ * a stream: a 5 MB name made each 5 MB); else the file's base name.
+ */
 static char *
 default_alias(const struct rs_model *m, const char *path)
 {
@@ -84,7 +91,14 @@ default_alias(const struct rs_model *m, const char *path)
 
 	if (rs_gguf_get_str(m->gguf, "general.name", &s, NULL) == RS_OK &&
 	    s.len > 0) {
-		a = strndup(s.ptr, s.len);
+		n = s.len;
+		if (n > ALIAS_MAX) {
+			n = ALIAS_MAX;
+			while (n > 0 && ((unsigned char)s.ptr[n] & 0xC0) ==
+			    0x80)
+				n--;
+		}
+		a = strndup(s.ptr, n);
 	} else {
 		base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 :
 		    path;
@@ -96,8 +110,8 @@ default_alias(const struct rs_model *m, const char *path)
 	if (a == NULL)
 		rs_cli_fatal("out of memory");
 	for (p = a; *p != '\0'; p++)
-		*p = isspace((unsigned char)*p) ? '-' :
-		    (char)tolower((unsigned char)*p);
+		*p = isspace((unsigned char)*p) || iscntrl((unsigned char)*p) ?
+		    '-' : (char)tolower((unsigned char)*p);
 	return (a);
 }
 
