@@ -557,7 +557,7 @@ END_TEST
  * each restores the checkpoint before the last token and computes from
  * there, where a checkpoint at the prompt's end could serve neither; a
  * completions text prompt sent again likewise.  Each answer is the fresh
- * generator's.
+ * generator's.  Not in a prefill of checkpoint_min_call tokens or fewer.
  */
 START_TEST(greedy_resend)
 {
@@ -588,6 +588,18 @@ START_TEST(greedy_resend)
 	ck_assert_int_gt(a.usage.prompt_tokens, 10);
 	ck_assert_int_eq(b.timings.checkpoint_hits, 1);
 	ck_assert_int_eq(b.usage.cached_tokens, a.usage.prompt_tokens - 1);
+	rs_gen_result_cleanup(&a);
+	rs_gen_result_cleanup(&b);
+	gen_close(&x);
+	/* a prefill no longer than checkpoint_min_call is not split: one
+	   call, the end checkpointed at P, which a resend cannot use */
+	gen_open_with(&x, 1, 50, RS_CHAT_UNKNOWN);
+	body = tokens_body(p, 50);
+	gen_run(&x, body, &a);
+	ck_assert_int_eq(a.timings.prefill_calls, 1);
+	same_as_fresh(&x, body, &b);
+	ck_assert_int_eq(b.usage.cached_tokens, 0);
+	free(body);
 	rs_gen_result_cleanup(&a);
 	rs_gen_result_cleanup(&b);
 	gen_close(&x);

@@ -481,9 +481,11 @@ rs_gen_prefill(struct rs_gen_job *u)
 	   the same prompt again (a retry) or one that changes only its last
 	   token (text appended to it re-tokenizes the end) restores there
 	   and computes from P − 1 on; one at P cannot serve them, since the
-	   last prompt token must run for its logits */
+	   last prompt token must run for its logits.  The split costs about
+	   a decode step: only in a prefill longer than checkpoint_min_call
+	   (a shorter one is what a resend recomputes without it) */
 	tail = g->ckc != NULL && hard < 0 && u->r->kind != RS_GEN_CHAT &&
-	    n - 1 > l;
+	    n - l > g->o.checkpoint_min_call && n - 1 > l;
 	if (tail)
 		hard = n - 1;
 	/* the start needs no split: save it if it is a checkpoint */
