@@ -123,7 +123,8 @@ Install Redshift as the redshift.service OpenAI-compatible endpoint.
       --port N              port to listen on (default 8081)
       --public-host NAME    host name or IP clients use, for the Copilot
                             entry and the self-signed certificate (default:
-                            ADDR, or 127.0.0.1 for 0.0.0.0)
+                            ADDR, or 127.0.0.1 for 0.0.0.0); an IPv6
+                            address with or without its brackets
       --model PATH          serve this GGUF file; a missing PATH is an error
       --model-url URL       download the model from URL (with --model-sha256)
       --model-sha256 SHA    the SHA-256 the downloaded model must have
@@ -136,7 +137,9 @@ Install Redshift as the redshift.service OpenAI-compatible endpoint.
       --tls-key FILE        ... and key, through a stunnel front
       --tls-self-signed     the same with a generated self-signed certificate
       --internal-port N     rs-serve's loopback port behind TLS (default 18081)
-      --api-key-file FILE   require the key in FILE (first line) from clients
+      --api-key-file FILE   require the key in FILE (first line: letters,
+                            digits, . _ ~ + / = : -) from clients; a rerun
+                            without it turns the key off (and says so)
   -n, --dry-run             print every action, change nothing, no network
   -h, --help                print this help
 Default model: $MODEL_REPO $MODEL_FILE at revision $MODEL_REV.
@@ -196,15 +199,31 @@ check_args() {
 	if tls_on && [ "$internal_port" = "$port" ]; then
 		usage_error "--internal-port must differ from --port"
 	fi
-	local f
+	local f key
 	for f in "$tls_cert" "$tls_key" "$api_key_file"; do
 		[ -z "$f" ] || [ -r "$f" ] || usage_error "$f: cannot read"
 	done
+	# before anything changes; systemd's EnvironmentFile would strip
+	# blanks and read backslashes and quotes as escapes, so the key the
+	# service got would not be the one in the file
+	if [ -n "$api_key_file" ]; then
+		key=$(head -n1 "$api_key_file" | tr -d '\r')
+		[ -n "$key" ] || usage_error "$api_key_file: the first line is empty"
+		[[ $key =~ ^[A-Za-z0-9._~+/=:-]+$ ]] ||
+		    usage_error "$api_key_file: the key may hold only letters, digits and . _ ~ + / = : -"
+	fi
+	# an IPv6 literal is kept bare ([2001:db8::7] or 2001:db8::7) and
+	# bracketed where a URL or a Host header holds it (in_url)
+	public_host=${public_host#[}
+	public_host=${public_host%]}
 	if [ -z "$public_host" ]; then
 		public_host=$host
 		[ "$host" != 0.0.0.0 ] && [ "$host" != :: ] || public_host=127.0.0.1
 	fi
 }
+
+# HOST as a URL or a Host header holds it: an IPv6 literal in brackets
+in_url() { if [[ $1 == *:* ]]; then echo "[$1]"; else echo "$1"; fi; }
 
 tls_on() { [ -n "$tls_cert" ] || [ "$tls_self" = 1 ]; }
 
@@ -298,8 +317,13 @@ install_cuda() {
 	[ "$m" = aarch64 ] && m=sbsa
 	keyring=https://developer.download.nvidia.com/compute/cuda/repos/$os_repo/$m/cuda-keyring_1.1-1_all.deb
 	if ! dpkg-query -W -f='${Status}' cuda-keyring 2>/dev/null | grep -q 'ok installed'; then
-		act curl -fsSL -o "$ROOT/tmp/cuda-keyring.deb" "$keyring"
-		act dpkg -i "$ROOT/tmp/cuda-keyring.deb"
+		# a directory of our own: a fixed name in the shared /tmp is one
+		# another user could plant before root installs it
+		local kd
+		kd=$(mktemp -d "$ROOT/tmp/cuda-keyring.XXXXXX")
+		act curl -fsSL -o "$kd/cuda-keyring.deb" "$keyring"
+		act dpkg -i "$kd/cuda-keyring.deb"
+		rm -rf "$kd"
 		record package cuda-keyring
 	fi
 	act apt-get update -qq
@@ -506,7 +530,15 @@ secure_dirs() {
 # ---- 5. configuration and units ----
 
 write_api_key() {
-	[ -n "$api_key_file" ] || return 0
+	if [ -z "$api_key_file" ]; then
+		# a rerun without the key turns authentication off: say so,
+		# and leave no key file the unit no longer reads
+		if [ -f "$ROOT$ETC/api-key.env" ]; then
+			say "warning: no --api-key-file: the service now answers without a key (it had one); $ETC/api-key.env removed"
+			act rm -f "$ROOT$ETC/api-key.env"
+		fi
+		return 0
+	fi
 	local key
 	key=$(head -n1 "$api_key_file" | tr -d '\r')
 	[ -n "$key" ] || die 2 "$api_key_file: the first line is empty"
@@ -612,7 +644,7 @@ Group=$SVC_USER
 # ("+"), and go on where the node exists already or the tool is missing ("-")
 ExecStartPre=-+/usr/bin/nvidia-modprobe -u -c=0
 # --public-host: rs-serve answers only Host names it knows (DNS rebinding)
-ExecStart=$BASE/current/build/bin/rs-serve -m $model --host $listen --port $listen_port --ctx $ctx --alias $ALIAS --public-host $public_host -q
+ExecStart=$BASE/current/build/bin/rs-serve -m $model --host $listen --port $listen_port --ctx $ctx --alias $ALIAS --public-host $(in_url "$public_host") -q
 $env_line
 Restart=on-failure
 RestartSec=5
@@ -705,9 +737,11 @@ activate() {
 }
 
 base_url() {
-	local h=$host
+	local h=${host#[}
+	h=${h%]}
 	[ "$h" != 0.0.0.0 ] || h=127.0.0.1
-	[ "$h" != :: ] || h='[::1]'
+	[ "$h" != :: ] || h=::1
+	h=$(in_url "$h")
 	if tls_on; then echo "https://$h:$port"; else echo "http://$h:$port"; fi
 }
 
@@ -779,10 +813,10 @@ copilot_config() {
 	local scheme=http
 	tls_on && scheme=https
 	printf '+ %s --copilot-config %s\n' "$BASE/current/build/bin/rs-serve" \
-	    "$scheme://$public_host:$port/v1" >&2
+	    "$scheme://$(in_url "$public_host"):$port/v1" >&2
 	[ "$dry" = 1 ] && return
 	"$ROOT$BASE/current/build/bin/rs-serve" -m "$ROOT$model" --ctx "$ctx" \
-	    --alias "$ALIAS" --copilot-config "$scheme://$public_host:$port/v1" |
+	    --alias "$ALIAS" --copilot-config "$scheme://$(in_url "$public_host"):$port/v1" |
 	    put_file "$BASE/copilot-model.json" 0644
 	record file "$BASE/copilot-model.json"
 }

@@ -1,8 +1,10 @@
 #!/bin/bash
 # uninstall-redshift.sh - remove what install-redshift.sh made, and nothing
 # else: it reads /opt/redshift/install.manifest and removes only what is
-# listed there and still carries the installer's mark (units) or marker
-# file (/opt/redshift, /etc/redshift).  A model directory is removed only
+# listed there and still carries the installer's mark (units), and in the
+# trees that hold the installer's marker file (/opt/redshift,
+# /etc/redshift) the files it makes there; a file of the user's in them
+# stays, and so do the directories above it.  A model directory is removed only
 # when it is empty once the downloaded model is gone.  Packages (the driver,
 # CUDA, stunnel4, build dependencies) stay: other software may use them;
 # the script names them.
@@ -93,9 +95,37 @@ remove_models() {
 	done < <(entries dir | tac)
 }
 
+# What the installer makes in its two trees besides the manifest's files:
+# releases and the state saved for a rollback, the current link, the
+# manifest (/opt/redshift); the key's header file, the certificates
+# (/etc/redshift).
+own_paths() {
+	case $1 in
+	"$BASE") printf '%s\n' releases prev current current.new \
+	    install.manifest ;;
+	"$ETC") printf '%s\n' api-key.hdr tls/cert.pem tls/key.pem ;;
+	esac
+}
+
+# A tree the installer made (its marker file): its files go, then every
+# directory left empty, deepest first.  A file it did not make (a model
+# or a configuration of the user's put there) stays, and with it the
+# directories above it: the tree is not removed whole.
 remove_tree() {
-	[ -f "$ROOT$1/.install-redshift" ] || return 0
-	act rm -rf "$ROOT$1"
+	local d=$1 p
+	[ -f "$ROOT$d/.install-redshift" ] || return 0
+	while IFS= read -r p; do
+		case $p in "$d"/*) act rm -f "$ROOT$p" ;; esac
+	done < <(entries file)
+	while IFS= read -r p; do
+		[ -e "$ROOT$d/$p" ] || [ -L "$ROOT$d/$p" ] || continue
+		act rm -rf "$ROOT$d/$p"
+	done < <(own_paths "$d")
+	act rm -f "$ROOT$d/.install-redshift"
+	[ "$dry" = 1 ] && return
+	find "$ROOT$d" -depth -type d -empty -delete
+	[ ! -e "$ROOT$d" ] ||
+	    say "$d: left, with what the installer did not make: $(cd "$ROOT$d" && find . -type f | sed 's|^\./||' | tr '\n' ' ')"
 }
 
 main() {

@@ -99,6 +99,9 @@ t_fresh() {
 	done
 	# V100: CUDA 12.9 from NVIDIA's repository, an sm_70 build, its tests
 	has "$T/log" 'apt-get install -y -qq cuda-toolkit-12-9' || return
+	# the keyring through a directory of its own, not a fixed /tmp name
+	has "$T/log" 'dpkg -i .*/tmp/cuda-keyring\.[A-Za-z0-9]*/cuda-keyring\.deb' || return
+	[ -z "$(ls -A "$ROOT/tmp")" ] || fail "left in /tmp: $(ls -A "$ROOT/tmp")" || return
 	has "$T/log" "CUDA_ARCHS=70 NVCC=$ROOT/usr/local/cuda-12.9/bin/nvcc all" || return
 	has "$T/log" 'make -C .* test' || return
 	has "$T/log" '^deps.sh' || return
@@ -309,6 +312,23 @@ t_tls_key() {
 	has "$ROOT/opt/redshift/copilot-model.json" 'https://10.0.0.5:8081/v1'
 }
 
+# An IPv6 --public-host, bare or in brackets: bare in the certificate,
+# in brackets in the Copilot URL and in the Host rs-serve checks.
+t_ipv6() {
+	setup ipv6
+	local ph
+	for ph in 2001:db8::7 '[2001:db8::7]'; do
+		# shellcheck disable=SC2046
+		run --host :: --public-host "$ph" --tls-self-signed $(url_args)
+		expect_rc $? 0 || return
+		has "$ROOT/etc/systemd/system/redshift.service" '--public-host \[2001:db8::7\] ' || return
+		has "$ROOT/opt/redshift/copilot-model.json" 'https://\[2001:db8::7\]:8081/v1' || return
+		has "$T/log" 'curl .*https://\[::1\]:8081/health' || return
+	done
+	openssl x509 -in "$ROOT/etc/redshift/tls/cert.pem" -noout -ext subjectAltName 2>/dev/null |
+	    grep -q 'IP Address:2001:DB8:0:0:0:0:0:7' || fail "certificate lacks the IPv6 address" || return
+}
+
 # The exposure score of the generated unit must not rise above the one the
 # README documents.
 t_security() {
@@ -345,6 +365,10 @@ t_uninstall() {
 	run --tls-self-signed --api-key-file "$T/key" $(url_args); expect_rc $? 0 || return
 	# shellcheck disable=SC2046
 	run $(url_args); expect_rc $? 0 || return
+	# the rerun without the key turned authentication off: said, and
+	# the key file the unit no longer reads is gone
+	has "$T/out" 'warning: no --api-key-file: the service now answers without a key' || return
+	[ ! -e "$ROOT/etc/redshift/api-key.env" ] || fail "api-key.env left" || return
 	SCRIPT=$UNINSTALL run --dry-run; expect_rc $? 0 || return
 	[ -e "$ROOT/opt/redshift/current" ] || fail "--dry-run removed something" || return
 	SCRIPT=$UNINSTALL run; expect_rc $? 0 || return
@@ -356,9 +380,47 @@ t_uninstall() {
 	has "$T/out" 'nothing installed'
 }
 
+# A key systemd's EnvironmentFile would change (a backslash, a quote) or
+# an empty one: a usage error before anything is made.
+t_bad_key() {
+	setup bad_key
+	tree "$ROOT" >"$T/before"
+	local k
+	for k in 'k3y"quote\\back' ''; do
+		printf '%s\n' "$k" >"$T/key"
+		# shellcheck disable=SC2046
+		run --api-key-file "$T/key" $(url_args); expect_rc $? 2 || return
+	done
+	has "$T/out" 'the first line is empty' || return
+	tree "$ROOT" >"$T/after"
+	cmp -s "$T/before" "$T/after" || fail "changed: $(diff "$T/before" "$T/after")"
+}
+
+# A user's own files put inside the installer's trees (a model in
+# /opt/redshift/models, a proxy configuration in /etc/redshift) survive
+# an uninstall, --keep-model or not; the installer's own files there go.
+t_uninstall_keeps_foreign() {
+	setup uninstall_foreign
+	# shellcheck disable=SC2046
+	run --tls-self-signed $(url_args); expect_rc $? 0 || return
+	mkdir -p "$ROOT/opt/redshift/models"
+	echo mine >"$ROOT/opt/redshift/models/own.gguf"
+	echo mine >"$ROOT/etc/redshift/my-proxy.conf"
+	SCRIPT=$UNINSTALL run --keep-model; expect_rc $? 0 || return
+	[ "$(cat "$ROOT/opt/redshift/models/own.gguf" 2>/dev/null)" = mine ] ||
+	    fail "own.gguf removed" || return
+	[ "$(cat "$ROOT/etc/redshift/my-proxy.conf" 2>/dev/null)" = mine ] ||
+	    fail "my-proxy.conf removed" || return
+	local left
+	left=$(cd "$ROOT" && find opt/redshift etc/redshift -type f | sort | tr '\n' ' ')
+	[ "$left" = "etc/redshift/my-proxy.conf opt/redshift/models/own.gguf " ] ||
+	    fail "left behind: $left" || return
+	has "$T/out" 'left, with what the installer did not make'
+}
+
 [ $# -gt 0 ] || set -- help shellcheck fresh no_fixtures newer_gpu container rerun rollback \
     rollback_first sha_mismatch missing_model offline unrelated dry_run \
-    tls_key security uninstall
+    tls_key bad_key ipv6 security uninstall uninstall_keeps_foreign
 for case in "$@"; do
 	ran=$((ran + 1))
 	if "t_$case"; then
