@@ -1522,6 +1522,26 @@ def test_copilot_config():
     assert m["contextWindow"] == ctx
 
 
+def test_copilot_config_no_chat(tmp_path):
+    """A model whose chat template rs-serve does not render (one byte of
+    the tiny's changed): no Copilot entry, whose every chat request would
+    fail (it was printed, toolCalling true, exit 0)."""
+    import struct
+    b = bytearray(open(fixture("tiny/model-q8_0.gguf"), "rb").read())
+    k = b"tokenizer.chat_template"
+    at = b.index(struct.pack("<Q", len(k)) + k) + 8 + len(k)
+    n, = struct.unpack_from("<Q", b, at + 4)
+    i = b.index(b"message", at + 12, at + 12 + n)
+    b[i] = ord("M")
+    path = str(tmp_path / "other-template.gguf")
+    open(path, "wb").write(b)
+    p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", path,
+                        "--copilot-config", "http://127.0.0.1:8081/v1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout)
+    assert "chat requests are not available" in p.stderr, p.stderr
+
+
 def test_tls(tmp_path_factory):
     """--tls-cert/--tls-key: served over HTTPS by Kore's TLS, or refused
     with the reason when this Kore/OpenSSL pair cannot do TLS (Kore 4.1

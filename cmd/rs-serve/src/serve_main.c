@@ -225,8 +225,17 @@ print_pretty(const struct rs_json *j, int depth)
 static void
 print_copilot(void)
 {
-	struct rs_json	*j;
-	char		 name[128];
+	struct rs_json		*j;
+	char			 name[128];
+	enum rs_chat_variant	 v;
+	struct rs_err		 err = { 0 };
+
+	/* an entry for a model whose chat requests all fail (its template
+	   is not one rs-serve renders) would put it in Copilot's menu,
+	   agent mode included, to fail there */
+	if (rs_chat_identify_gguf(serve_model.model->gguf, &v, &err) != RS_OK)
+		rs_cli_fatal("--copilot-config: chat requests are not available "
+		    "with this model (%s)", err.msg);
 
 	(void)snprintf(name, sizeof(name), "%s (Redshift)", serve_cfg.alias);
 	if ((j = rs_oai_copilot(&serve_model.info, name,
