@@ -61,7 +61,7 @@ readonly MARK="# Managed by install-redshift.sh (Redshift); uninstall-redshift.s
 readonly DRIVER_PKG=nvidia-driver-580-server
 readonly DRIVER_MIN=580
 
-host=127.0.0.1 port=8081 public_host='' internal_port=18081 ctx=131072
+host=127.0.0.1 port=8081 public_host='' internal_port=18081 ctx=131072 ctx_given=0
 model='' model_url='' model_sha='' arch='' offline=0 dry=0
 tls_cert='' tls_key='' tls_self=0 api_key_file=''
 # set by the steps
@@ -130,7 +130,8 @@ Install Redshift as the redshift.service OpenAI-compatible endpoint.
       --model-sha256 SHA    the SHA-256 the downloaded model must have
       --arch SM             build for compute capability SM (70, 80, 90, ...)
                             instead of the one nvidia-smi reports
-      --ctx N               context size the server offers (default 131072)
+      --ctx N               context size the server offers (default 131072,
+                            or the model's context where that is smaller)
       --offline             download nothing: CUDA, compiler and weights
                             must already be present
       --tls-cert FILE       serve HTTPS with this PEM certificate chain ...
@@ -168,7 +169,7 @@ parse_args() {
 		--model-url) need_arg "$@"; model_url=$2; shift ;;
 		--model-sha256) need_arg "$@"; model_sha=$2; shift ;;
 		--arch) need_arg "$@"; number "$1" "$2" 50 200; arch=$2; shift ;;
-		--ctx) need_arg "$@"; number "$1" "$2" 256 1048576; ctx=$2; shift ;;
+		--ctx) need_arg "$@"; number "$1" "$2" 256 1048576; ctx=$2; ctx_given=1; shift ;;
 		--internal-port) need_arg "$@"; number "$1" "$2" 1 65535
 			internal_port=$2; shift ;;
 		--offline) offline=1 ;;
@@ -499,6 +500,20 @@ build_release() {
 	fi
 	act "$ROOT$release/build/bin/rs-inspect" --check "$ROOT$model" ||
 	    die 2 "$model: rs-inspect --check: not a valid model for this engine"
+}
+
+# Without --ctx: the default, or the model's own context where that is
+# smaller (rs-serve only warns beyond it, and the Copilot entry would
+# offer a window the model was not trained for).
+fit_ctx() {
+	[ "$ctx_given" = 0 ] && [ "$dry" = 0 ] || return 0
+	local n
+	n=$("$ROOT$release/build/bin/rs-inspect" -j "$ROOT$model" 2>/dev/null |
+	    sed -n 's/.*"key":"qwen35\.context_length","type":"[a-z0-9]*","value":\([0-9]*\).*/\1/p') || true
+	if [ -n "$n" ] && [ "$n" -lt "$ctx" ]; then
+		say "the model's context is $n tokens: serving $n, not $ctx"
+		ctx=$n
+	fi
 }
 
 ensure_user() {
@@ -851,6 +866,7 @@ main() {
 	fetch_model
 	new_release
 	build_release
+	fit_ctx
 	save_state
 	write_api_key
 	write_tls

@@ -329,6 +329,20 @@ t_ipv6() {
 	    grep -q 'IP Address:2001:DB8:0:0:0:0:0:7' || fail "certificate lacks the IPv6 address" || return
 }
 
+# A model trained for 4,096 tokens: served at 4,096 unless --ctx says
+# otherwise (the default 131,072 was served and offered to Copilot).
+t_small_ctx() {
+	setup small_ctx
+	local unit=$ROOT/etc/systemd/system/redshift.service
+	# shellcheck disable=SC2046
+	SHIM_CTX=4096 run $(url_args); expect_rc $? 0 || return
+	has "$unit" ' --ctx 4096 ' || return
+	has "$T/out" "the model's context is 4096 tokens: serving 4096" || return
+	# shellcheck disable=SC2046
+	SHIM_CTX=4096 run --ctx 8192 $(url_args); expect_rc $? 0 || return
+	has "$unit" ' --ctx 8192 '
+}
+
 # The exposure score of the generated unit must not rise above the one the
 # README documents.
 t_security() {
@@ -420,7 +434,7 @@ t_uninstall_keeps_foreign() {
 
 [ $# -gt 0 ] || set -- help shellcheck fresh no_fixtures newer_gpu container rerun rollback \
     rollback_first sha_mismatch missing_model offline unrelated dry_run \
-    tls_key bad_key ipv6 security uninstall uninstall_keeps_foreign
+    tls_key bad_key ipv6 small_ctx security uninstall uninstall_keeps_foreign
 for case in "$@"; do
 	ran=$((ran + 1))
 	if "t_$case"; then
