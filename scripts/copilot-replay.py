@@ -5,8 +5,9 @@ Requests are shaped as VS Code's custom-endpoint client sends them
 (serving.md §5, issue #14):
 
   - always "stream": true with "stream_options": {"include_usage": true};
-  - thinking turns carry a top-level "reasoning_effort" (default "high",
-    which the server maps to the template's top level) and
+  - thinking turns carry a top-level "reasoning_effort" (default
+    "medium", what Copilot's menu preselects from the entry's
+    supportsReasoningEffort) and
     "max_completion_tokens", never "max_tokens" and no "temperature";
     side requests (a title) carry neither effort nor thinking, and
     "max_tokens";
@@ -105,9 +106,12 @@ class Replay:
         u = urllib.parse.urlsplit(a.url)
         self.host, self.port = u.hostname, u.port or (443 if u.scheme == "https" else 80)
         self.https = u.scheme == "https"
+        # the server's base: the entry's URL (.../v1/chat/completions),
+        # .../v1 or the bare origin all name it
         self.base = u.path.rstrip("/")
-        if self.base.endswith("/v1"):
-            self.base = self.base[:-3]
+        for tail in ("/chat/completions", "/v1"):
+            if self.base.endswith(tail):
+                self.base = self.base[:-len(tail)]
         self.rows = []
         self.problems = []
         self.turn = 0
@@ -467,7 +471,7 @@ def main():
                    help="tokens of the last user message")
     p.add_argument("--max-tokens", type=int, default=48,
                    help="max_completion_tokens (thinking) / max_tokens (side) per request")
-    p.add_argument("--effort", default="high", help="reasoning_effort of thinking turns")
+    p.add_argument("--effort", default="medium", help="reasoning_effort of thinking turns")
     p.add_argument("--no-second", dest="second", action="store_false",
                    help="no interleaved second conversation")
     p.add_argument("--drop-reasoning", action="store_true",
