@@ -1263,12 +1263,15 @@ def test_origin_check(server):
 
 def test_public_host_cors_origin(tmp_path_factory):
     srv = start(tmp_path_factory, "--public-host", "box.lan,gpu.lan", "--public-host",
-                "other.lan", "--cors-origin", "https://app.example",
+                "other.lan,2001:db8::7", "--cors-origin", "https://app.example",
                 "--cors-origin", "http://a.example:3000,http://b.example", name="pub")
     try:
         url = srv.url + "/v1/models"
-        for host in ("box.lan", "gpu.lan:%d" % srv.port, "other.lan", "127.0.0.1"):
+        # an IPv6 --public-host without brackets: Host headers bracket it
+        for host in ("box.lan", "gpu.lan:%d" % srv.port, "other.lan", "127.0.0.1",
+                     "[2001:db8::7]", "[2001:db8::7]:%d" % srv.port):
             assert http(url, "GET", None, {"Host": host})[0] == 200, host
+        assert http(url, "GET", None, {"Host": "[2001:db8::8]"})[0] == 421
         assert http(url, "GET", None, {"Host": "box.lan.evil"})[0] == 421
         for o in ("https://app.example", "http://a.example:3000", "http://b.example",
                   "http://box.lan:8080"):
@@ -1520,6 +1523,26 @@ def test_copilot_config():
     assert m["maxOutputTokens"] == out
     assert m["maxInputTokens"] == (inp // 1000 * 1000 if inp >= 1000 else inp)
     assert m["contextWindow"] == ctx
+
+
+def test_copilot_config_host_warnings():
+    """--copilot-config warns where the URL names a Host the server, as
+    started with the same options, answers 421, or another port."""
+    def cfg(*args):
+        p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m",
+                            fixture("tiny/model-q8_0.gguf"), *args],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stderr
+    assert cfg("--copilot-config", "http://127.0.0.1:8081/v1") == ""
+    assert cfg("--host", "0.0.0.0", "--public-host", "box.lan", "--port", "9000",
+               "--copilot-config", "http://box.lan:9000/v1") == ""
+    e = cfg("--host", "0.0.0.0", "--port", "9000", "--copilot-config",
+            "http://192.168.1.20:8081/v1")
+    assert "answers Host '192.168.1.20' with 421" in e, e
+    assert "port 8081 is not --port 9000" in e, e
+    e = cfg("--copilot-config", "https://127.0.0.1/v1")
+    assert "421" not in e and "port 443 is not --port 8081" in e, e
 
 
 def test_copilot_config_no_chat(tmp_path):

@@ -115,6 +115,12 @@ extern struct serve_model serve_model;
 
 extern struct rs_metrics *serve_metrics;
 
+/*
+ * May a request's Host header be HOSTPORT ("HOST[:PORT]")?  Loopback
+ * names, the --host address and the --public-host names (DNS rebinding).
+ */
+int		serve_host_ok(const char *hostport);
+
 /* Send the OpenAI error envelope J (taken) with status CODE. */
 void		serve_send_json(struct http_request *req, int code,
 		    struct rs_json *j);

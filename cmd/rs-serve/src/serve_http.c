@@ -313,6 +313,10 @@ host_name_ok(const char *h, size_t n)
 	if ((n == 9 && strncasecmp(h, "localhost", 9) == 0) ||
 	    (n == 5 && strncmp(h, "[::1]", 5) == 0) || loopback_v4(h, n))
 		return (1);
+	/* an IPv6 --public-host given without its brackets matches too */
+	if (n > 2 && h[0] == '[' && h[n - 1] == ']' &&
+	    list_has(serve_cfg.public_host, h + 1, n - 2))
+		return (1);
 	return (is_listen_host(h, n) || list_has(serve_cfg.public_host, h, n));
 }
 
@@ -338,6 +342,14 @@ host_len(const char *s)
 	for (p = e + 1; isdigit((unsigned char)*p); p++)
 		;
 	return (*p == '\0' ? (long)(e - s) : -1);
+}
+
+int
+serve_host_ok(const char *hostport)
+{
+	long	n = host_len(hostport);
+
+	return (n > 0 && host_name_ok(hostport, (size_t)n));
 }
 
 /*

@@ -222,6 +222,42 @@ print_pretty(const struct rs_json *j, int depth)
 	}
 }
 
+/*
+ * The Copilot entry's URL (http[s]://HOST[:PORT]/...) names a Host this
+ * server, started with these options, answers 421 (DNS rebinding), or
+ * another port: say so, since VS Code only shows the request failing.
+ */
+static void
+warn_copilot_host(const char *url)
+{
+	const char	*a = strstr(url, "://"), *e, *c;
+	char		 hp[512], port[16];
+	const int	 tls = strncasecmp(url, "https:", 6) == 0;
+
+	if (a == NULL)
+		return;
+	a += 3;
+	e = a + strcspn(a, "/?#");
+	if ((size_t)(e - a) >= sizeof(hp) || e == a)
+		return;
+	memcpy(hp, a, (size_t)(e - a));
+	hp[e - a] = '\0';
+	/* the port: after the host (an IPv6 one in brackets) */
+	c = hp[0] == '[' ? strchr(hp, ']') : hp;
+	c = c != NULL ? strchr(c, ':') : NULL;
+	if (!serve_host_ok(hp))
+		rs_cli_warn("--copilot-config: a server started with these "
+		    "options answers Host '%.*s' with 421: start it with "
+		    "--public-host and that name", c != NULL ? (int)(c - hp) :
+		    (int)strlen(hp), hp);
+	(void)snprintf(port, sizeof(port), "%s", c != NULL ? c + 1 : tls ?
+	    "443" : "80");
+	if (strcmp(port, serve_cfg.port) != 0)
+		rs_cli_warn("--copilot-config: the URL's port %s is not --port "
+		    "%s (right only behind a proxy, such as a TLS front)", port,
+		    serve_cfg.port);
+}
+
 static void
 print_copilot(void)
 {
@@ -236,6 +272,7 @@ print_copilot(void)
 	if (rs_chat_identify_gguf(serve_model.model->gguf, &v, &err) != RS_OK)
 		rs_cli_fatal("--copilot-config: chat requests are not available "
 		    "with this model (%s)", err.msg);
+	warn_copilot_host(serve_cfg.copilot_url);
 
 	(void)snprintf(name, sizeof(name), "%s (Redshift)", serve_cfg.alias);
 	if ((j = rs_oai_copilot(&serve_model.info, name,
