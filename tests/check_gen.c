@@ -1628,6 +1628,21 @@ START_TEST(bad_prepare)
 	ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge), RS_ERR_INVALID_ARG);
 	ck_assert_ptr_nonnull(strstr(ge.err.msg, "empty"));
 	rs_gen_req_cleanup(&r);
+	/* the param is the field the prompt came from: a completions prompt
+	   of token ids is "prompt" (it said "tokens", a field not sent) */
+	static const char *const empty[][2] = {
+		{ "{\"prompt\": []}", "prompt" }, { "{\"tokens\": []}", "tokens" },
+		{ "{\"ids\": []}", "ids" },
+	};
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		rs_gen_req_init(&r, x.g);
+		ck_assert(parse_body(&x, &r, empty[i][0], &ge) == RS_OK);
+		ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge),
+		    RS_ERR_INVALID_ARG);
+		ck_assert_msg(strcmp(ge.param, empty[i][1]) == 0, "%s: %s",
+		    empty[i][0], ge.param);
+		rs_gen_req_cleanup(&r);
+	}
 	/* no input at all */
 	rs_gen_req_init(&r, x.g);
 	ck_assert_int_eq(rs_gen_prepare(x.g, &r, &ge), RS_ERR_INVALID_ARG);

@@ -231,6 +231,9 @@ enum rs_gen_tool_choice {
  */
 struct rs_gen_req {
 	enum rs_gen_kind	 kind;
+	/* the body's input field ("messages", "prompt", "tokens", "ids";
+	   static), the param of errors about the prompt (§4.6) */
+	const char		*input;
 
 	/* RS_GEN_TEXT: the prompt, TEXT_LEN bytes (NUL-terminated) */
 	char			*text;

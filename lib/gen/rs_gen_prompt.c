@@ -297,8 +297,11 @@ static enum rs_status
 check_context(const struct rs_gen *g, const struct rs_gen_req *r,
     struct rs_gen_error *ge)
 {
-	const char	*param = r->kind == RS_GEN_CHAT ? "messages" :
-			    r->kind == RS_GEN_TEXT ? "prompt" : "tokens";
+	/* the field the prompt came from: a completions prompt of token
+	   ids is "prompt" */
+	const char	*param = r->input != NULL ? r->input : r->kind ==
+			    RS_GEN_CHAT ? "messages" : r->kind == RS_GEN_TEXT ?
+			    "prompt" : "tokens";
 
 	if (r->n_prompt == 0)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, param,

@@ -214,6 +214,7 @@ parse_input(const struct rs_gen *g, struct rs_gen_req *r,
 	if (key == NULL)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "messages",
 		    "no input: give messages, prompt or tokens"));
+	r->input = key;
 	if (strcmp(key, "messages") == 0) {
 		r->kind = RS_GEN_CHAT;
 		return (rs_gen_norm_messages(v, &r->messages, ge));
