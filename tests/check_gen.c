@@ -962,6 +962,39 @@ START_TEST(cancel_token)
 END_TEST
 
 /*
+ * One token comes from the prefill's logits, with no decode step: its
+ * timings carry no speed (10^5 tok/s was reported, and rs-serve's log and
+ * gauge showed it); two tokens do.
+ */
+START_TEST(one_token_speed)
+{
+	struct gx		x;
+	struct t_ref		ref;
+	struct rs_gen_result	res;
+	char			*body;
+
+	t_ref_load(&ref);
+	gx_open(&x, F16, 0, 1, NULL);
+	for (int n = 1; n <= 2; n++) {
+		body = greedy_body(&ref, n == 1 ? "\"max_tokens\": 1" :
+		    "\"max_tokens\": 2");
+		rs_gen_reset(x.g);
+		run_body(&x, body, &res, NULL);
+		ck_assert_int_eq(res.timings.predicted_n, n);
+		if (n == 1)
+			ck_assert(res.timings.predicted_per_second == 0 &&
+			    res.timings.predicted_per_token_ms == 0);
+		else
+			ck_assert(res.timings.predicted_per_second > 0);
+		rs_gen_result_cleanup(&res);
+		free(body);
+	}
+	gx_close(&x);
+	t_ref_free(&ref);
+}
+END_TEST
+
+/*
  * A prefill cancelled after its first call reports the tokens it
  * computed (timings.prompt_n: rs-serve's log and /metrics count them),
  * not the whole prompt; usage still counts the prompt.
@@ -2088,6 +2121,7 @@ gen_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, cancel_token);
 	tcase_add_test(tc, cancel_prefill_counts);
+	tcase_add_test(tc, one_token_speed);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("chat");
 	tcase_set_timeout(tc, 60);

@@ -445,7 +445,9 @@ result(struct rs_gen_job *u, struct rs_gen_result *res)
 		t->prompt_per_token_ms = t->prompt_ms / (double)t->prompt_n;
 		t->prompt_per_second = 1e3 * (double)t->prompt_n / t->prompt_ms;
 	}
-	if (t->predicted_n > 0 && t->predicted_ms > 0) {
+	/* the first token comes from the prefill's logits: one alone had
+	   no decode step to time (its "speed" read 10^5 tok/s) */
+	if (t->predicted_n > 1 && t->predicted_ms > 0) {
 		t->predicted_per_token_ms = t->predicted_ms /
 		    (double)t->predicted_n;
 		t->predicted_per_second = 1e3 * (double)t->predicted_n /

@@ -226,9 +226,11 @@ serve_log_write(const struct serve_log *l, int code)
 		n += l->ttft_ms >= 0 ? snprintf(line + n, sizeof(line) - n,
 		    " ttft_ms=%.1f", l->ttft_ms) : snprintf(line + n,
 		    sizeof(line) - n, " ttft_ms=-");
+	/* "-": no decode step timed (one token, from the prefill) */
 	if (l->finish != NULL && n > 0 && n < (int)sizeof(line))
-		n += snprintf(line + n, sizeof(line) - n, " tok_s=%.1f",
-		    l->decode_tps);
+		n += l->decode_tps > 0 ? snprintf(line + n, sizeof(line) - n,
+		    " tok_s=%.1f", l->decode_tps) : snprintf(line + n,
+		    sizeof(line) - n, " tok_s=-");
 	if (l->lag_max_ms > 0 && n > 0 && n < (int)sizeof(line))
 		n += snprintf(line + n, sizeof(line) - n, " lag_ms=%.3f/%.3f",
 		    l->lag_ms, l->lag_max_ms);

@@ -225,9 +225,11 @@ fill_log(struct serve_job *job, const struct rs_gen_result *res)
 		l->ttft_ms = job->t_first - job->t_recv;
 		rs_metrics_ttft(serve_metrics, l->ttft_ms / 1e3);
 	}
+	/* (a one-token answer times no decode step: the speed gauge stays) */
 	rs_metrics_generation(serve_metrics, res->timings.prompt_n,
-	    res->timings.prompt_ms,
-	    res->usage.completion_tokens, res->timings.predicted_ms);
+	    res->timings.prompt_ms, res->usage.completion_tokens,
+	    res->timings.predicted_per_second > 0 ?
+	    res->timings.predicted_ms : 0.0);
 	if (res->timings.draft != NULL)
 		rs_metrics_drafts(serve_metrics, res->timings.draft_pos_n,
 		    res->timings.draft_pos_accepted, res->timings.draft_n_pos,
