@@ -375,8 +375,9 @@ check_values(const char *path, const struct rs_gguf *g)
  * the special tokens inside it, merges, token types, token texts), so
  * that a file --check passes is not refused by rs-tokenize or rs-serve.
  * A file with no tokenizer key at all (weights for token ids alone:
- * rs-verify, rs-bench) has none to check; one with some of them is
- * checked, so that a missing tokenizer.ggml.model is reported.
+ * rs-verify, rs-bench) has none to check and passes with a note of the
+ * commands that need one; one with some of them is checked, so that a
+ * missing tokenizer.ggml.model is reported.
  */
 static int
 check_tokenizer(const char *path, const struct rs_gguf *g)
@@ -385,8 +386,12 @@ check_tokenizer(const char *path, const struct rs_gguf *g)
 	struct rs_tok	*tok = NULL;
 
 	if (rs_gguf_find_kv(g, "tokenizer.ggml.model") == NULL &&
-	    rs_gguf_find_kv(g, "tokenizer.ggml.tokens") == NULL)
+	    rs_gguf_find_kv(g, "tokenizer.ggml.tokens") == NULL) {
+		rs_cli_warn("%s: no vocabulary: rs-verify and rs-bench take it "
+		    "(token ids); rs-tokenize, rs-generate and rs-serve refuse "
+		    "it", path);
 		return (RS_EXIT_OK);
+	}
 	if (rs_tok_new(&tok, g, RS_TOK_NORM_DEFAULT, &err) != RS_OK) {
 		rs_cli_warn("%s: %s", path, err.msg);
 		return (RS_EXIT_FAIL);

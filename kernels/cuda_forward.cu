@@ -1647,16 +1647,11 @@ alloc_scratch(struct rs_engine *e, struct rs_err *err)
 static enum rs_status
 cuda_init(struct rs_engine *e, struct rs_err *err)
 {
-	const struct rs_hparams *hp = &e->model->hp;
 	const struct rs_split *sp = &e->split;
 	struct multi *mu;
 	enum rs_status s;
 	int cur = 0;
 
-	if (hp->head_dim != hp->head_dim_v)
-		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "key_length %u != value_length %u is not supported",
-		    hp->head_dim, hp->head_dim_v));
 	if ((mu = (struct multi *)calloc(1, sizeof(*mu))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	e->be = mu;

@@ -386,6 +386,64 @@ kv_head(unsigned char *b, size_t *at, const char *k, uint32_t t)
 }
 
 /*
+ * BUF with the key K of type T and value V (VLEN bytes), and a u8 key
+ * whose name fills the rest of a 32-byte multiple (32 more bytes where
+ * the rest is too short for a key)
+ */
+static unsigned char *
+with_key(unsigned char *buf, size_t *n, const char *k, uint32_t t,
+    const void *v, size_t vlen)
+{
+	static int	 calls;
+	unsigned char	 kv[160];
+	size_t		 at = 0, room, kl;
+	char		 pad[40];
+
+	kv_head(kv, &at, k, t);
+	memcpy(kv + at, v, vlen);
+	at += vlen;
+	room = 32 - at % 32;
+	kl = room >= 14 ? room - 13 : room + 19;
+	memset(pad, 'p', kl);
+	pad[0] = (char)('a' + calls++ % 26);	/* a new name each call */
+	pad[kl] = '\0';
+	kv_head(kv, &at, pad, 0);
+	kv[at++] = 1;
+	return (with_kv(buf, n, 2, kv, at));
+}
+
+static unsigned char *
+with_f32(unsigned char *buf, size_t *n, const char *k, float f)
+{
+	return (with_key(buf, n, k, 6, &f, 4));
+}
+
+/*
+ * The rope keys llama.cpp applies besides scaling.factor (the helper
+ * probe of session 44 found them taken and ignored): attn_factor 2 and
+ * the older scale_linear 4 are refused; scale_linear is llama.cpp's only
+ * where scaling.factor is absent, so beside a factor of 1 it changes
+ * nothing and passes.
+ */
+static void
+rope_keys(void)
+{
+	unsigned char	*buf;
+	size_t		 n;
+
+	buf = with_f32(load_tiny(&n), &n, "qwen35.rope.scaling.attn_factor",
+	    2.0f);
+	inspect_rc(buf, n, "af.gguf", 1, "rope attention factor 2");
+	free(buf);
+	buf = with_f32(load_tiny(&n), &n, "qwen35.rope.scale_linear", 4.0f);
+	inspect_rc(buf, n, "sl.gguf", 1, "rope scaling by 4 "
+	    "(qwen35.rope.scale_linear)");
+	buf = with_f32(buf, &n, "qwen35.rope.scaling.factor", 1.0f);
+	inspect_rc(buf, n, "sl1.gguf", 0, NULL);
+	free(buf);
+}
+
+/*
  * Keys that change the forward pass and were taken in part: a
  * recurrent_layers array shorter or longer than the blocks (7 u8 flags
  * for 5), rope scaling by 4 (llama.cpp would apply it); both refused.
@@ -423,6 +481,54 @@ START_TEST(forward_keys)
 		    "rope scaling by 4");
 		free(buf);
 	}
+	rope_keys();
+}
+END_TEST
+
+/*
+ * Files that the commands cannot compute right, refused by --check as
+ * by every command (the helper probe of session 44): one shard of a
+ * split model (it named a missing tensor), key_length != value_length
+ * (refused only by the backends), a per-tensor output scale (ignored:
+ * other logits without a word; output.weight renamed in place, so the
+ * head falls back to the tied embedding).  A file with no vocabulary
+ * passes, with a note of the commands that need one.
+ */
+START_TEST(model_refusals)
+{
+	unsigned char	*buf;
+	size_t		 n, at;
+	uint16_t	 shards = 3;
+	uint32_t	 v;
+
+	buf = with_key(load_tiny(&n), &n, "split.count", 2, &shards, 2);
+	inspect_rc(buf, n, "split.gguf", 1, "split into 3 files");
+	free(buf);
+
+	buf = load_tiny(&n);
+	at = find_gguf_str(buf, n, "qwen35.attention.value_length") + 8 + 29 +
+	    4;
+	memcpy(&v, buf + at, 4);
+	v /= 2;
+	memcpy(buf + at, &v, 4);
+	inspect_rc(buf, n, "kv.gguf", 1, "!= value_length");
+	free(buf);
+
+	buf = load_tiny(&n);
+	at = find_gguf_str(buf, n, "output.weight") + 8;
+	memcpy(buf + at, "outputw.scale", 13);
+	inspect_rc(buf, n, "scale.gguf", 1, "'outputw.scale': per-tensor "
+	    "output scales are not supported");
+	free(buf);
+
+	buf = load_tiny(&n);
+	at = find_gguf_str(buf, n, "tokenizer.ggml.model") + 8;
+	memcpy(buf + at, "tokenizer.ggml.mode_", 20);
+	at = find_gguf_str(buf, n, "tokenizer.ggml.tokens") + 8;
+	memcpy(buf + at, "tokenizer.ggml.token_", 21);
+	inspect_rc(buf, n, "novocab.gguf", 0, "no vocabulary: rs-verify and "
+	    "rs-bench take it");
+	free(buf);
 }
 END_TEST
 
@@ -654,6 +760,7 @@ gguf_suite(void)
 	tcase_add_test(tc, many_names_fast);
 	tcase_add_test(tc, inspect_check);
 	tcase_add_test(tc, forward_keys);
+	tcase_add_test(tc, model_refusals);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("escape");
 	tcase_add_loop_test(tc, inspect_escapes, 0, 3);

@@ -470,11 +470,6 @@ cpu_init(struct rs_engine *e, struct rs_err *err)
 	enum rs_status	 s;
 	int		 fail = 0;
 
-	/* the gate multiplies o element-wise: one width for q, gate and v */
-	if (hp->head_dim != hp->head_dim_v)
-		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "key_length %u != value_length %u is not supported",
-		    hp->head_dim, hp->head_dim_v));
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
 	e->be = c;

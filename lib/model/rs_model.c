@@ -15,6 +15,8 @@
 
 static enum rs_status read_hparams(struct rs_model *, struct rs_err *);
 static enum rs_status bind_layers(struct rs_model *, struct rs_err *);
+static enum rs_status check_no_scales(const struct rs_gguf *,
+		    struct rs_err *);
 
 void
 rs_model_close(struct rs_model *m)
@@ -50,7 +52,8 @@ rs_model_from_gguf(struct rs_model **out, struct rs_gguf *g,
 	}
 	m->gguf = g;
 	if ((st = read_hparams(m, err)) != RS_OK ||
-	    (st = bind_layers(m, err)) != RS_OK) {
+	    (st = bind_layers(m, err)) != RS_OK ||
+	    (st = check_no_scales(g, err)) != RS_OK) {
 		rs_model_close(m);
 		return (st);
 	}
@@ -202,6 +205,12 @@ check_hparams(const struct rs_hparams *hp, struct rs_err *err)
 	    hp->head_dim_v > 0 && hp->head_dim_v <= 1024,
 	    "key_length %u / value_length %u outside [1, 1024]",
 	    hp->head_dim, hp->head_dim_v);
+	/* the output gate multiplies o element-wise: one width for q, the
+	   gate and v (llama.cpp cannot run such a file either) */
+	if (hp->head_dim != hp->head_dim_v)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "key_length %u != "
+		    "value_length %u is not supported", hp->head_dim,
+		    hp->head_dim_v));
 	REQUIRE(hp->n_rot > 0 && hp->n_rot % 2 == 0 && hp->n_rot <= hp->head_dim,
 	    "rope.dimension_count %u must be even and at most key_length %u",
 	    hp->n_rot, hp->head_dim);
@@ -228,21 +237,52 @@ check_hparams(const struct rs_hparams *hp, struct rs_err *err)
 }
 
 /*
+ * Rope keys that llama.cpp applies and the engine does not (qwen35-model.md
+ * §2.2: absent for this model), refused unless they change nothing, since
+ * the logits would differ without a word: scaling.attn_factor multiplies
+ * the rotation's sine and cosine whatever the scaling type; a
+ * scaling.factor, or the older scale_linear where it is absent, other than
+ * 0 or 1 scales the frequencies (YaRN, linear) unless the type is "none".
+ */
+static enum rs_status
+check_rope_keys(const struct rs_gguf *g, struct rs_err *err)
+{
+	struct rs_gguf_str	 type;
+	const char		*key = "qwen35.rope.scaling.factor";
+	float			 f = 1.0f, attn = 1.0f;
+	enum rs_status		 st;
+
+	if ((st = rs_gguf_get_f32_opt(g, "qwen35.rope.scaling.attn_factor",
+	    &attn, err)) != RS_OK)
+		return (st);
+	if (attn != 1.0f)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "rope attention factor "
+		    "%g (qwen35.rope.scaling.attn_factor) is not supported",
+		    (double)attn));
+	if (rs_gguf_find_kv(g, key) == NULL)
+		key = "qwen35.rope.scale_linear";
+	if ((st = rs_gguf_get_f32_opt(g, key, &f, err)) != RS_OK)
+		return (st);
+	if (rs_gguf_get_str(g, "qwen35.rope.scaling.type", &type, NULL) ==
+	    RS_OK && type.len == 4 && memcmp(type.ptr, "none", 4) == 0)
+		return (RS_OK);
+	if (f != 0.0f && f != 1.0f)
+		return (rs_errf(err, RS_ERR_UNSUPPORTED, "rope scaling by %g "
+		    "(%s) is not supported", (double)f, key));
+	return (RS_OK);
+}
+
+/*
  * Keys that change the forward pass, which the engine must not take in
  * part (qwen35-model.md §2.2): attention.recurrent_layers holds one flag a
  * block (a shorter array left the other blocks to the interval rule, a
- * float array read as zeros), and rope scaling with a factor other than 1
- * is refused, since llama.cpp would apply it (YaRN, linear) and the
- * logits would differ without a word.
+ * float array read as zeros), and the rope keys above.
  */
 static enum rs_status
 check_forward_keys(const struct rs_gguf *g, const struct rs_hparams *hp,
     struct rs_err *err)
 {
 	const struct rs_gguf_kv	*kv;
-	struct rs_gguf_str	 type;
-	float			 f = 1.0f;
-	enum rs_status		 st;
 
 	kv = rs_gguf_find_kv(g, "qwen35.attention.recurrent_layers");
 	if (kv != NULL && (kv->type != RS_GGUF_ARRAY || kv->arr_len !=
@@ -252,16 +292,25 @@ check_forward_keys(const struct rs_gguf *g, const struct rs_hparams *hp,
 		return (rs_errf(err, RS_ERR_FORMAT, "qwen35.attention."
 		    "recurrent_layers is not an array of %u integer flags (one "
 		    "a block)", hp->n_layer_all));
-	if ((st = rs_gguf_get_f32_opt(g, "qwen35.rope.scaling.factor", &f,
-	    err)) != RS_OK)
-		return (st);
-	if (rs_gguf_get_str(g, "qwen35.rope.scaling.type", &type, NULL) ==
-	    RS_OK && type.len == 4 && memcmp(type.ptr, "none", 4) == 0)
+	return (check_rope_keys(g, err));
+}
+
+/*
+ * One shard of a split model (qwen35-model.md §2.1) holds some of the
+ * tensors and, past the first, none of the keys: say so before a missing
+ * key or tensor is named instead.
+ */
+static enum rs_status
+check_not_split(const struct rs_gguf *g, struct rs_err *err)
+{
+	const struct rs_gguf_kv	*kv = rs_gguf_find_kv(g, "split.count");
+	int64_t			 n;
+
+	if (kv == NULL || rs_gguf_kv_int(kv, &n, NULL) != RS_OK || n <= 1)
 		return (RS_OK);
-	if (f != 0.0f && f != 1.0f)
-		return (rs_errf(err, RS_ERR_UNSUPPORTED, "rope scaling by %g "
-		    "(qwen35.rope.scaling.*) is not supported", (double)f));
-	return (RS_OK);
+	return (rs_errf(err, RS_ERR_UNSUPPORTED, "one shard of a model split "
+	    "into %lld files (split.count): merge them into one file first "
+	    "(llama-gguf-split --merge)", (long long)n));
 }
 
 static enum rs_status
@@ -269,7 +318,8 @@ read_hparams(struct rs_model *m, struct rs_err *err)
 {
 	enum rs_status	st;
 
-	if ((st = check_arch(m->gguf, err)) != RS_OK ||
+	if ((st = check_not_split(m->gguf, err)) != RS_OK ||
+	    (st = check_arch(m->gguf, err)) != RS_OK ||
 	    (st = read_keys(m->gguf, &m->hp, err)) != RS_OK)
 		return (st);
 	m->hp.n_layer = m->hp.n_layer_all - m->hp.n_nextn;
@@ -293,6 +343,27 @@ rs_model_layer_kind(const struct rs_model *m, uint32_t il)
 }
 
 /* ---- tensors ---- */
+
+/*
+ * Per-tensor output scales ("<name>.scale", shape {1}: NVFP4 conversions)
+ * multiply a product's output where present (qwen35-model.md §2.2); the
+ * engine does not apply them, so a file that has any is refused rather
+ * than computed without them.
+ */
+static enum rs_status
+check_no_scales(const struct rs_gguf *g, struct rs_err *err)
+{
+	for (int64_t i = 0; i < rs_gguf_n_tensors(g); i++) {
+		const char	*name = rs_gguf_tensor(g, i)->name;
+		size_t		 len = strlen(name);
+
+		if (len >= 6 && strcmp(name + len - 6, ".scale") == 0)
+			return (rs_errf(err, RS_ERR_UNSUPPORTED, "tensor '%s': "
+			    "per-tensor output scales are not supported",
+			    name));
+	}
+	return (RS_OK);
+}
 
 /*
  * Bind the tensor NAME (printf format with LAYER) to *OUT and check that it
