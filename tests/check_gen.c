@@ -1637,6 +1637,50 @@ START_TEST(bad_request)
 END_TEST
 
 /* Errors found when rendering and tokenizing, and bad generator options. */
+/*
+ * What OpenAI clients send besides the plain forms (the SDK probe of
+ * session 44): a prompt as a batch of one string or one id array (LangChain
+ * always sends one: it was "prompt[0]: must be an integer token id"), a
+ * batch of two refused as such; counts written as whole floats (5.0), a
+ * fraction still refused.
+ */
+START_TEST(client_forms)
+{
+	struct gx		 x;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge;
+
+	gx_open(&x, F16, 64, 0, NULL);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"prompt\": [\"ab\"], \"max_tokens\": "
+	    "5.0, \"seed\": 7.0}", &ge) == RS_OK);
+	ck_assert_int_eq(r.kind, RS_GEN_TEXT);
+	ck_assert_str_eq(r.text, "ab");
+	ck_assert_int_eq(r.max_tokens, 5);
+	ck_assert_uint_eq(r.sample.seed, 7);
+	rs_gen_req_cleanup(&r);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(parse_body(&x, &r, "{\"prompt\": [[3, 4, 5]]}", &ge) ==
+	    RS_OK);
+	ck_assert_int_eq(r.kind, RS_GEN_TOKENS);
+	ck_assert_uint_eq(r.n_prompt, 3);
+	ck_assert_int_eq(r.prompt[2], 5);
+	rs_gen_req_cleanup(&r);
+	rs_gen_req_init(&r, x.g);
+	ck_assert_int_eq(parse_body(&x, &r, "{\"prompt\": [\"a\", \"b\"]}",
+	    &ge), RS_ERR_INVALID_ARG);
+	ck_assert_str_eq(ge.param, "prompt");
+	ck_assert_ptr_nonnull(strstr(ge.err.msg, "one prompt a request"));
+	rs_gen_req_cleanup(&r);
+	rs_gen_req_init(&r, x.g);
+	ck_assert_int_eq(parse_body(&x, &r, "{\"prompt\": \"a\", "
+	    "\"max_tokens\": 5.5}", &ge), RS_ERR_INVALID_ARG);
+	ck_assert_str_eq(ge.param, "max_tokens");
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+}
+END_TEST
+
 START_TEST(bad_prepare)
 {
 	struct gx		 x;
@@ -2148,6 +2192,7 @@ gen_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, bad_request, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, bad_prepare);
+	tcase_add_test(tc, client_forms);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -716,18 +716,14 @@ rs_oai_logprobs_text(const struct rs_logprob *lp, size_t n,
 /* ---- the model ---- */
 
 struct rs_json *
-rs_oai_models(const struct rs_oai_model *m)
+rs_oai_model_obj(const struct rs_oai_model *m)
 {
-	struct rs_json	*list, *data, *model, *meta;
+	struct rs_json	*model, *meta;
 	int		 bad = 0;
 
-	list = rs_json_obj();
-	data = rs_json_arr();
 	model = rs_json_obj();
 	meta = rs_json_obj();
-	if (list == NULL || data == NULL || model == NULL || meta == NULL) {
-		rs_json_free(list);
-		rs_json_free(data);
+	if (model == NULL || meta == NULL) {
 		rs_json_free(model);
 		rs_json_free(meta);
 		return (NULL);
@@ -742,6 +738,28 @@ rs_oai_models(const struct rs_oai_model *m)
 	put(model, "meta", meta, &bad);
 	/* vLLM's name for the context length; some clients read it */
 	put(model, "max_model_len", rs_json_int(m->n_ctx), &bad);
+	if (bad) {
+		rs_json_free(model);
+		return (NULL);
+	}
+	return (model);
+}
+
+struct rs_json *
+rs_oai_models(const struct rs_oai_model *m)
+{
+	struct rs_json	*list, *data, *model;
+	int		 bad = 0;
+
+	list = rs_json_obj();
+	data = rs_json_arr();
+	model = rs_oai_model_obj(m);
+	if (list == NULL || data == NULL || model == NULL) {
+		rs_json_free(list);
+		rs_json_free(data);
+		rs_json_free(model);
+		return (NULL);
+	}
 	if (rs_json_push(data, model) != 0)
 		bad = 1;
 	put(list, "object", rs_json_str("list"), &bad);

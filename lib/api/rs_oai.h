@@ -207,6 +207,8 @@ struct rs_oai_model {
  * "n_ctx_train", "n_vocab"}, "max_model_len"}]}.
  */
 struct rs_json	*rs_oai_models(const struct rs_oai_model *m);
+/* GET /v1/models/{id}: the one model object of that list. */
+struct rs_json	*rs_oai_model_obj(const struct rs_oai_model *m);
 
 /*
  * The output budget rs-serve advertises for a context of N_CTX tokens:

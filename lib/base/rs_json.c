@@ -353,6 +353,23 @@ rs_json_as_int(const struct rs_json *j, int64_t *out)
 }
 
 int
+rs_json_as_whole(const struct rs_json *j, int64_t *out)
+{
+	double	d;
+
+	if (rs_json_as_int(j, out) == 0)
+		return (0);
+	if (!json_is_real(J(j)))
+		return (-1);
+	d = json_real_value(J(j));
+	/* [-2^63, 2^63): every double there converts exactly when whole */
+	if (!(d >= -0x1p63 && d < 0x1p63) || d != floor(d))
+		return (-1);
+	*out = (int64_t)d;
+	return (0);
+}
+
+int
 rs_json_as_real(const struct rs_json *j, double *out)
 {
 	if (!json_is_number(J(j)))

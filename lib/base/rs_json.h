@@ -78,6 +78,11 @@ size_t		 rs_json_arr_len(const struct rs_json *arr);
 struct rs_json	*rs_json_arr_at(const struct rs_json *arr, size_t i);
 /* 0 on success; -1 when J is not of that kind. as_real accepts integers. */
 int		 rs_json_as_int(const struct rs_json *j, int64_t *out);
+/*
+ * as_int, or a real that is a whole number inside int64_t (5.0: what
+ * clients that compute a count in floating point send; 5.5 is refused)
+ */
+int		 rs_json_as_whole(const struct rs_json *j, int64_t *out);
 int		 rs_json_as_real(const struct rs_json *j, double *out);
 int		 rs_json_as_bool(const struct rs_json *j, int *out);
 /* Borrowed bytes (NUL-terminated, may hold NULs: use *N). */

@@ -133,7 +133,7 @@ get_int(const struct rs_json *body, const char *key, int64_t min,
 
 	if (v == NULL)
 		return (RS_OK);
-	if (rs_json_as_int(v, &x) != 0)
+	if (rs_json_as_whole(v, &x) != 0)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, key,
 		    "%s: must be an integer", key));
 	if (x < min || x > max)
@@ -190,6 +190,30 @@ get_ids(const struct rs_json *arr, const char *path, int32_t n_vocab,
 
 /* ---- input ---- */
 
+/*
+ * OpenAI's prompt may be a batch: an array of strings or of token-id
+ * arrays.  One of them is the prompt itself (what clients such as
+ * LangChain send for a single prompt): *V becomes it; a batch of more is
+ * refused.  Any other *V is left as it is.
+ */
+static enum rs_status
+one_prompt(struct rs_json **v, struct rs_gen_error *ge)
+{
+	enum rs_json_kind	 k;
+	size_t			 n = rs_json_arr_len(*v);
+
+	if (rs_json_kind(*v) != RS_JSON_ARRAY || n == 0)
+		return (RS_OK);
+	k = rs_json_kind(rs_json_arr_at(*v, 0));
+	if (k != RS_JSON_STRING && k != RS_JSON_ARRAY)
+		return (RS_OK);
+	if (n > 1)
+		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "prompt", "prompt: "
+		    "one prompt a request (this array holds %zu)", n));
+	*v = rs_json_arr_at(*v, 0);
+	return (RS_OK);
+}
+
 /* Exactly one of messages, prompt, tokens, ids. */
 static enum rs_status
 parse_input(const struct rs_gen *g, struct rs_gen_req *r,
@@ -200,6 +224,7 @@ parse_input(const struct rs_gen *g, struct rs_gen_req *r,
 	struct rs_json	*v = NULL;
 	const char	*key = NULL, *s;
 	size_t		 n;
+	enum rs_status	 st;
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (rs_gen_field(body, keys[i]) == NULL)
@@ -219,6 +244,8 @@ parse_input(const struct rs_gen *g, struct rs_gen_req *r,
 		r->kind = RS_GEN_CHAT;
 		return (rs_gen_norm_messages(v, &r->messages, ge));
 	}
+	if (strcmp(key, "prompt") == 0 && (st = one_prompt(&v, ge)) != RS_OK)
+		return (st);
 	if (rs_json_as_str(v, &s, &n) == 0 && strcmp(key, "prompt") == 0) {
 		r->kind = RS_GEN_TEXT;
 		if ((r->text = malloc(n + 1)) == NULL)
@@ -539,7 +566,7 @@ parse_logprobs(struct rs_gen_req *r, const struct rs_json *body,
 	enum rs_status	 st;
 
 	if (r->kind != RS_GEN_CHAT) {
-		if (v != NULL && rs_json_as_int(v, &top) != 0)
+		if (v != NULL && rs_json_as_whole(v, &top) != 0)
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "logprobs",
 			    "logprobs: must be an integer in [0, %d] (the "
 			    "alternatives listed per token)",
@@ -623,7 +650,7 @@ parse_sampling(const struct rs_gen *g, struct rs_gen_req *r,
 	p->top_k = (int32_t)(k < 0 ? 0 : k);
 	r->max_tokens = mt;
 	if ((v = rs_gen_field(body, "seed")) != NULL) {
-		if (rs_json_as_int(v, &seed) != 0)
+		if (rs_json_as_whole(v, &seed) != 0)
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "seed",
 			    "seed: must be a 64-bit integer"));
 		p->seed = (uint64_t)seed;

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 import openai
 import pytest
@@ -92,6 +93,38 @@ def test_health_models_metrics(server):
     assert re.search(r"^rs_time_to_first_token_seconds_count [1-9]", text, re.M)
     assert re.search(r"^rs_queue_depth 0$", text, re.M)
     assert "# TYPE rs_decode_tokens_per_second gauge" in text
+
+
+def test_model_retrieve(server):
+    """GET /v1/models/{id} (the SDK's models.retrieve): the served model's
+    object, also with its id percent-encoded; any other id is a 404 that
+    names the served one (it was "Unknown path ... Try POST")."""
+    c = client(server)
+    mid = c.models.list().data[0].id
+    m = c.models.retrieve(mid)
+    assert m.id == mid and m.object == "model"
+    assert extra(m, "meta")["n_ctx"] == n_ctx_train()
+    status, _, body = http(server.url + "/v1/models/" + urllib.parse.quote(mid, safe=""))
+    assert status == 200 and json.loads(body)["id"] == mid
+    with pytest.raises(openai.NotFoundError) as e:
+        c.models.retrieve("no-such-model")
+    err = e.value.body
+    assert err["param"] == "model" and mid in err["message"], err
+
+
+def test_completions_prompt_batch_of_one(server):
+    """A legacy prompt as a one-element list (what LangChain's OpenAI LLM
+    sends) is that prompt; two prompts are a clear 400."""
+    c = client(server)
+    a = c.completions.create(model="x", prompt="def f(", max_tokens=3, temperature=0)
+    b = c.completions.create(model="x", prompt=["def f("], max_tokens=3, temperature=0)
+    assert a.choices[0].text == b.choices[0].text
+    assert a.usage.prompt_tokens == b.usage.prompt_tokens
+    with pytest.raises(openai.BadRequestError) as e:
+        c.completions.create(model="x", prompt=["a", "b"], max_tokens=3)
+    assert "one prompt a request" in e.value.body["message"]
+    r = c.chat.completions.create(model="x", messages=MSG, max_tokens=2.0)
+    assert r.usage.completion_tokens <= 2
 
 
 def test_access_log_and_sandbox(server):

@@ -46,6 +46,7 @@ static int	r_chat(struct http_request *, const struct route *, double);
 static int	r_completions(struct http_request *, const struct route *,
 		    double);
 static int	r_models(struct http_request *, const struct route *, double);
+static int	r_model(struct http_request *, const struct route *, double);
 static int	r_health(struct http_request *, const struct route *, double);
 static int	r_metrics(struct http_request *, const struct route *, double);
 static int	r_tokenize(struct http_request *, const struct route *,
@@ -74,6 +75,16 @@ static const struct route routes[] = {
 };
 #define N_ROUTES	(sizeof(routes) / sizeof(routes[0]))
 
+/* GET /v1/models/{id} (OpenAI's retrieve): every path under the prefix */
+static const struct route model_route = { "/v1/models/", "/models/",
+    "model", GET_HEAD, 1, 0, r_model };
+
+static int
+has_prefix(const char *s, const char *prefix)
+{
+	return (strncmp(s, prefix, strlen(prefix)) == 0);
+}
+
 static const struct route *
 route_find(const char *path)
 {
@@ -83,6 +94,9 @@ route_find(const char *path)
 		if (strcmp(path, routes[i].path) == 0 || (routes[i].alias !=
 		    NULL && strcmp(path, routes[i].alias) == 0))
 			return (&routes[i]);
+	if (has_prefix(path, model_route.path) ||
+	    has_prefix(path, model_route.alias))
+		return (&model_route);
 	return (NULL);
 }
 
@@ -575,6 +589,57 @@ r_models(struct http_request *req, const struct route *r, double t0)
 	(void)r;
 	m.n_ctx = rs_gen_n_ctx(serve_engine_gen());
 	serve_send_json(req, 200, rs_oai_models(&m));
+	return (done(req, t0, 200));
+}
+
+/*
+ * S percent-decoded into OUT (CAP bytes); -1 for a bad escape, a NUL or
+ * no room.
+ */
+static int
+url_decode(const char *s, char *out, size_t cap)
+{
+	size_t	n = 0;
+
+	for (; *s != '\0'; s++) {
+		int c = (unsigned char)*s;
+
+		if (c == '%') {
+			if (!isxdigit((unsigned char)s[1]) ||
+			    !isxdigit((unsigned char)s[2]))
+				return (-1);
+			char hex[3] = { s[1], s[2], '\0' };
+			c = (int)strtol(hex, NULL, 16);
+			s += 2;
+		}
+		if (c == 0 || n + 1 >= cap)
+			return (-1);
+		out[n++] = (char)c;
+	}
+	out[n] = '\0';
+	return (0);
+}
+
+/*
+ * GET /v1/models/{id}: the served model's object when ID is its id (the
+ * rest of the path, percent-decoded: an id may hold a '/'), else 404.
+ */
+static int
+r_model(struct http_request *req, const struct route *r, double t0)
+{
+	struct rs_oai_model	 m = serve_model.info;
+	const char		*id = req->path + strlen(has_prefix(req->path,
+				    r->path) ? r->path : r->alias);
+	char			 want[512], msg[700];
+
+	if (url_decode(id, want, sizeof(want)) != 0 ||
+	    strcmp(want, m.id) != 0) {
+		(void)snprintf(msg, sizeof(msg), "The model '%.200s' does not "
+		    "exist; this server serves '%.200s'.", id, m.id);
+		return (fail(req, t0, 404, NULL, "model", msg));
+	}
+	m.n_ctx = rs_gen_n_ctx(serve_engine_gen());
+	serve_send_json(req, 200, rs_oai_model_obj(&m));
 	return (done(req, t0, 200));
 }
 

@@ -131,8 +131,8 @@ usage_full(void)
 	    "      --version             show version and build "
 	    "configuration\n\n"
 	    "Endpoints: POST /v1/chat/completions, POST /v1/completions, "
-	    "GET /v1/models,\nGET /health, GET /metrics (and the aliases "
-	    "without /v1).\n"
+	    "GET /v1/models,\nGET /v1/models/ID, GET /health, GET /metrics "
+	    "(and the aliases without /v1).\n"
 	    "Exit status: 0 after a clean shutdown (SIGINT, SIGTERM), 2 "
 	    "error.\n", stdout);
 	/* offered only where they can work (serve_main.c, check_tls) */

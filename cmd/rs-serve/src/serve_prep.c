@@ -160,7 +160,7 @@ endpoint_fields(struct serve_job *job, const struct rs_json *b)
 	}
 	j = rs_json_get(b, "best_of");
 	if (j != NULL && rs_json_kind(j) != RS_JSON_NULL &&
-	    (rs_json_as_int(j, &best_of) != 0 || best_of != 1)) {
+	    (rs_json_as_whole(j, &best_of) != 0 || best_of != 1)) {
 		bad(job, "best_of", "'best_of' other than 1 is not supported "
 		    "by this server");
 		return (-1);
