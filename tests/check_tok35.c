@@ -288,6 +288,40 @@ START_TEST(added_before_nfc)
 END_TEST
 
 /*
+ * Characters Unicode 15.0 added (a Kaktovik numeral, No; a Nag Mundari
+ * letter, Lo; a Kannada sign, Mc), which a PCRE2 of Unicode 14 took as
+ * unassigned and glued to the space, apostrophe or contraction beside
+ * them (serving.md §1.4 asks for a 15.x or 16.x database).  The expected
+ * ids are HF tokenizers 0.23.3's on a tokenizer.json rebuilt from this
+ * GGUF as fixtures/README.md describes (the helper probe of session 44;
+ * Unicode 16 categories there, the same as 15.0's for these).
+ */
+START_TEST(unicode15)
+{
+	static const struct {
+		const char	*text;
+		int32_t		 ids[5];
+		size_t		 n;
+	} c[] = {
+		{ " \xf0\x9d\x8b\x93", { 220, 54362, 233, 241 }, 4 },
+		{ "\xf0\x9e\x93\x90'e", { 172, 252, 241, 238, 46272 }, 5 },
+		{ "\xe0\xb3\xb3'S", { 54016, 111, 12887 }, 3 },
+	};
+	struct rs_tok_ids ids;
+
+	rs_tok_ids_init(&ids);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		t_tok_encode(real.nfc, c[i].text, strlen(c[i].text),
+		    RS_TOK_SPECIAL_USER, &ids);
+		ck_assert_msg(ids.n == c[i].n && memcmp(ids.v, c[i].ids,
+		    c[i].n * sizeof(int32_t)) == 0, "case %zu: %zu ids", i,
+		    ids.n);
+	}
+	rs_tok_ids_cleanup(&ids);
+}
+END_TEST
+
+/*
  * The fixture's decode lists: the exact bytes of the pieces, the text with
  * CONTROL tokens rendered and without them, whole and streamed (invalid
  * UTF-8: one U+FFFD per maximal subpart).
@@ -621,6 +655,7 @@ tok35_suite(void)
 	tcase_add_test(tc, cases_decoded);
 	tcase_add_test(tc, cases_nfc);
 	tcase_add_test(tc, added_before_nfc);
+	tcase_add_test(tc, unicode15);
 	tcase_add_test(tc, decode_lists);
 	tcase_add_test(tc, stream_emoji);
 	tcase_add_test(tc, whole_piece);

@@ -19,6 +19,7 @@
 #include <pcre2.h>
 
 #include "rs_pretok.h"
+#include "rs_unidelta.h"
 
 /*
  * \s as the Unicode White_Space property (serving.md §1.4): TAB..CR, space,
@@ -37,16 +38,26 @@
 /* Newline run, whitespace not followed by non-space, any whitespace. */
 #define SPACES		"|[" WS "]*[\\r\\n]+|[" WS "]+(?![^" WS "])|[" WS "]+"
 
+/*
+ * Letters, marks and numbers for use inside a character class: PCRE2's
+ * Unicode classes and what Unicode added since 13.0 (rs_unidelta.h), so
+ * that the split follows the Unicode 15 categories of serving.md §1.4
+ * whatever version the linked PCRE2's tables are (Debian 12's: 14.0).
+ */
+#define L	"\\p{L}" RS_UNIDELTA_L
+#define M	"\\p{M}" RS_UNIDELTA_M
+#define N	"\\p{N}" RS_UNIDELTA_N
+
 static const char *const patterns[] = {
 	[RS_PRETOK_QWEN35] = CONTRACTIONS
-	    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+"
-	    "|\\p{N}"
-	    "| ?[^" WS "\\p{L}\\p{M}\\p{N}]+[\\r\\n]*"
+	    "|[^\\r\\n" L N "]?[" L M "]+"
+	    "|[" N "]"
+	    "| ?[^" WS L M N "]+[\\r\\n]*"
 	    SPACES,
 	[RS_PRETOK_QWEN2] = CONTRACTIONS
-	    "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+"
-	    "|\\p{N}"
-	    "| ?[^" WS "\\p{L}\\p{N}]+[\\r\\n]*"
+	    "|[^\\r\\n" L N "]?[" L "]+"
+	    "|[" N "]"
+	    "| ?[^" WS L N "]+[\\r\\n]*"
 	    SPACES,
 };
 
@@ -197,8 +208,9 @@ make_version(void)
 	pcre2_config(PCRE2_CONFIG_UNICODE_VERSION, uni);
 	pcre2_config(PCRE2_CONFIG_JIT, &jit);
 	ver[strcspn(ver, " ")] = '\0';		/* drop the release date */
-	snprintf(version, sizeof(version), "pcre2 %.20s (%sunicode %.20s)", ver,
-	    jit ? "jit, " : "", uni);
+	snprintf(version, sizeof(version), "pcre2 %.20s (%sunicode %.20s, "
+	    "classes to %s)", ver, jit ? "jit, " : "", uni,
+	    RS_UNIDELTA_VERSION);
 }
 
 const char *

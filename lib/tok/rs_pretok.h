@@ -15,8 +15,10 @@
  * \s is spelled out as the Unicode White_Space set of serving.md §1.4 (PCRE2's
  * own \s would also take U+180E).  Text between matches, if the regex ever
  * skipped any, is a word of its own, so the words always tile the fragment.
- * Letter, mark and number classes come from PCRE2's Unicode tables (see
- * rs_pretok_lib_version()).
+ * Letter, mark and number classes are PCRE2's Unicode tables together with
+ * the characters Unicode 14.0 and 15.0 added (rs_unidelta.h), so that an
+ * older PCRE2 (Debian 12's knows 14.0) still splits by the Unicode 15
+ * categories (see rs_pretok_lib_version()).
  *
  * Lifecycle: rs_pretok_new() compiles the pattern once; the object is then
  * immutable and rs_pretok_split() may run on it from several threads at once
