@@ -3,12 +3,15 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "rs_gguf.h"
+#include "rs_out.h"
 #include "rs_time.h"
 #include "rs_utf8.h"
 #include "rs_version.h"
@@ -20,15 +23,60 @@ static double	 progress_last;	/* rs_time_ms() of the last line */
 
 static void	 progress_clear(void);
 
+/*
+ * A model file that shrinks under a running command (truncated, or
+ * rewritten in place: cp over it, a download into the same path) makes
+ * every read of its mapping past the new end fault with SIGBUS.  Say so
+ * and exit with RS_EXIT_ERROR, the temporary outputs removed, rather than
+ * die with a bare "Bus error"; any other SIGBUS keeps its default action
+ * (the handler returns and the fault repeats without it).  Only
+ * async-signal-safe calls: the message is written from a buffer made in
+ * rs_cli_init().
+ */
+static char	sigbus_msg[160];
+static size_t	sigbus_len;
+
+static void
+on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (si == NULL || !rs_gguf_mapped_at(si->si_addr)) {
+		signal(sig, SIG_DFL);
+		return;
+	}
+	rs_out_remove_temps();
+	(void)!write(STDERR_FILENO, sigbus_msg, sigbus_len);
+	_exit(RS_EXIT_ERROR);
+}
+
+static void
+trap_sigbus(void)
+{
+	struct sigaction sa;
+	int n;
+
+	n = snprintf(sigbus_msg, sizeof(sigbus_msg), "%s: the model file "
+	    "shrank while in use (truncated or rewritten in place); "
+	    "stopping\n", progname);
+	sigbus_len = n > 0 && (size_t)n < sizeof(sigbus_msg) ? (size_t)n :
+	    sizeof(sigbus_msg) - 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGBUS, &sa, NULL);
+}
+
 void
 rs_cli_init(const char *argv0)
 {
 	const char *slash;
 
-	if (argv0 == NULL || *argv0 == '\0')
-		return;
-	slash = strrchr(argv0, '/');
-	progname = slash != NULL ? slash + 1 : argv0;
+	if (argv0 != NULL && *argv0 != '\0') {
+		slash = strrchr(argv0, '/');
+		progname = slash != NULL ? slash + 1 : argv0;
+	}
+	trap_sigbus();
 }
 
 const char *

@@ -20,7 +20,11 @@ enum {
 	RS_EXIT_ERROR = 2	/* could not do its job (usage, model, I/O) */
 };
 
-/* Remember argv[0]'s base name for messages; call first in main(). */
+/*
+ * Remember argv[0]'s base name for messages, and turn a SIGBUS from a
+ * model file that shrank under the command into a message and exit 2
+ * (cli.c); call first in main().
+ */
 void		 rs_cli_init(const char *argv0);
 const char	*rs_cli_name(void);
 

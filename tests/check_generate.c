@@ -611,6 +611,34 @@ START_TEST(cmd_draft_no_mtp)
 }
 END_TEST
 
+/*
+ * The model file truncated under a running rs-generate, between two
+ * requests (a FIFO holds its input open; the first answer shows the model
+ * was read): the next request's reads of the mapping fault, and the
+ * command says so and exits 2 (it died of a bare SIGBUS, status 135).
+ */
+START_TEST(cmd_model_shrinks)
+{
+	const char	*req = "{\"tokens\":[5,6],\"max_tokens\":2}";
+	char		*out = NULL;
+
+	ck_assert_int_eq(run_cmd(&out, "d=%s && cp %s $d/shrink.gguf && "
+	    "rm -f $d/shrink.in && mkfifo $d/shrink.in && "
+	    "{ %s -m $d/shrink.gguf --backend cpu <$d/shrink.in "
+	    ">$d/shrink.out 2>$d/shrink.err & } && exec 3>$d/shrink.in && "
+	    "echo '%s' >&3 && i=0 && while ! grep -q finish_reason "
+	    "$d/shrink.out && [ $i -lt 1200 ]; do sleep 0.05; "
+	    "i=$((i + 1)); done; truncate -s 4096 $d/shrink.gguf && "
+	    "echo '%s' >&3; exec 3>&-; wait $!; echo \"rc $?\"; "
+	    "cat $d/shrink.err", t_tmpdir(), t_fixture("tiny/model-q4_k_m.gguf"),
+	    t_bin("rs-generate"), req, req), 0);
+	ck_assert_msg(strstr(out, "rc 2\n") != NULL && strstr(out,
+	    "rs-generate: the model file shrank while in use") != NULL, "%s",
+	    out);
+	free(out);
+}
+END_TEST
+
 /* On a terminal, a long prompt's prefill shows progress on stderr. */
 START_TEST(cmd_progress)
 {
@@ -655,6 +683,7 @@ generate_suite(void)
 	tcase_add_test(tc, cmd_draft);
 	tcase_add_test(tc, cmd_draft_no_mtp);
 	tcase_add_test(tc, cmd_progress);
+	tcase_add_test(tc, cmd_model_shrinks);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -33,14 +33,20 @@ reg_add(char *tmp)
 	return (-1);
 }
 
+void
+rs_out_remove_temps(void)
+{
+	for (int i = 0; i < RS_OUT_MAX; i++)
+		if (reg[i] != NULL)
+			(void)unlink(reg[i]);	/* async-signal-safe */
+}
+
 static void
 on_signal(int sig)
 {
 	int e = errno;
 
-	for (int i = 0; i < RS_OUT_MAX; i++)
-		if (reg[i] != NULL)
-			(void)unlink(reg[i]);	/* async-signal-safe */
+	rs_out_remove_temps();
 	errno = e;
 	signal(sig, SIG_DFL);
 	raise(sig);

@@ -74,4 +74,10 @@ void		rs_out_abort(struct rs_out *o);
  */
 void		rs_out_trap_signals(void);
 
+/*
+ * Remove every open output's temporary file, as those handlers do; for a
+ * handler of another signal that ends the process.  Async-signal-safe.
+ */
+void		rs_out_remove_temps(void);
+
 #endif /* RS_OUT_H */

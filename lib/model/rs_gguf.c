@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,6 +142,56 @@ rs_gguf_open_mem(struct rs_gguf **out, const void *data, size_t size,
 	return (RS_OK);
 }
 
+/*
+ * The live file mappings, for rs_gguf_mapped_at() in a signal handler: a
+ * slot's size is published before its base and its base cleared before
+ * the mapping goes, so the handler never pairs a base with a stale size.
+ */
+static struct {
+	const char *volatile	 base;
+	volatile size_t		 size;
+} maps[RS_GGUF_MAX_MAPS];
+static pthread_mutex_t	maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+maps_add(const void *base, size_t size)
+{
+	pthread_mutex_lock(&maps_lock);
+	for (int i = 0; i < RS_GGUF_MAX_MAPS; i++)
+		if (maps[i].base == NULL) {
+			maps[i].size = size;
+			__atomic_store_n(&maps[i].base, (const char *)base,
+			    __ATOMIC_RELEASE);
+			break;
+		}
+	pthread_mutex_unlock(&maps_lock);
+}
+
+static void
+maps_remove(const void *base)
+{
+	pthread_mutex_lock(&maps_lock);
+	for (int i = 0; i < RS_GGUF_MAX_MAPS; i++)
+		if (maps[i].base == base)
+			__atomic_store_n(&maps[i].base, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&maps_lock);
+}
+
+int
+rs_gguf_mapped_at(const void *addr)
+{
+	const char *a = addr;
+
+	for (int i = 0; i < RS_GGUF_MAX_MAPS; i++) {
+		const char *b = __atomic_load_n(&maps[i].base,
+		    __ATOMIC_ACQUIRE);
+
+		if (b != NULL && a >= b && (size_t)(a - b) < maps[i].size)
+			return (1);
+	}
+	return (0);
+}
+
 enum rs_status
 rs_gguf_open(struct rs_gguf **out, const char *path, struct rs_err *err)
 {
@@ -178,6 +229,7 @@ rs_gguf_open(struct rs_gguf **out, const char *path, struct rs_err *err)
 		return (st);
 	}
 	g->mapped = 1;
+	maps_add(p, (size_t)sb.st_size);
 	*out = g;
 	return (RS_OK);
 }
@@ -197,8 +249,10 @@ rs_gguf_close(struct rs_gguf *g)
 	free(g->tensors);
 	free(g->by_key);
 	free(g->by_name);
-	if (g->mapped)
+	if (g->mapped) {
+		maps_remove(g->base);
 		munmap((void *)g->base, g->size);
+	}
 	free(g);
 }
 

@@ -88,6 +88,17 @@ enum rs_status	 rs_gguf_open_mem(struct rs_gguf **out, const void *data,
 /* Release G (NULL is fine). */
 void		 rs_gguf_close(struct rs_gguf *g);
 
+/*
+ * Whether ADDR lies inside the file mapping of an open rs_gguf (a file of
+ * rs_gguf_open; not the buffers of rs_gguf_open_mem).  Async-signal-safe:
+ * a SIGBUS handler asks it whether the fault is a model file that shrank
+ * under the process (truncated, or rewritten in place), which turns every
+ * read of the mapping past its new end into SIGBUS.  At most
+ * RS_GGUF_MAX_MAPS mappings are known at once; others answer 0.
+ */
+#define RS_GGUF_MAX_MAPS	16
+int		 rs_gguf_mapped_at(const void *addr);
+
 uint32_t	 rs_gguf_version(const struct rs_gguf *g);
 uint64_t	 rs_gguf_file_size(const struct rs_gguf *g);
 uint64_t	 rs_gguf_data_offset(const struct rs_gguf *g);	/* data section */
