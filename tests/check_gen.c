@@ -1585,6 +1585,13 @@ static const struct bad {
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	    "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
 	    "\"a b\"}}]}", "tools[0].function.name", "white space" },
+	/* Unicode white space too (the Jinja probe of session 44) */
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+	    "\"a\\u00a0b\"}}]}", "tools[0].function.name", "white space" },
+	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+	    "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+	    "\"a\\u3000b\"}}]}", "tools[0].function.name", "white space" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
 	    "\"tools\": [{\"function\": {\"name\": \"f\"}}, {\"function\": "
 	    "{\"name\": \"f\"}}]}", "tools[1].function.name", "duplicate" },
@@ -1672,6 +1679,22 @@ START_TEST(client_forms)
 	ck_assert_str_eq(ge.param, "prompt");
 	ck_assert_ptr_nonnull(strstr(ge.err.msg, "one prompt a request"));
 	rs_gen_req_cleanup(&r);
+	/* a tool name is 128 characters at most, not bytes (§4.3) */
+	for (int k = 0; k < 2; k++) {
+		char	body[1024], name[600];
+		size_t	o = 0;
+
+		for (int i = 0; i < 128 + k; i++)
+			o += (size_t)snprintf(name + o, sizeof(name) - o, "%s",
+			    k == 0 ? "\xe5\xb7\xa5" : "a");
+		snprintf(body, sizeof(body), "{\"messages\": [{\"role\": "
+		    "\"user\", \"content\": \"x\"}], \"tools\": [{\"function\": "
+		    "{\"name\": \"%s\"}}]}", name);
+		rs_gen_req_init(&r, x.g);
+		ck_assert_int_eq(parse_body(&x, &r, body, &ge), k == 0 ? RS_OK :
+		    RS_ERR_INVALID_ARG);
+		rs_gen_req_cleanup(&r);
+	}
 	rs_gen_req_init(&r, x.g);
 	ck_assert_int_eq(parse_body(&x, &r, "{\"prompt\": \"a\", "
 	    "\"max_tokens\": 5.5}", &ge), RS_ERR_INVALID_ARG);

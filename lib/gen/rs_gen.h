@@ -81,7 +81,7 @@
 
 #define RS_GEN_MAX_STOP		16	/* stop strings per request (§4.3) */
 #define RS_GEN_MAX_TOOLS	128	/* tools per request (§4.3) */
-#define RS_GEN_MAX_TOOL_NAME	128	/* bytes of a tool name (§4.3) */
+#define RS_GEN_MAX_TOOL_NAME	128	/* characters of a tool name (§4.3) */
 
 struct rs_gen;
 

@@ -183,9 +183,9 @@ enum rs_status	rs_gen_norm_tools(const struct rs_json *tools,
 		    struct rs_json **out, struct rs_gen_error *ge);
 
 /*
- * 1 when NAME (N bytes) can be a tool name (§4.3): 1 to
- * RS_GEN_MAX_TOOL_NAME bytes, no white space, control characters, quotes,
- * <, >, {, }, =.
+ * 1 when NAME (N bytes of UTF-8) can be a tool name (§4.3): 1 to
+ * RS_GEN_MAX_TOOL_NAME characters, no white space (Unicode's too),
+ * control characters, quotes, <, >, {, }, =.
  */
 int		rs_gen_tool_name_ok(const char *name, size_t n);
 

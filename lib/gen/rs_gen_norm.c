@@ -21,6 +21,7 @@
 #include "rs_buf.h"
 #include "rs_gen_impl.h"
 #include "rs_pyjson.h"
+#include "rs_utf8.h"
 
 /* What a message becomes; RS_OK or a filled GE. */
 struct msgctx {
@@ -478,18 +479,36 @@ rs_gen_norm_messages(const struct rs_json *msgs, struct rs_json **out,
 
 /* ---- tools ---- */
 
+/*
+ * Unicode White_Space past ASCII (serving.md §1.4's list) and the C1
+ * controls: white space in a tool name like the ASCII kinds (§4.3).
+ */
+static int
+wide_space(uint32_t cp)
+{
+	return ((cp >= 0x80 && cp <= 0xA0) || cp == 0x1680 ||
+	    (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+	    cp == 0x202F || cp == 0x205F || cp == 0x3000);
+}
+
 int
 rs_gen_tool_name_ok(const char *name, size_t n)
 {
-	if (n == 0 || n > RS_GEN_MAX_TOOL_NAME || strlen(name) != n)
-		return (0);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)name[i];
+	size_t	chars = 0;
 
-		if (c <= 0x20 || c == 0x7f || strchr("\"'<>{}=", c) != NULL)
+	if (n == 0 || strlen(name) != n)
+		return (0);
+	for (size_t i = 0; i < n; chars++) {
+		uint32_t	cp;
+		int		len = rs_utf8_seq((const unsigned char *)name + i,
+				    n - i, &cp);
+
+		if (len <= 0 || cp <= 0x20 || cp == 0x7f || wide_space(cp) ||
+		    (cp < 0x80 && strchr("\"'<>{}=", (int)cp) != NULL))
 			return (0);
+		i += (size_t)len;
 	}
-	return (1);
+	return (chars <= RS_GEN_MAX_TOOL_NAME);
 }
 
 /* parameters: an object whose properties (an object) and required (an
@@ -550,8 +569,8 @@ norm_tool(const struct rs_json *t, size_t i, struct rs_json **out,
 	if (rs_json_as_str(rs_json_get(fn, "name"), &s, &n) != 0 ||
 	    !rs_gen_tool_name_ok(s, n))
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
-		    "%s: must be a string of 1 to %d bytes without white "
-		    "space, quotes, <, >, {, } or =", path,
+		    "%s: must be a string of 1 to %d characters without "
+		    "white space, quotes, <, >, {, } or =", path,
 		    RS_GEN_MAX_TOOL_NAME));
 	*name = s;
 	snprintf(path, sizeof(path), "tools[%zu].function.description", i);
