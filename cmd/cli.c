@@ -29,7 +29,7 @@ static void	 progress_clear(void);
  * every read of its mapping past the new end fault with SIGBUS.  Say so
  * and exit with RS_EXIT_ERROR, the temporary outputs removed, rather than
  * die with a bare "Bus error"; any other SIGBUS keeps its default action
- * (the handler returns and the fault repeats without it).  Only
+ * (the handler returns and a fault repeats without it).  Only
  * async-signal-safe calls: the message is written from a buffer made in
  * rs_cli_init().
  */
@@ -40,8 +40,13 @@ static void
 on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	if (si == NULL || !rs_gguf_mapped_at(si->si_addr)) {
+	/* si_addr means the faulting address only for a fault (si_code > 0);
+	   a SIGBUS sent by kill(2) is raised again, under the default */
+	if (si == NULL || si->si_code <= 0 ||
+	    !rs_gguf_mapped_at(si->si_addr)) {
 		signal(sig, SIG_DFL);
+		if (si == NULL || si->si_code <= 0)
+			raise(sig);
 		return;
 	}
 	rs_out_remove_temps();
