@@ -325,20 +325,6 @@ out:
 	return (rc);
 }
 
-/* A copy of J (rs_json has no reference-count API): through its text. */
-static struct rs_json *
-json_copy(const struct rs_json *j)
-{
-	struct rs_json	*c = NULL;
-	char		*s;
-
-	if ((s = rs_json_dumps(j)) == NULL ||
-	    rs_json_parse(s, strlen(s), &c, NULL) != RS_OK)
-		rs_cli_fatal("out of memory");
-	free(s);
-	return (c);
-}
-
 static void
 write_line(struct run *r, const struct rs_json *j)
 {
@@ -368,8 +354,13 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 		snprintf(msg, sizeof(msg), "not a JSON object");
 	else {
 		/* the request's id leads the answer, whatever its type */
-		if ((id = rs_json_get(req, "id")) != NULL)
-			rs_json_set(res, "id", json_copy(id));
+		if ((id = rs_json_get(req, "id")) != NULL) {
+			struct rs_json *c = rs_json_copy(id);
+
+			if (c == NULL)
+				rs_cli_fatal("out of memory");
+			rs_json_set(res, "id", c);
+		}
 		rc = r->o->decode ? decode_json(r, req, res, msg, sizeof(msg)) :
 		    encode_json(r, req, res, msg, sizeof(msg));
 	}

@@ -346,21 +346,6 @@ read_text(const char *path)
 	return (buf);
 }
 
-/* A JSON id, copied (rs_json has no reference counting in its API). */
-static struct rs_json *
-copy_json(const struct rs_json *j)
-{
-	struct rs_json	*out = NULL;
-	char		*text;
-
-	if (j == NULL || (text = rs_json_dumps(j)) == NULL)
-		return (NULL);
-	if (rs_json_parse(text, strlen(text), &out, NULL) != RS_OK)
-		out = NULL;
-	free(text);
-	return (out);
-}
-
 /* One JSON input line into *REC; returns NULL or a message in MSG. */
 static const char *
 parse_json_record(const char *line, size_t len, int32_t def_prefix,
@@ -378,7 +363,7 @@ parse_json_record(const char *line, size_t len, int32_t def_prefix,
 		snprintf(msg, msgsz, "%s", err.msg);
 		return (msg);
 	}
-	rec->id = copy_json(rs_json_get(j, "id"));
+	rec->id = rs_json_copy(rs_json_get(j, "id"));
 	if ((arr = rs_json_get(j, "tokens")) != NULL &&
 	    rs_json_get(j, "ids") != NULL) {
 		rs_json_free(j);

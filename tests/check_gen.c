@@ -17,6 +17,7 @@
 
 #include "rs_buf.h"
 #include "rs_gen.h"
+#include "rs_pyjson.h"
 #include "t_ref.h"
 #include "t_tok.h"
 #include "t_util.h"
@@ -1704,6 +1705,57 @@ START_TEST(client_forms)
 }
 END_TEST
 
+/* parse_body, reading BODY as the servers do (rs_pyjson_parse). */
+static enum rs_status
+wide_body(struct gx *x, struct rs_gen_req *r, const char *body,
+    struct rs_gen_error *ge)
+{
+	struct rs_json	*j;
+	struct rs_err	 err = { 0 };
+	enum rs_status	 st;
+
+	ck_assert_msg(rs_pyjson_parse(body, strlen(body), &j, &err) == RS_OK,
+	    "test body: %s", err.msg);
+	st = rs_gen_req_parse(x->g, r, j, ge);
+	rs_json_free(j);
+	return (st);
+}
+
+/*
+ * Numbers past rs_json's range render as their lexeme inside a tool's
+ * schema and a nested argument, as Jinja's tojson writes Python's int
+ * (the Jinja probe of session 44: they were quoted, "maximum":
+ * "18446744073709551615"); 1e400 keeps its lexeme (serving.md §6, 46).
+ */
+START_TEST(wide_render)
+{
+	struct gx		 x;
+	struct rs_gen_req	 r;
+	struct rs_gen_error	 ge;
+
+	gx_open(&x, F16, 1024, 0, NULL);
+	rs_gen_req_init(&r, x.g);
+	ck_assert(wide_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"x\"}, {\"role\": \"assistant\", \"content\": "
+	    "\"\", \"tool_calls\": [{\"function\": {\"name\": \"f\", "
+	    "\"arguments\": {\"id\": {\"v\": 123456789012345678901234567890}, "
+	    "\"big\": [1e400]}}}]}, {\"role\": \"tool\", \"content\": "
+	    "\"ok\"}], \"tools\": [{\"type\": \"function\", \"function\": "
+	    "{\"name\": \"f\", \"parameters\": {\"type\": \"object\", "
+	    "\"properties\": {\"n\": {\"type\": \"integer\", \"maximum\": "
+	    "18446744073709551615}}}}}]}", &ge) == RS_OK);
+	ck_assert_msg(rs_gen_prepare(x.g, &r, &ge) == RS_OK, "%s",
+	    ge.err.msg);
+	ck_assert_msg(strstr(r.rendered, "\"maximum\": 18446744073709551615}")
+	    != NULL, "%s", r.rendered);
+	ck_assert_msg(strstr(r.rendered, "{\"v\": "
+	    "123456789012345678901234567890}") != NULL, "%s", r.rendered);
+	ck_assert_msg(strstr(r.rendered, "[1e400]") != NULL, "%s", r.rendered);
+	rs_gen_req_cleanup(&r);
+	gx_close(&x);
+}
+END_TEST
+
 START_TEST(bad_prepare)
 {
 	struct gx		 x;
@@ -2091,7 +2143,8 @@ START_TEST(normalize)
 	ck_assert_int_eq(r.tool_choice, RS_GEN_TOOLS_AUTO);
 	rs_gen_req_cleanup(&r);
 	/* numbers past rs_json's range, as the model's own calls keep them
-	   (serving.md §6, 46), come back as strings of their lexeme */
+	   (serving.md §6, 46), come back as their lexeme (RS_JSON_WIDE,
+	   bare numbers in rs_json's dump; "9e999" stays a string) */
 	rs_gen_req_init(&r, x.g);
 	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
 	    "\"content\": \"u\"}, {\"role\": \"assistant\", \"tool_calls\": "
@@ -2102,8 +2155,8 @@ START_TEST(normalize)
 	ck_assert_str_eq(s, "[{\"role\":\"user\",\"content\":\"u\"},"
 	    "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
 	    "[{\"type\":\"function\",\"function\":{\"name\":\"f\","
-	    "\"arguments\":{\"a\":\"18446744073709551615\",\"b\":"
-	    "[\"1e400\",-2.5],\"c\":\"9e999\",\"d\":7}}}]}]");
+	    "\"arguments\":{\"a\":18446744073709551615,\"b\":[1e400,-2.5],"
+	    "\"c\":\"9e999\",\"d\":7}}}]}]");
 	free(s);
 	rs_gen_req_cleanup(&r);
 	/* tool_choice none leaves the tools out; [] is no tools */
@@ -2216,6 +2269,7 @@ gen_suite(void)
 	tcase_add_loop_test(tc, bad_request, 0, sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, bad_prepare);
 	tcase_add_test(tc, client_forms);
+	tcase_add_test(tc, wide_render);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -164,9 +164,12 @@ START_TEST(pystr_space)
 END_TEST
 
 /*
- * Numbers Python's json reads and rs_json cannot hold: strings of their
- * lexeme, the rest of the document as rs_json_parse reads it; text that
- * is not JSON stays an error.
+ * Numbers Python's json reads and rs_json cannot hold: RS_JSON_WIDE of
+ * their lexeme (no string: as_str refuses them), the rest of the document
+ * as rs_json_parse reads it, and the dump writes them as json.dumps does
+ * Python's int (the lexeme: 1e400 too, serving.md §6, 46); a string that
+ * looks like a number stays a string; text that is not JSON stays an
+ * error.
  */
 START_TEST(pyjson_parse_wide)
 {
@@ -175,6 +178,7 @@ START_TEST(pyjson_parse_wide)
 	    "\"d\": 5, \"e\": -9223372036854775808}";
 	struct rs_json	*j;
 	struct rs_err	 err;
+	struct rs_buf	 out;
 	const char	*s;
 	size_t		 n;
 	int64_t		 v;
@@ -182,19 +186,45 @@ START_TEST(pyjson_parse_wide)
 	ck_assert_int_eq(rs_json_parse(doc, strlen(doc), &j, &err),
 	    RS_ERR_LIMIT);
 	ck_assert_int_eq(rs_pyjson_parse(doc, strlen(doc), &j, &err), RS_OK);
-	ck_assert_int_eq(rs_json_as_str(rs_json_get(j, "a"), &s, &n), 0);
-	ck_assert_str_eq(s, "123456789012345678901234567890");
+	ck_assert_int_eq(rs_json_kind(rs_json_get(j, "a")), RS_JSON_WIDE);
+	ck_assert_int_eq(rs_json_as_str(rs_json_get(j, "a"), &s, &n), -1);
+	ck_assert_int_eq(rs_json_as_wide(rs_json_get(j, "a"), &s, &n), 0);
+	ck_assert(n == 30 && memcmp(s, "123456789012345678901234567890", n) ==
+	    0);
 	const struct rs_json *b = rs_json_get(j, "b");
-	ck_assert_int_eq(rs_json_as_str(rs_json_arr_at(b, 0), &s, &n), 0);
-	ck_assert_str_eq(s, "1e400");
-	ck_assert_int_eq(rs_json_as_str(rs_json_arr_at(b, 1), &s, &n), 0);
-	ck_assert_str_eq(s, "-18446744073709551616");
+	ck_assert_int_eq(rs_json_as_wide(rs_json_arr_at(b, 0), &s, &n), 0);
+	ck_assert(n == 5 && memcmp(s, "1e400", n) == 0);
+	ck_assert_int_eq(rs_json_as_wide(rs_json_arr_at(b, 1), &s, &n), 0);
+	ck_assert(n == 21 && memcmp(s, "-18446744073709551616", n) == 0);
 	ck_assert_int_eq(rs_json_as_str(rs_json_get(j, "c"), &s, &n), 0);
 	ck_assert_str_eq(s, "9e999");
+	rs_buf_init(&out);
+	rs_pyjson_dump(&out, j);
+	rs_buf_addc(&out, '\0');
+	ck_assert_str_eq(out.data, "{\"a\": 123456789012345678901234567890, "
+	    "\"b\": [1e400, -18446744073709551616], \"c\": \"9e999\", "
+	    "\"d\": 5, \"e\": -9223372036854775808}");
+	rs_buf_cleanup(&out);
 	ck_assert_int_eq(rs_json_as_int(rs_json_get(j, "d"), &v), 0);
 	ck_assert_int_eq(v, 5);
 	ck_assert_int_eq(rs_json_as_int(rs_json_get(j, "e"), &v), 0);
 	ck_assert(v == INT64_MIN);
+	/* rs_json's own text: the numbers bare, as they came */
+	char *d = rs_json_dumps(j);
+	ck_assert_str_eq(d, "{\"a\":123456789012345678901234567890,\"b\":"
+	    "[1e400,-18446744073709551616],\"c\":\"9e999\",\"d\":5,\"e\":"
+	    "-9223372036854775808}");
+	free(d);
+	rs_json_free(j);
+	/* strings that hold the mark are strings unless they are exactly
+	   it and a number, and their text is kept */
+	static const char strs[] = "{\"s\":\"x\\u0000\\u0001123\",\"t\":"
+	    "\"\\u0000\\u0001abc\",\"u\":\"q\\\"\\u0000\\u00015\"}";
+	ck_assert_int_eq(rs_json_parse(strs, strlen(strs), &j, &err), RS_OK);
+	ck_assert_int_eq(rs_json_kind(rs_json_get(j, "t")), RS_JSON_STRING);
+	d = rs_json_dumps(j);
+	ck_assert_str_eq(d, strs);
+	free(d);
 	rs_json_free(j);
 	/* malformed stays malformed, with or without a wide number */
 	ck_assert_int_eq(rs_pyjson_parse("{\"a\": 1e400", 12, &j, &err),

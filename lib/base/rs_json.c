@@ -156,6 +156,12 @@ rs_json_ref(struct rs_json *j)
 	return (R(json_incref(J(j))));
 }
 
+struct rs_json *
+rs_json_copy(const struct rs_json *j)
+{
+	return (j == NULL ? NULL : R(json_deep_copy(J(j))));
+}
+
 struct rs_json *rs_json_obj(void) { return (R(json_object())); }
 struct rs_json *rs_json_arr(void) { return (R(json_array())); }
 struct rs_json *rs_json_int(int64_t v) { return (R(json_integer(v))); }
@@ -251,6 +257,78 @@ rs_json_push(struct rs_json *arr, struct rs_json *val)
 #define DUMP_FLAGS	(JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9))
 
 /*
+ * The length of the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?
+ * ([eE][+-]?[0-9]+)?) at the start of S[0..N), 0 when none starts there.
+ */
+static size_t
+number_len(const char *s, size_t n)
+{
+	size_t	i = 0, d;
+
+#define DIGITS()	for (d = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+	if (i < n && s[i] == '-')
+		i++;
+	if (i < n && s[i] == '0')
+		i++;
+	else {
+		DIGITS();
+		if (i == d)
+			return (0);
+	}
+	if (i < n && s[i] == '.') {
+		i++;
+		DIGITS();
+		if (i == d)
+			return (0);
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < n && (s[i] == '+' || s[i] == '-'))
+			i++;
+		DIGITS();
+		if (i == d)
+			return (0);
+	}
+#undef DIGITS
+	return (i);
+}
+
+/*
+ * json_dumps() text S with every wide number (RS_JSON_WIDE: the string
+ * "\u0000\u0001LEXEME" as jansson writes it) replaced by its lexeme, in
+ * place: the number goes out as it came in.  The scan follows strings and
+ * their escapes, so only a string's opening quote can start one.
+ */
+static char *
+unquote_wide(char *s)
+{
+	static const char mark[] = "\"" RS_JSON_WIDE_MARK;
+	const size_t	  ml = sizeof(mark) - 1;
+	size_t		  i = 0, o = 0, k;
+	int		  in_str = 0;
+
+	if (s == NULL || strstr(s, mark) == NULL)
+		return (s);
+	while (s[i] != '\0') {
+		if (!in_str && strncmp(s + i, mark, ml) == 0 &&
+		    (k = number_len(s + i + ml, SIZE_MAX)) > 0 &&
+		    s[i + ml + k] == '"') {
+			memmove(s + o, s + i + ml, k);
+			o += k;
+			i += ml + k + 1;
+			continue;
+		}
+		if (in_str && s[i] == '\\' && s[i + 1] != '\0') {
+			s[o++] = s[i++];
+		} else if (s[i] == '"')
+			in_str = !in_str;
+		s[o++] = s[i++];
+	}
+	s[o] = '\0';
+	return (s);
+}
+
+/*
  * Jansson escapes only the C0 controls; DEL and the C1 controls (U+0080 ..
  * U+009F: CSI, U+009B, drives a terminal like ESC [) go out raw, where
  * redshift(7) promises every printed string escaped.  In JSON text those
@@ -300,7 +378,7 @@ escape_c1(char *s)
 char *
 rs_json_dumps(const struct rs_json *j)
 {
-	return (escape_c1(json_dumps(J(j), DUMP_FLAGS)));
+	return (escape_c1(unquote_wide(json_dumps(J(j), DUMP_FLAGS))));
 }
 
 int
@@ -314,13 +392,25 @@ rs_json_write_line(const struct rs_json *j, FILE *fp)
 	return (bad ? -1 : 0);
 }
 
+/* A string that stands for a wide number (rs_json.h, RS_JSON_WIDE). */
+static int
+is_wide(const json_t *j)
+{
+	const char	*s = json_string_value(j);
+	size_t		 n = json_string_length(j);
+
+	return (n > 2 && s[0] == '\0' && s[1] == '\1' &&
+	    number_len(s + 2, n - 2) == n - 2);
+}
+
 enum rs_json_kind
 rs_json_kind(const struct rs_json *j)
 {
 	switch (json_typeof(J(j))) {
 	case JSON_OBJECT: return (RS_JSON_OBJECT);
 	case JSON_ARRAY: return (RS_JSON_ARRAY);
-	case JSON_STRING: return (RS_JSON_STRING);
+	case JSON_STRING: return (is_wide(J(j)) ? RS_JSON_WIDE :
+	    RS_JSON_STRING);
 	case JSON_INTEGER: return (RS_JSON_INT);
 	case JSON_REAL: return (RS_JSON_REAL);
 	case JSON_TRUE: case JSON_FALSE: return (RS_JSON_BOOL);
@@ -390,10 +480,20 @@ rs_json_as_bool(const struct rs_json *j, int *out)
 int
 rs_json_as_str(const struct rs_json *j, const char **s, size_t *n)
 {
-	if (!json_is_string(J(j)))
+	if (!json_is_string(J(j)) || is_wide(J(j)))
 		return (-1);
 	*s = json_string_value(J(j));
 	*n = json_string_length(J(j));
+	return (0);
+}
+
+int
+rs_json_as_wide(const struct rs_json *j, const char **lex, size_t *n)
+{
+	if (!json_is_string(J(j)) || !is_wide(J(j)))
+		return (-1);
+	*lex = json_string_value(J(j)) + 2;
+	*n = json_string_length(J(j)) - 2;
 	return (0);
 }
 

@@ -20,10 +20,20 @@
 
 struct rs_json;
 
+/*
+ * RS_JSON_WIDE: a number rs_json cannot hold (an integer past 64 bits, a
+ * real past a double such as 1e400), kept as its lexeme.  Only
+ * rs_pyjson_parse() makes them; they are stored as a string of U+0000
+ * U+0001 and the lexeme (RS_JSON_WIDE_MARK), so a client's string that is
+ * exactly that is one as well.  rs_json_as_str() refuses them,
+ * rs_json_as_wide() gives the lexeme, and rs_json_dumps() writes it as a
+ * bare number, as it came in.
+ */
 enum rs_json_kind {
 	RS_JSON_NULL, RS_JSON_BOOL, RS_JSON_INT, RS_JSON_REAL,
-	RS_JSON_STRING, RS_JSON_ARRAY, RS_JSON_OBJECT
+	RS_JSON_STRING, RS_JSON_ARRAY, RS_JSON_OBJECT, RS_JSON_WIDE
 };
+#define RS_JSON_WIDE_MARK	"\\u0000\\u0001"	/* as JSON text */
 
 /*
  * Parse exactly one JSON value from N bytes at TEXT (trailing white space is
@@ -46,6 +56,8 @@ void		 rs_json_free(struct rs_json *j);	/* drops one reference */
  * can sit in two containers or outlive its parent: each holder frees it once.
  */
 struct rs_json	*rs_json_ref(struct rs_json *j);
+/* A deep copy of J (NULL for NULL, or when out of memory). */
+struct rs_json	*rs_json_copy(const struct rs_json *j);
 
 /* ---- building ---- */
 struct rs_json	*rs_json_obj(void);
@@ -85,6 +97,9 @@ int		 rs_json_as_int(const struct rs_json *j, int64_t *out);
 int		 rs_json_as_whole(const struct rs_json *j, int64_t *out);
 int		 rs_json_as_real(const struct rs_json *j, double *out);
 int		 rs_json_as_bool(const struct rs_json *j, int *out);
+/* RS_JSON_WIDE's lexeme, borrowed: *LEX, *N bytes (not NUL-terminated). */
+int		 rs_json_as_wide(const struct rs_json *j, const char **lex,
+		    size_t *n);
 /* Borrowed bytes (NUL-terminated, may hold NULs: use *N). */
 int		 rs_json_as_str(const struct rs_json *j, const char **s,
 		    size_t *n);

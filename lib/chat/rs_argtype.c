@@ -140,6 +140,7 @@ schema_type(const struct rs_json *params, const struct rs_json *s,
 		case RS_JSON_STRING: return (RS_ARG_STRING);
 		case RS_JSON_INT: return (RS_ARG_INTEGER);
 		case RS_JSON_REAL: return (RS_ARG_NUMBER);
+		case RS_JSON_WIDE: return (RS_ARG_NUMBER);
 		case RS_JSON_BOOL: return (RS_ARG_BOOLEAN);
 		case RS_JSON_NULL: return (RS_ARG_NULL);
 		default: return (RS_ARG_CONTAINER);

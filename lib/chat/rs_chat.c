@@ -223,6 +223,17 @@ role_is(const struct rs_json *msg, const char *lit)
 	return (str_eq(rs_json_get(msg, "role"), lit));
 }
 
+/* A wide number's Python type: int for digits alone (Python's json). */
+static int
+wide_is_int(const struct rs_json *j)
+{
+	const char	*s;
+	size_t		 n;
+
+	return (rs_json_as_wide(j, &s, &n) == 0 && rs_pyjson_is_number(s, n,
+	    1));
+}
+
 /* Python type name, as in "can only concatenate str (not \"int\")". */
 static const char *
 py_type(const struct rs_json *j)
@@ -233,6 +244,7 @@ py_type(const struct rs_json *j)
 	case RS_JSON_INT: return ("int");
 	case RS_JSON_REAL: return ("float");
 	case RS_JSON_STRING: return ("str");
+	case RS_JSON_WIDE: return (wide_is_int(j) ? "int" : "float");
 	case RS_JSON_ARRAY: return ("list");
 	default: return ("dict");
 	}

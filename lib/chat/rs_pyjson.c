@@ -166,6 +166,10 @@ rs_pyjson_dump(struct rs_buf *b, const struct rs_json *j)
 		rs_json_as_str(j, &s, &n);
 		rs_pyjson_str(b, s, n);
 		break;
+	case RS_JSON_WIDE:	/* its lexeme (serving.md §6, 46) */
+		rs_json_as_wide(j, &s, &n);
+		rs_buf_add(b, s, n);
+		break;
 	case RS_JSON_ARRAY:
 		rs_buf_addc(b, '[');
 		n = rs_json_arr_len(j);
@@ -224,6 +228,10 @@ rs_pyjson_pystr(struct rs_buf *b, const struct rs_json *j)
 		return (0);
 	case RS_JSON_STRING:
 		rs_json_as_str(j, &s, &n);
+		rs_buf_add(b, s, n);
+		return (0);
+	case RS_JSON_WIDE:
+		rs_json_as_wide(j, &s, &n);
 		rs_buf_add(b, s, n);
 		return (0);
 	default:
@@ -599,7 +607,7 @@ quote_wide_numbers(const char *s, size_t n, struct rs_buf *b)
 				;
 			if (rs_pyjson_is_number(s + i, j - i, 0) &&
 			    !json_reads(s + i, j - i)) {
-				rs_buf_addc(b, '"');
+				rs_buf_adds(b, "\"" RS_JSON_WIDE_MARK);
 				rs_buf_add(b, s + i, j - i);
 				rs_buf_addc(b, '"');
 				i = j;

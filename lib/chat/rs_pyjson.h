@@ -68,10 +68,11 @@ int	rs_pyjson_is_number(const char *s, size_t n, int integer);
 /*
  * rs_json_parse() of S (N bytes), except that a number rs_json cannot hold
  * (an integer past 64 bits, a real that overflows such as 1e400), which
- * Python's json reads, is read as a string holding its lexeme: a request
- * with such a number in a field it does not know, or in a tool's schema,
- * then passes; a field that wants a number says it is not one; and the
- * template renders a scalar argument's text unchanged (serving.md §6, 46).
+ * Python's json reads, is read as an RS_JSON_WIDE holding its lexeme: a
+ * request with such a number in a field it does not know, or in a tool's
+ * schema, then passes; a field that wants a number or a string says it is
+ * not one; and the dump and str() above write the lexeme, so the template
+ * renders it unchanged wherever it is (serving.md §6, 46).
  * Errors as rs_json_parse's, but RS_ERR_LIMIT is not one of them.
  */
 enum rs_status	rs_pyjson_parse(const char *s, size_t n, struct rs_json **out,

@@ -952,7 +952,8 @@ def test_forced_call_ignores_stop(server, choice):
 def test_wide_numbers(server):
     """Numbers Python's json reads and rs_json cannot hold (past 64 bits,
     1e400): an unknown field or a tool schema with one passes; a field
-    that wants an integer says it is not one (never "not valid JSON")."""
+    that wants an integer says it is not one (never "not valid JSON"); the
+    prompt writes the schema's number as it came."""
     url = server.url + "/v1/chat/completions"
     tools = json.loads(json.dumps(TOOLS))
     tools[0]["function"]["parameters"]["properties"]["n"] = {
@@ -966,6 +967,12 @@ def test_wide_numbers(server):
     st, _, b = http(url, "POST", b'{"messages": [{"role": "user", "content": '
                     b'"hi"}], "max_tokens": 1, "seed": 18446744073709551616}')
     assert st == 400 and err(400, b)["param"] == "seed", b
+    # the schema's number renders as Python's json.dumps writes it, not
+    # quoted (the prompt's tools block)
+    st, _, b = http(server.url + "/apply-template", "POST",
+                    json.dumps(dict(messages=MSG, tools=tools)).encode())
+    assert st == 200, b
+    assert '"maximum": 18446744073709551616}' in json.loads(b)["prompt"], b
 
 
 # ---- errors (§4.6, §6) ----
