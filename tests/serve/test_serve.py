@@ -1585,10 +1585,9 @@ def test_copilot_config_host_warnings():
     assert "421" not in e and "port 443 is not --port 8081" in e, e
 
 
-def test_copilot_config_no_chat(tmp_path):
-    """A model whose chat template rs-serve does not render (one byte of
-    the tiny's changed): no Copilot entry, whose every chat request would
-    fail (it was printed, toolCalling true, exit 0)."""
+def other_template(tmp_path):
+    """The tiny model with one byte of its chat template changed: a
+    template rs-serve does not render."""
     import struct
     b = bytearray(open(fixture("tiny/model-q8_0.gguf"), "rb").read())
     k = b"tokenizer.chat_template"
@@ -1598,11 +1597,39 @@ def test_copilot_config_no_chat(tmp_path):
     b[i] = ord("M")
     path = str(tmp_path / "other-template.gguf")
     open(path, "wb").write(b)
+    return path
+
+
+def test_copilot_config_no_chat(tmp_path):
+    """A model whose chat template rs-serve does not render: no Copilot
+    entry, whose every chat request would fail (it was printed,
+    toolCalling true, exit 0)."""
+    path = other_template(tmp_path)
     p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", path,
                         "--copilot-config", "http://127.0.0.1:8081/v1"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout)
     assert "chat requests are not available" in p.stderr, p.stderr
+
+
+def test_unknown_template_named_at_start(tmp_path_factory):
+    """serving.md §2.1: a template the renderer does not implement is
+    named at startup with its size and hash (it showed only as "template
+    unknown"); chat requests are refused, completions served."""
+    path = other_template(tmp_path_factory.mktemp("tpl"))
+    srv = start(tmp_path_factory, "-m", path, name="tpl")
+    try:
+        lines = srv.log_lines("chat requests will be refused (400)")
+        assert lines and re.search(r"\(\d+ bytes, sha256 [0-9a-f]{64}\)", lines[0]) \
+            and "/v1/completions works" in lines[0], srv.read_log()
+        st, _, b = http(srv.url + "/v1/chat/completions", "POST",
+                        json.dumps(dict(messages=MSG, max_tokens=1)).encode())
+        assert st == 400 and "not recognised" in err(400, b)["message"], b
+        st, _, b = http(srv.url + "/v1/completions", "POST",
+                        json.dumps(dict(prompt="hi", max_tokens=1)).encode())
+        assert st == 200, b
+    finally:
+        srv.stop_clean()
 
 
 def test_tls(tmp_path_factory):

@@ -850,6 +850,7 @@ announce(void)
 {
 	const struct rs_gen *g = serve_engine_gen();
 	char		 drafts[64] = "none";
+	struct rs_err	 err = { 0 };
 
 	if (serve_cfg.gen.draft != RS_DRAFTER_NONE)
 		(void)snprintf(drafts, sizeof(drafts), "%s, up to %d a pass",
@@ -863,6 +864,11 @@ announce(void)
 	    serve_cfg.port, rs_backend_name(rs_engine_backend(eng.engine)),
 	    rs_engine_n_threads(eng.engine), rs_gen_n_ctx(g),
 	    rs_chat_variant_name(rs_gen_variant(g)), drafts);
+	/* serving.md §2.1: a template the renderer does not implement is
+	   named at startup, with its size and hash, not at each request */
+	if (!rs_gen_chat_ok(g, &err))
+		rs_cli_warn("chat requests will be refused (400): %s; "
+		    "/v1/completions works", err.msg);
 }
 
 /* One warning per line of S (trailing '\n' or not). */
