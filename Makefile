@@ -26,9 +26,15 @@ FUZZ_SECONDS ?= 60
 RS_FIXTURES ?= ../shared/fixtures
 export RS_FIXTURES
 
-# CUDA defaults to on when nvcc exists and there are kernels to build.
+# CUDA defaults to what the build folder was built with (its config-cuda
+# stamp, below: `make CUDA=0` then `make install` installs that CPU build
+# rather than rebuilding it with nvcc), and in a fresh folder to on when
+# nvcc exists and there are kernels to build.  CUDA= on the command line
+# always wins.
 ifeq ($(origin CUDA), undefined)
-CUDA := $(if $(and $(NVCC),$(wildcard kernels/*.cu)),1,0)
+CUDA_BUILT := $(patsubst $(BUILD)/config-cuda%,%,$(firstword \
+	      $(wildcard $(BUILD)/config-cuda[01])))
+CUDA := $(or $(CUDA_BUILT),$(if $(and $(NVCC),$(wildcard kernels/*.cu)),1,0))
 endif
 
 PKGS	:= jansson libpcre2-8 libutf8proc
@@ -39,14 +45,20 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 VERSION	:= 0.1.0
 OPT	?= -O2
+# CFLAGS, CPPFLAGS and LDFLAGS are the user's (a packager's hardening
+# flags, say): they go on every compile and link, rs-serve's included,
+# after the flags the build needs (RS_CFLAGS, RS_LDFLAGS), which a
+# CFLAGS on the command line no longer replaces.
 CFLAGS	?= $(OPT) -g
 LIB_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard lib/*/*.[ch]))))
 LIB_INC	:= $(addprefix -I,$(LIB_DIRS))
-CFLAGS	+= -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -MMD -MP \
+RS_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -pthread -MMD -MP \
 	   $(LIB_INC) -Icmd $(PKG_CFLAGS) -DRS_VERSION='"$(VERSION)"' \
 	   $(EXTRA_CFLAGS)
-LDFLAGS	+= -pthread $(EXTRA_LDFLAGS)
+RS_LDFLAGS := -pthread $(EXTRA_LDFLAGS)
 LDLIBS	:= $(PKG_LIBS) -lm
+ALL_CFLAGS = $(RS_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+ALL_LDFLAGS = $(RS_LDFLAGS) $(LDFLAGS)
 
 LIB_SRC	:= $(sort $(wildcard lib/*/*.c))
 CMD_SRC	:= $(sort $(wildcard cmd/rs-*.c))
@@ -63,6 +75,9 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o) $(TEST_HELP:%.c=$(BUILD)/obj/%.o) \
 	    $(BUILD)/obj/tests/check_main.o
 
 ifeq ($(CUDA),1)
+ifeq ($(strip $(NVCC)),)
+$(error CUDA=1 but no nvcc: put it on the PATH, name it with NVCC=, or build the CPU backend with CUDA=0)
+endif
 # an nvcc named on the command line brings its own tree (headers, cudart),
 # over a CUDA_HOME in the environment (scripts/cuda129.sh's sm_70 build)
 ifeq ($(origin NVCC)$(origin CUDA_HOME),command lineenvironment)
@@ -80,7 +95,7 @@ NVCCFLAGS += -std=c++17 -DRS_CUDA=1 $(LIB_INC) -Ikernels $(foreach a,$(CUDA_ARCH
 	     -Xcompiler -Wall,-Wextra
 CU_SRC	:= $(sort $(wildcard kernels/*.cu))
 CU_OBJ	:= $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
-CFLAGS	+= -DRS_CUDA=1 -I$(CUDA_HOME)/include -Ikernels
+RS_CFLAGS += -DRS_CUDA=1 -I$(CUDA_HOME)/include -Ikernels
 CUDA_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 LDLIBS	+= -L$(CUDA_LIBDIR) -lcudart_static -lstdc++ -ldl -lrt
 endif
@@ -112,7 +127,7 @@ $(STAMP):
 
 $(BUILD)/obj/%.o: %.c $(STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # (-MMD: header dependencies, as for the C objects: a .cuh change rebuilds
 # every kernel that includes it)
@@ -125,7 +140,7 @@ $(BUILD)/obj/%.o: %.cu
 
 $(BUILD)/bin/%: $(BUILD)/obj/cmd/%.o $(CLI_OBJ) $(BUILD)/librs.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(LDLIBS) -o $@
 
 # rs-serve is a Kore application (cmd/rs-serve/, conf/build.conf): kodev
 # compiles Kore's sources (Debian's kore package ships them) and our glue
@@ -143,10 +158,11 @@ $(BUILD)/bin/rs-serve: $(SERVE_DEPS) $(CLI_OBJ) $(BUILD)/librs.a
 	ar rcs $(SERVE_OBJDIR)/libcli.a $(CLI_OBJ)
 	cd cmd/rs-serve && env MAKEFLAGS= KORE_SOURCE=$(KORE_SOURCE) \
 	    KORE_OBJDIR=$(SERVE_OBJDIR) KODEV_OUTPUT=$(abspath $(@D)) \
-	    CC="$(CC)" CFLAGS="$(OPT) -g -pthread $(addprefix -I$(CURDIR)/,$(LIB_DIRS)) \
+	    CC="$(CC)" CFLAGS="-pthread $(addprefix -I$(CURDIR)/,$(LIB_DIRS)) \
 	    -I$(CURDIR)/cmd $(if $(filter 1,$(CUDA)),-DRS_CUDA=1) \
-	    $(EXTRA_CFLAGS)" LDFLAGS="$(SERVE_OBJDIR)/libcli.a \
-	    $(abspath $(BUILD)/librs.a) $(LDFLAGS) $(LDLIBS)" \
+	    $(EXTRA_CFLAGS) $(CPPFLAGS) $(CFLAGS)" \
+	    LDFLAGS="$(SERVE_OBJDIR)/libcli.a \
+	    $(abspath $(BUILD)/librs.a) $(ALL_LDFLAGS) $(LDLIBS)" \
 	    kodev build >/dev/null
 
 # Kernel playgrounds (kernels/dev/<op>_<type>.cu, style.md §2.6):
@@ -165,15 +181,15 @@ $(BUILD)/gen/suites.h: Makefile $(TEST_SRC)
 
 $(BUILD)/obj/tests/check_main.o: tests/check_main.c $(BUILD)/gen/suites.h $(STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/gen -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -I$(BUILD)/gen -c $< -o $@
 
 $(BUILD)/obj/tests/%.o: tests/%.c $(STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(CHECK_CFLAGS) -Itests -c $< -o $@
 
 $(BUILD)/tests/check_all: $(TEST_OBJ) $(BUILD)/librs.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
 # Every stage runs even when an earlier one fails; the last line says
 # which failed (scripts/test-stages.sh).
@@ -188,7 +204,7 @@ test: all $(BUILD)/tests/check_all
 $(BUILD)/tests/check_cuda: $(BUILD)/obj/tests/check_cuda.o \
 	    $(TEST_HELP:%.c=$(BUILD)/obj/%.o) $(BUILD)/librs.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
+	$(CC) $(ALL_LDFLAGS) $^ $(CHECK_LIBS) $(LDLIBS) -o $@
 
 test-cuda: all $(BUILD)/tests/check_cuda
 	RS_BIN=$(BUILD)/bin $(BUILD)/tests/check_cuda
@@ -285,7 +301,9 @@ install: all
 	install -m 644 completions/bash/* $(DESTDIR)$(BASHCOMPDIR)
 	install -m 644 completions/zsh/* $(DESTDIR)$(ZSHCOMPDIR)
 
+# the build folder (BUILD=, default build, which holds build/sm70 and
+# build/sm80) and, for the default, make asan's
 clean:
-	rm -rf build build-asan
+	rm -rf $(BUILD) $(if $(filter build,$(BUILD)),build-asan)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

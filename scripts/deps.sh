@@ -7,13 +7,14 @@
 #   test:   Check, mandoc, clang (libFuzzer and sanitizers), shellcheck
 #           (tests/install; its exposure-score check also uses systemd's
 #           systemd-analyze where present); for rs-serve's tests
-#           (tests/serve) curl, openssl and, from PyPI, the OpenAI
-#           Python SDK and pytest (tests/serve/requirements.txt)
+#           (tests/serve) curl, openssl, jq (the man pages' examples)
+#           and, from PyPI, the OpenAI Python SDK and pytest
+#           (tests/serve/requirements.txt)
 # Run as root (or with sudo).  Idempotent.
 set -eu
 pkgs="build-essential pkg-config libjansson-dev libpcre2-dev libutf8proc-dev
 kore libssl-dev check libsubunit-dev mandoc clang libclang-rt-dev
-bash-completion curl openssl shellcheck"
+bash-completion curl jq openssl shellcheck"
 missing=
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

@@ -263,7 +263,7 @@ serve_log_write(const struct serve_log *l, int code)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
 	/* one write(2): lines never interleave */
-	(void)write(STDERR_FILENO, line, (size_t)n);
+	(void)!write(STDERR_FILENO, line, (size_t)n);
 }
 
 /* ---- Host and Origin checks, CORS (§4.2) ---- */
