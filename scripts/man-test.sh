@@ -34,13 +34,13 @@ for page in "$@"; do
 		ex && /^\$ / { sub(/^\$ /, ""); gsub(/\\e/, "\\"); print }
 	' "$page")
 	[ -n "$cmds" ] || continue
-	echo "$cmds" | while IFS= read -r cmd; do
+	printf "%s\n" "$cmds" | while IFS= read -r cmd; do
 		if ! PATH="$bin:$PATH" bash -o pipefail -c "$cmd" >/dev/null 2>&1; then
 			echo "man-test: $page: example failed: $cmd" >&2
 			exit 1
 		fi
 	done || fail=$((fail + 1))
-	ran=$((ran + $(echo "$cmds" | wc -l)))
+	ran=$((ran + $(printf "%s\n" "$cmds" | wc -l)))
 done
 echo "man-test: $ran examples run, $fail pages failed"
 [ "$fail" -eq 0 ]
