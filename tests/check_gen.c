@@ -159,7 +159,11 @@ on_event(const struct rs_gen_event *ev, void *arg)
 	return (c->cancelled);
 }
 
-/* Parse BODY into R (initialised by the caller); status of the parse. */
+/*
+ * Parse BODY into R (initialised by the caller), reading it as the
+ * servers do (rs_pyjson_parse: numbers past rs_json's range too); status
+ * of the parse.
+ */
 static enum rs_status
 parse_body(struct gx *x, struct rs_gen_req *r, const char *body,
     struct rs_gen_error *ge)
@@ -168,7 +172,7 @@ parse_body(struct gx *x, struct rs_gen_req *r, const char *body,
 	struct rs_err	 err = { 0 };
 	enum rs_status	 st;
 
-	ck_assert_msg(rs_json_parse(body, strlen(body), &j, &err) == RS_OK,
+	ck_assert_msg(rs_pyjson_parse(body, strlen(body), &j, &err) == RS_OK,
 	    "test body: %s", err.msg);
 	st = rs_gen_req_parse(x->g, r, j, ge);
 	rs_json_free(j);
@@ -1705,22 +1709,6 @@ START_TEST(client_forms)
 }
 END_TEST
 
-/* parse_body, reading BODY as the servers do (rs_pyjson_parse). */
-static enum rs_status
-wide_body(struct gx *x, struct rs_gen_req *r, const char *body,
-    struct rs_gen_error *ge)
-{
-	struct rs_json	*j;
-	struct rs_err	 err = { 0 };
-	enum rs_status	 st;
-
-	ck_assert_msg(rs_pyjson_parse(body, strlen(body), &j, &err) == RS_OK,
-	    "test body: %s", err.msg);
-	st = rs_gen_req_parse(x->g, r, j, ge);
-	rs_json_free(j);
-	return (st);
-}
-
 /*
  * Numbers past rs_json's range render as their lexeme inside a tool's
  * schema and a nested argument, as Jinja's tojson writes Python's int
@@ -1735,7 +1723,7 @@ START_TEST(wide_render)
 
 	gx_open(&x, F16, 1024, 0, NULL);
 	rs_gen_req_init(&r, x.g);
-	ck_assert(wide_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
+	ck_assert(parse_body(&x, &r, "{\"messages\": [{\"role\": \"user\", "
 	    "\"content\": \"x\"}, {\"role\": \"assistant\", \"content\": "
 	    "\"\", \"tool_calls\": [{\"function\": {\"name\": \"f\", "
 	    "\"arguments\": {\"id\": {\"v\": 123456789012345678901234567890}, "

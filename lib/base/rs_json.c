@@ -256,12 +256,8 @@ rs_json_push(struct rs_json *arr, struct rs_json *val)
 
 #define DUMP_FLAGS	(JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(9))
 
-/*
- * The length of the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?
- * ([eE][+-]?[0-9]+)?) at the start of S[0..N), 0 when none starts there.
- */
-static size_t
-number_len(const char *s, size_t n)
+size_t
+rs_json_number_len(const char *s, size_t n)
 {
 	size_t	i = 0, d;
 
@@ -311,7 +307,7 @@ unquote_wide(char *s)
 		return (s);
 	while (s[i] != '\0') {
 		if (!in_str && strncmp(s + i, mark, ml) == 0 &&
-		    (k = number_len(s + i + ml, SIZE_MAX)) > 0 &&
+		    (k = rs_json_number_len(s + i + ml, SIZE_MAX)) > 0 &&
 		    s[i + ml + k] == '"') {
 			memmove(s + o, s + i + ml, k);
 			o += k;
@@ -400,7 +396,7 @@ is_wide(const json_t *j)
 	size_t		 n = json_string_length(j);
 
 	return (n > 2 && s[0] == '\0' && s[1] == '\1' &&
-	    number_len(s + 2, n - 2) == n - 2);
+	    rs_json_number_len(s + 2, n - 2) == n - 2);
 }
 
 enum rs_json_kind

@@ -97,6 +97,12 @@ int		 rs_json_as_int(const struct rs_json *j, int64_t *out);
 int		 rs_json_as_whole(const struct rs_json *j, int64_t *out);
 int		 rs_json_as_real(const struct rs_json *j, double *out);
 int		 rs_json_as_bool(const struct rs_json *j, int *out);
+/*
+ * The length of the JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?
+ * ([eE][+-]?[0-9]+)?) at the start of S[0..N), 0 when none starts there
+ * (S need not be terminated past a number: any other byte ends it).
+ */
+size_t		 rs_json_number_len(const char *s, size_t n);
 /* RS_JSON_WIDE's lexeme, borrowed: *LEX, *N bytes (not NUL-terminated). */
 int		 rs_json_as_wide(const struct rs_json *j, const char **lex,
 		    size_t *n);

@@ -244,35 +244,9 @@ rs_pyjson_pystr(struct rs_buf *b, const struct rs_json *j)
 int
 rs_pyjson_is_number(const char *s, size_t n, int integer)
 {
-	size_t	i = 0, k;
-
-	if (i < n && s[i] == '-')
-		i++;
-	if (i >= n || s[i] < '0' || s[i] > '9')
-		return (0);
-	if (s[i] == '0')
-		i++;
-	else
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++;
-	if (integer)
-		return (i == n);
-	if (i < n && s[i] == '.') {
-		for (k = ++i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-			;
-		if (i == k)
-			return (0);
-	}
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		i++;
-		if (i < n && (s[i] == '+' || s[i] == '-'))
-			i++;
-		for (k = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-			;
-		if (i == k)
-			return (0);
-	}
-	return (i == n);
+	return (n > 0 && rs_json_number_len(s, n) == n && (!integer ||
+	    (memchr(s, '.', n) == NULL && memchr(s, 'e', n) == NULL &&
+	    memchr(s, 'E', n) == NULL)));
 }
 
 static void
