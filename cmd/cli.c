@@ -137,6 +137,19 @@ rs_cli_warn_err(const char *what, const struct rs_err *err)
 	rs_cli_warn("%s: %s", what, err->msg);
 }
 
+const char *
+rs_cli_at_line(char *buf, size_t n, long long line, const char *msg)
+{
+	static const char inner[] = "line 1 column ";
+
+	if (strncmp(msg, inner, sizeof(inner) - 1) == 0)
+		(void)snprintf(buf, n, "line %lld column %s", line,
+		    msg + sizeof(inner) - 1);
+	else
+		(void)snprintf(buf, n, "line %lld: %s", line, msg);
+	return (buf);
+}
+
 void
 rs_cli_usage_error(const char *usage, const char *fmt, ...)
 {

@@ -36,6 +36,14 @@ void		 rs_cli_fatal(const char *fmt, ...)
 		    __attribute__((format(printf, 1, 2), noreturn));
 /* "rs-x: what: <err msg>" on stderr. */
 void		 rs_cli_warn_err(const char *what, const struct rs_err *err);
+/*
+ * "line LINE: MSG" into BUF (N bytes), MSG being about line LINE of a
+ * JSON-lines input; a JSON parser's "line 1 column C: ..." (each line is
+ * one JSON text of one line) becomes "line LINE column C: ...".  Returns
+ * BUF.
+ */
+const char	*rs_cli_at_line(char *buf, size_t n, long long line,
+		    const char *msg);
 
 /*
  * A usage error: MSG, the short USAGE line and "Try 'rs-x --help'" on

@@ -535,8 +535,12 @@ write_error(struct run *r, size_t lineno, const struct rs_gen_error *ge)
 	struct rs_json	*o = new_line(r);
 
 	r->failed++;
-	if (!r->o->quiet)
-		rs_cli_warn("line %zu: %s", lineno, ge->err.msg);
+	if (!r->o->quiet) {
+		char at[320];
+
+		rs_cli_warn("%s", rs_cli_at_line(at, sizeof(at),
+		    (long long)lineno, ge->err.msg));
+	}
 	rs_json_set(o, "error", rs_gen_error_json(ge));
 	write_line(r, o);
 	rs_json_free(o);

@@ -366,8 +366,12 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	}
 	if (rc != 0) {
 		r->failed++;
-		if (!r->o->quiet)
-			rs_cli_warn("line %zu: %s", lineno, msg);
+		if (!r->o->quiet) {
+			char at[320];
+
+			rs_cli_warn("%s", rs_cli_at_line(at, sizeof(at),
+			    (long long)lineno, msg));
+		}
 		e = rs_json_obj();
 		rs_json_set(e, "type", rs_json_str("invalid_input"));
 		rs_json_set(e, "message", rs_json_str(msg));

@@ -773,7 +773,8 @@ run_stdin(struct run *r)
 		if (bad != NULL) {
 			char full[320];
 
-			snprintf(full, sizeof(full), "%s%s", where, bad);
+			(void)rs_cli_at_line(full, sizeof(full),
+			    (long long)lineno, bad);
 			if (r->want_logits || r->want_mtp)
 				fail(r, full);
 			print_error(r->o, rec.id, full);

@@ -1612,24 +1612,52 @@ def test_copilot_config_no_chat(tmp_path):
     assert "chat requests are not available" in p.stderr, p.stderr
 
 
-def test_unknown_template_named_at_start(tmp_path_factory):
-    """serving.md §2.1: a template the renderer does not implement is
-    named at startup with its size and hash (it showed only as "template
-    unknown"); chat requests are refused, completions served."""
+def test_unknown_template_refused_at_start(tmp_path_factory):
+    """serving.md §2.1: a template the renderer does not implement stops
+    the server at startup, named with its size and hash, unless --no-chat
+    asks for /v1/completions alone (it started, and every chat request
+    failed); with --no-chat the cause is logged and chat refused."""
     path = other_template(tmp_path_factory.mktemp("tpl"))
-    srv = start(tmp_path_factory, "-m", path, name="tpl")
+    p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", path, "--port", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert re.search(r"chat requests are not available with this model \(.*"
+                     r"\(\d+ bytes, sha256 [0-9a-f]{64}\).*--no-chat", p.stderr), p.stderr
+    srv = start(tmp_path_factory, "-m", path, "--no-chat", name="tpl")
     try:
-        lines = srv.log_lines("chat requests will be refused (400)")
+        lines = srv.log_lines("chat requests will be refused (400, --no-chat)")
         assert lines and re.search(r"\(\d+ bytes, sha256 [0-9a-f]{64}\)", lines[0]) \
             and "/v1/completions works" in lines[0], srv.read_log()
         st, _, b = http(srv.url + "/v1/chat/completions", "POST",
                         json.dumps(dict(messages=MSG, max_tokens=1)).encode())
-        assert st == 400 and "not recognised" in err(400, b)["message"], b
+        assert st == 400 and "--no-chat" in err(400, b)["message"], b
         st, _, b = http(srv.url + "/v1/completions", "POST",
                         json.dumps(dict(prompt="hi", max_tokens=1)).encode())
         assert st == 200, b
     finally:
         srv.stop_clean()
+
+
+def test_no_chat(tmp_path_factory):
+    """--no-chat on a model whose template rs-serve renders: chat and
+    /apply-template refused with the reason, completions served, and no
+    Copilot entry (Copilot speaks chat alone)."""
+    srv = start(tmp_path_factory, "-m", fixture("tiny/model-q8_0.gguf"), "--no-chat",
+                name="nochat")
+    try:
+        for path in ("/v1/chat/completions", "/apply-template"):
+            st, _, b = http(srv.url + path, "POST",
+                            json.dumps(dict(messages=MSG, max_tokens=1)).encode())
+            assert st == 400 and "--no-chat" in err(400, b)["message"], (path, b)
+        st, _, b = http(srv.url + "/v1/completions", "POST",
+                        json.dumps(dict(prompt="hi", max_tokens=1)).encode())
+        assert st == 200, b
+    finally:
+        srv.stop_clean()
+    p = subprocess.run([os.path.join(BIN, "rs-serve"), "-m", fixture("tiny/model-q8_0.gguf"),
+                        "--no-chat", "--copilot-config", "http://127.0.0.1:8081/v1"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stdout == "" and "--no-chat" in p.stderr, p.stderr
 
 
 def test_tls(tmp_path_factory):

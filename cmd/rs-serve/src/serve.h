@@ -85,6 +85,7 @@ struct serve_cfg {
 	int		 test_violation;	/* RS_SERVE_TEST_VIOLATION=1:
 					   tests only (serve_main.c) */
 	int		 quiet;		/* no access log */
+	int		 no_chat;	/* --no-chat: /v1/completions alone */
 	struct rs_gen_opts gen;		/* server defaults for requests */
 	struct rs_cli_draft draft;	/* --draft, --draft-max as given */
 };

@@ -866,9 +866,10 @@ announce(void)
 	    rs_chat_variant_name(rs_gen_variant(g)), drafts);
 	/* serving.md §2.1: a template the renderer does not implement is
 	   named at startup, with its size and hash, not at each request */
-	if (!rs_gen_chat_ok(g, &err))
-		rs_cli_warn("chat requests will be refused (400): %s; "
-		    "/v1/completions works", err.msg);
+	if (serve_cfg.no_chat)
+		rs_cli_warn("chat requests will be refused (400, --no-chat)"
+		    "%s%s; /v1/completions works", rs_gen_chat_ok(g, &err) ?
+		    "" : ": ", err.msg);
 }
 
 /* One warning per line of S (trailing '\n' or not). */

@@ -145,6 +145,18 @@ load_model(void)
 		rs_cli_fatal("%s: %s", c->model_path, err.msg);
 	if (rs_tok_new(&sm->tok, sm->model->gguf, c->tok_norm, &err) != RS_OK)
 		rs_cli_fatal("%s: tokenizer: %s", c->model_path, err.msg);
+	/*
+	 * serving.md §2.1: the renderer implements the known templates
+	 * alone.  A model with another (or none, or a vocabulary without the
+	 * chat tokens) starts only when told to go without chat: a server
+	 * whose every chat request fails looks broken to the client that
+	 * finds out (Copilot), where this names the cause at once.
+	 */
+	if ((rs_chat_identify_gguf(sm->model->gguf, &v, &err) != RS_OK ||
+	    rs_tok_check_chat(sm->tok, &err) != RS_OK) && !c->no_chat)
+		rs_cli_fatal("%s: chat requests are not available with this "
+		    "model (%s); --no-chat serves /v1/completions alone",
+		    c->model_path, err.msg);
 	if (c->alias == NULL)
 		c->alias = default_alias(sm->model, c->model_path);
 	sm->info.id = c->alias;
@@ -272,6 +284,9 @@ print_copilot(void)
 	if (rs_chat_identify_gguf(serve_model.model->gguf, &v, &err) != RS_OK)
 		rs_cli_fatal("--copilot-config: chat requests are not available "
 		    "with this model (%s)", err.msg);
+	if (serve_cfg.no_chat)
+		rs_cli_fatal("--copilot-config: chat requests are off "
+		    "(--no-chat)");
 	warn_copilot_host(serve_cfg.copilot_url);
 
 	(void)snprintf(name, sizeof(name), "%s (Redshift)", serve_cfg.alias);

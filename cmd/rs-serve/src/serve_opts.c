@@ -98,6 +98,12 @@ usage_full(void)
 	    "                            or low (default xhigh)\n"
 	    "      --no-thinking         the same as --default-enable-thinking "
 	    "false\n"
+	    "      --no-chat             serve /v1/completions alone: chat "
+	    "requests are refused\n"
+	    "                            (400); needed to serve a model "
+	    "whose chat template\n"
+	    "                            is not one rs-serve renders "
+	    "(Qwen3.5, 3.6, 3.8)\n"
 	    "      --reasoning-effort E  the same as --default-reasoning-effort "
 	    "E\n"
 	    "      --public-host NAME    also answer requests whose Host is "
@@ -177,7 +183,7 @@ list_add(char **list, const char *arg)
 enum {
 	OPT_HOST = 256, OPT_PORT, OPT_API_KEY, OPT_ALIAS, OPT_BACKEND,
 	OPT_QUEUE, OPT_MAX_BODY, OPT_NFC, OPT_NO_NFC, OPT_CLIENT_SPECIALS,
-	OPT_NO_THINKING, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
+	OPT_NO_THINKING, OPT_NO_CHAT, OPT_EFFORT, OPT_TLS_CERT, OPT_TLS_KEY, OPT_CORS,
 	OPT_COPILOT, OPT_PIDFILE, OPT_RUNAS, OPT_CHROOT, OPT_SECCOMP_TRACE,
 	OPT_DRAFT, OPT_SLOTS, OPT_DEF_THINKING, OPT_CACHE_MEM,
 	OPT_CACHE_HOST_MEM, OPT_CK_EVERY, OPT_CK_MIN_CALL, OPT_PUBLIC_HOST,
@@ -210,6 +216,7 @@ static const struct option longopts[] = {
 	{ "model", required_argument, NULL, 'm' },
 	{ "nfc", no_argument, NULL, OPT_NFC },
 	{ "no-nfc", no_argument, NULL, OPT_NO_NFC },
+	{ "no-chat", no_argument, NULL, OPT_NO_CHAT },
 	{ "no-thinking", no_argument, NULL, OPT_NO_THINKING },
 	{ "pidfile", required_argument, NULL, OPT_PIDFILE },
 	{ "port", required_argument, NULL, OPT_PORT },
@@ -329,6 +336,7 @@ option(struct serve_cfg *c, int ch, const char *arg)
 	/* --no-thinking and --reasoning-effort: the names before §2.5
 	   named the defaults; kept so that existing scripts still start */
 	case OPT_NO_THINKING: c->gen.enable_thinking = 0; break;
+	case OPT_NO_CHAT: c->no_chat = 1; break;
 	case OPT_DEF_THINKING:
 		if (rs_cli_parse_bool(arg, &c->gen.enable_thinking) != 0)
 			rs_cli_usage_error(USAGE, "--default-enable-thinking: "

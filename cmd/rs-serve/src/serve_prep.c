@@ -276,6 +276,11 @@ generation(struct serve_job *job, const struct rs_json *body, double t0)
 	char			 id[RS_OAI_ID_MAX];
 	enum rs_oai_api		 api;
 
+	if (job->api != SERVE_COMPLETION && serve_cfg.no_chat) {
+		bad(job, NULL, "chat requests are off on this server "
+		    "(rs-serve --no-chat): use /v1/completions");
+		return;
+	}
 	if (job->api == SERVE_TEMPLATE && !given(body, "messages")) {
 		bad(job, "messages", "'messages' is required");
 		return;
