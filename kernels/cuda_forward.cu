@@ -714,14 +714,27 @@ gdn_block(struct rs_engine *e, struct rs_state *st, const struct rs_layer *l,
 	    ch, (int)hp->ssm_conv_kernel, (int)n, c->u, snap_c,
 	    (int64_t)q->n_gdn * st->conv_len, st->n_snap, c->d_params, c->s,
 	    err));
-	TRY(rs_k_deltanet(rs_state_ssm(st, slot), c->u, ch, c->bb, c->aa, nvh,
-	    dvec(e, l->dt_bias), dvec(e, l->ssm_a), (int)hp->ssm_n_kh,
-	    (int)nvh, ds, (int)n, hp->rms_eps, c->mix,
-	    st->n_snap > 0 ? &ring : NULL, c->d_params, 1, c->s, err));
 	/* the norm writes ssm_out's 16-bit input itself where it can */
 	void *xq = ds % RS_XQ_BLOCK == 0 ? xq_for(c, c->mix, di, di, n) : NULL;
-	TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm), c->mix, ds,
-	    n * nvh, hp->rms_eps, xq, nvh, c->s, err));
+	if (n <= RS_K_DN_GN_MAX) {
+		/* the gated norm in the scan's launch (rs_kernels.h says why):
+		   the same bits */
+		const struct rs_k_gnorm gn = { c->z, dvec(e, l->ssm_norm),
+		    hp->rms_eps, xq };
+		TRY(rs_k_deltanet_gnorm(rs_state_ssm(st, slot), c->u, ch,
+		    c->bb, c->aa, nvh, dvec(e, l->dt_bias), dvec(e, l->ssm_a),
+		    (int)hp->ssm_n_kh, (int)nvh, ds, (int)n, hp->rms_eps,
+		    c->mix, st->n_snap > 0 ? &ring : NULL, c->d_params, 1, &gn,
+		    c->s, err));
+	} else {
+		TRY(rs_k_deltanet(rs_state_ssm(st, slot), c->u, ch, c->bb,
+		    c->aa, nvh, dvec(e, l->dt_bias), dvec(e, l->ssm_a),
+		    (int)hp->ssm_n_kh, (int)nvh, ds, (int)n, hp->rms_eps,
+		    c->mix, st->n_snap > 0 ? &ring : NULL, c->d_params, 1,
+		    c->s, err));
+		TRY(rs_k_gated_rmsnorm(c->mix, c->z, dvec(e, l->ssm_norm),
+		    c->mix, ds, n * nvh, hp->rms_eps, xq, nvh, c->s, err));
+	}
 	if (xq == NULL)
 		TRY(quant(e, c->mix, di, di, n, err));
 	return (mv(e, l->ssm_out, c->mix, di, c->x, d, n, 1, err));

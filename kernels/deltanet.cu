@@ -51,6 +51,7 @@
 
 #include "common.cuh"
 #include "rs_kernels.h"
+#include "xq.cuh"
 
 #define DN_COLS		32	/* columns of S per block */
 #define DN_SPLIT	4	/* threads per column */
@@ -64,22 +65,23 @@
  * Three barriers for NT tokens; the first keeps the previous stage until
  * every thread is done with it.
  */
-template <int DK>
+template <int DK, int COLS, int STAGE>
 static __device__ __forceinline__ void
 dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
     const float *__restrict__ aa, int64_t ldba, float dtn, float an, int m,
     int n, int n_kh, int j0, int t0, int nt, float eps, float (*sq)[DK],
-    float (*sk)[DK], float (*sv)[DN_COLS], float *sbeta, float *sdecay)
+    float (*sk)[DK], float (*sv)[COLS], float *sbeta, float *sdecay)
 {
+	constexpr int THREADS = COLS * DN_SPLIT;
 	/* 16-byte pieces a thread: of q and of k, of v */
-	constexpr int QK4 = DN_STAGE * DK / 4 / DN_THREADS;
-	constexpr int V4 = DN_STAGE * DN_COLS / 4 / DN_THREADS;
+	constexpr int QK4 = STAGE * DK / 4 / THREADS;
+	constexpr int V4 = STAGE * COLS / 4 / THREADS;
 	const int lane = threadIdx.x % RS_WARP, warp = threadIdx.x / RS_WARP;
 	float4 q[QK4], k[QK4], v[V4];
 	float xa = 0.0f, xb = 0.0f;
 
-	static_assert(QK4 * 4 * DN_THREADS == DN_STAGE * DK &&
-	    V4 * 4 * DN_THREADS == DN_STAGE * DN_COLS, "deltanet: stage");
+	static_assert(QK4 * 4 * THREADS == STAGE * DK &&
+	    V4 * 4 * THREADS == STAGE * COLS, "deltanet: stage");
 	/*
 	 * Every load of the stage is issued before the first store, and
 	 * before the barrier that keeps the previous stage until every thread
@@ -89,7 +91,7 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 	 */
 #pragma unroll
 	for (int r = 0; r < QK4; r++) {
-		const int f = threadIdx.x + r * DN_THREADS, t = f / (DK / 4);
+		const int f = threadIdx.x + r * THREADS, t = f / (DK / 4);
 		const float *ut = u + (int64_t)(t0 + t) * ldu + 4 * (f % (DK /
 		    4));
 		if (t < nt) {
@@ -99,11 +101,11 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 	}
 #pragma unroll
 	for (int r = 0; r < V4; r++) {
-		const int f = threadIdx.x + r * DN_THREADS, t = f / (DN_COLS / 4);
+		const int f = threadIdx.x + r * THREADS, t = f / (COLS / 4);
 		if (t < nt)
 			v[r] = __ldg((const float4 *)(u + (int64_t)(t0 + t) *
 			    ldu + 2 * n_kh * DK + n * DK + j0 + 4 * (f %
-			    (DN_COLS / 4))));
+			    (COLS / 4))));
 	}
 	if ((int)threadIdx.x < nt) {
 		const int64_t t = t0 + threadIdx.x;
@@ -113,7 +115,7 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 	__syncthreads();
 #pragma unroll
 	for (int r = 0; r < QK4; r++) {
-		const int f = threadIdx.x + r * DN_THREADS, t = f / (DK / 4);
+		const int f = threadIdx.x + r * THREADS, t = f / (DK / 4);
 		if (t < nt) {
 			*(float4 *)&sq[t][4 * (f % (DK / 4))] = q[r];
 			*(float4 *)&sk[t][4 * (f % (DK / 4))] = k[r];
@@ -121,9 +123,9 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 	}
 #pragma unroll
 	for (int r = 0; r < V4; r++) {
-		const int f = threadIdx.x + r * DN_THREADS, t = f / (DN_COLS / 4);
+		const int f = threadIdx.x + r * THREADS, t = f / (COLS / 4);
 		if (t < nt)
-			*(float4 *)&sv[t][4 * (f % (DN_COLS / 4))] = v[r];
+			*(float4 *)&sv[t][4 * (f % (COLS / 4))] = v[r];
 	}
 	if ((int)threadIdx.x < nt) {
 		sbeta[threadIdx.x] = sigmoid_f(xb);
@@ -132,7 +134,7 @@ dn_stage(const float *__restrict__ u, int64_t ldu, const float *__restrict__ bb,
 	}
 	__syncthreads();
 	/* a warp a token: ‖q‖ and ‖k‖, then x / max(‖x‖, eps) in place */
-	for (int t = warp; t < nt; t += DN_WARPS) {
+	for (int t = warp; t < nt; t += THREADS / RS_WARP) {
 		float q2 = 0.0f, k2 = 0.0f;
 		for (int e = lane; e < DK; e += RS_WARP) {
 			q2 += sq[t][e] * sq[t][e];
@@ -191,12 +193,12 @@ dn_put(float *dst, const float *s, int sp, int j)
  * k from the first column block of the first n_kh value heads (value head
  * n < n_kh reads key head n).
  */
-template <int DK>
+template <int DK, int COLS>
 static __device__ __forceinline__ void
 dn_record(float *rec, int n, int n_kh, int n_vh, int j0, const float *sk,
     const float *sv, float beta, float decay)
 {
-	if (threadIdx.x < DN_COLS)
+	if (threadIdx.x < COLS)
 		rec[(int64_t)(n_kh + n) * DK + j0 + threadIdx.x] =
 		    sv[threadIdx.x];
 	if (j0 != 0)
@@ -206,23 +208,83 @@ dn_record(float *rec, int n, int n_kh, int n_vh, int j0, const float *sk,
 		rec[(int64_t)(n_kh + n_vh) * DK + n_vh + n] = decay;
 	}
 	if (n < n_kh)
-		for (int i = threadIdx.x; i < DK; i += DN_THREADS)
+		for (int i = threadIdx.x; i < DK; i += COLS * DN_SPLIT)
 			rec[(int64_t)n * DK + i] = sk[i];
 }
 
+/* The gated RMSNorm fused into the scan (rs_k_deltanet_gnorm). */
+struct dn_gn {
+	const float	*z, *w;
+	float		 eps;
+	uint8_t		*xq;
+	int		 bm;
+};
+
+/*
+ * The gated RMSNorm of head N's outputs SO[t][0 .. DK) for NT tokens into
+ * Y (and GN.xq), by a block that holds the whole head (COLS = DK), with
+ * the bits of gated_rmsnorm_kernel (norm.cu), a 128-thread block a (token,
+ * head) row there: thread g of a 128-thread group takes value g, its
+ * square summed from 0.0f; the four warps' warp_sums meet as block_sum
+ * meets them, (s0 + s2) + (s1 + s3) (its last warp_sum over lanes 0..3,
+ * the other lanes 0.0f, which adds nothing to a sum of squares); the value
+ * is x·r·w·silu(z) in that order; xq_store converts each 32-value block.
+ * A group a token; PART holds the groups' warp sums.
+ */
 template <int DK>
-static __global__ void __launch_bounds__(DN_THREADS)
+static __device__ __forceinline__ void
+dn_gnorm(const float (*so)[DK], int nt, int n, int n_vh, float *y,
+    const dn_gn &gn, float (*part)[4])
+{
+	const int ngrp = DK * DN_SPLIT / 128, grp = threadIdx.x / 128;
+	const int g = threadIdx.x % 128, lane = g % RS_WARP, w = g / RS_WARP;
+
+	for (int t0 = 0; t0 < nt; t0 += ngrp) {
+		const int t = t0 + grp;
+		const bool mine = t < nt && g < DK;	/* whole warps */
+		const float x = mine ? so[t][g] : 0.0f;
+		const float ss = warp_sum(0.0f + x * x);
+
+		if (lane == 0)
+			part[grp][w] = ss;
+		__syncthreads();
+		if (mine) {
+			const float sum = (part[grp][0] + part[grp][2]) +
+			    (part[grp][1] + part[grp][3]);
+			const float r = rsqrtf(sum / (float)DK + gn.eps);
+			const int64_t off = ((int64_t)t * n_vh + n) * DK;
+			const float v = x * r * gn.w[g] * silu_f(gn.z[off + g]);
+
+			y[off + g] = v;
+			if (gn.xq != NULL)
+				xq_store(v, lane, gn.xq, (int64_t)DK * n_vh, nt,
+				    gn.bm, t, (int64_t)n * (DK / RS_XQ_BLOCK) + w);
+		}
+		__syncthreads();	/* PART, for the next tokens */
+	}
+}
+
+/*
+ * COLS columns of S a block; STAGE tokens staged at once.  GN (COLS = DK,
+ * n_tok <= STAGE): the outputs stay in shared memory and the block ends
+ * with their gated RMSNorm (dn_gnorm) into O.
+ */
+template <int DK, int COLS, int STAGE, bool GN>
+static __global__ void __launch_bounds__(COLS * DN_SPLIT)
 deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
     const float *__restrict__ bb, const float *__restrict__ aa, int64_t ldba,
     const float *__restrict__ dt, const float *__restrict__ ssm_a, int n_kh,
     int n_vh, int n_tok, float eps, float *__restrict__ o,
-    const struct rs_k_gdn_ring ring, const int32_t *__restrict__ params)
+    const struct rs_k_gdn_ring ring, const int32_t *__restrict__ params,
+    const struct dn_gn gn)
 {
 	const int R = DK / DN_SPLIT;	/* rows of S per thread */
-	__shared__ __align__(16) float sq[DN_STAGE][DK], sk[DN_STAGE][DK];
-	__shared__ __align__(16) float sv[DN_STAGE][DN_COLS];
-	__shared__ float sbeta[DN_STAGE], sdecay[DN_STAGE];
-	const int n = blockIdx.x, m = n % n_kh, j0 = blockIdx.y * DN_COLS;
+	__shared__ __align__(16) float sq[STAGE][DK], sk[STAGE][DK];
+	__shared__ __align__(16) float sv[STAGE][COLS];
+	__shared__ float sbeta[STAGE], sdecay[STAGE];
+	__shared__ float so[GN ? STAGE : 1][GN ? DK : 1];
+	__shared__ float part[GN ? DK * DN_SPLIT / 128 : 1][4];
+	const int n = blockIdx.x, m = n % n_kh, j0 = blockIdx.y * COLS;
 	const int jl = threadIdx.x / DN_SPLIT, j = j0 + jl;
 	/* rows sp, sp + DN_SPLIT, ...: the DN_SPLIT threads of a column read
 	   neighbouring words of q and k (distinct banks) */
@@ -231,7 +293,8 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	float	*S = s_all + (int64_t)n * DK * DK;
 	const float scale = rsqrtf((float)DK);
 
-	static_assert(DK % DN_COLS == 0 && DK % DN_SPLIT == 0, "deltanet: DK");
+	static_assert(DK % COLS == 0 && DK % DN_SPLIT == 0 && (!GN ||
+	    COLS == DK), "deltanet: DK");
 	/*
 	 * S before the wait: launched early only after the convolution
 	 * (rs_k_deltanet's AFTER_CONV), which writes no S and started when
@@ -250,9 +313,9 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 	if (ring.full != NULL && base >= 0 && base == p0 - 1)
 		dn_put<DK>(ring.full + (int64_t)(base % ring.n) *
 		    ring.full_stride + (int64_t)n * DK * DK, s, sp, j);
-	for (int t0 = 0; t0 < n_tok; t0 += DN_STAGE) {
-		const int nt = n_tok - t0 < DN_STAGE ? n_tok - t0 : DN_STAGE;
-		dn_stage<DK>(u, ldu, bb, aa, ldba, dt[n], ssm_a[n], m, n, n_kh,
+	for (int t0 = 0; t0 < n_tok; t0 += STAGE) {
+		const int nt = n_tok - t0 < STAGE ? n_tok - t0 : STAGE;
+		dn_stage<DK, COLS, STAGE>(u, ldu, bb, aa, ldba, dt[n], ssm_a[n], m, n, n_kh,
 		    j0, t0, nt, eps, sq, sk, sv, sbeta, sdecay);
 		for (int tt = 0; tt < nt; tt++) {
 			dn_update<DK>(s, sk[tt], sp, sdecay[tt], sbeta[tt],
@@ -264,14 +327,17 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 			for (int k = 1; k < DN_SPLIT; k <<= 1)
 				acc += __shfl_xor_sync(0xffffffffu, acc, k);
 			const int t = t0 + tt;
-			if (sp == 0)
+			if constexpr (GN) {
+				if (sp == 0)
+					so[t][j] = acc * scale;
+			} else if (sp == 0)
 				o[(int64_t)t * n_vh * DK + (int64_t)n * DK + j] =
 				    acc * scale;
 			const int p = p0 + t;
 			if (ring.full == NULL)
 				continue;
 			if (p >= snap_from)
-				dn_record<DK>(ring.rec + (int64_t)(p % ring.n) *
+				dn_record<DK, COLS>(ring.rec + (int64_t)(p % ring.n) *
 				    ring.rec_stride, n, n_kh, n_vh, j0, sk[tt],
 				    sv[tt], sbeta[tt], sdecay[tt]);
 			if (p == base)
@@ -283,6 +349,10 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 #pragma unroll
 	for (int i = 0; i < R; i++)
 		S[(i * DN_SPLIT + sp) * DK + j] = s[i];
+	if constexpr (GN) {
+		__syncthreads();	/* every column's outputs in SO */
+		dn_gnorm<DK>(so, n_tok, n, n_vh, o, gn, part);
+	}
 }
 
 /*
@@ -340,25 +410,85 @@ deltanet_replay_kernel(float *s_all, int64_t s_stride,
  */
 template <typename K>
 static void
-dn_launch(K kernel, dim3 grid, int early, cudaStream_t stream, float *d_s,
-    const float *d_u, int64_t ldu, const float *d_b, const float *d_a,
-    int64_t ldba, const float *d_dt, const float *d_ssm_a, int n_kh,
-    int n_vh, int n_tok, float eps, float *d_o, struct rs_k_gdn_ring rg,
-    const int32_t *d_params)
+dn_launch(K kernel, dim3 grid, int threads, int early, cudaStream_t stream,
+    float *d_s, const float *d_u, int64_t ldu, const float *d_b,
+    const float *d_a, int64_t ldba, const float *d_dt, const float *d_ssm_a,
+    int n_kh, int n_vh, int n_tok, float eps, float *d_o,
+    struct rs_k_gdn_ring rg, const int32_t *d_params, struct dn_gn gn)
 {
 #ifndef __CUDACC_RTC__
 	static signed char known[RS_MAX_DEVICES];
 	struct rs_launch l;
 
-	rs_launch_init(&l, grid, dim3(DN_THREADS), 0, stream, early &&
+	rs_launch_init(&l, grid, dim3((unsigned)threads), 0, stream, early &&
 	    rs_runs_ptx(kernel, 90, known));
 	(void)cudaLaunchKernelEx(&l.cfg, kernel, d_s, d_u, ldu, d_b, d_a,
-	    ldba, d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
+	    ldba, d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params, gn);
 #else	/* NVRTC's check (scripts/cuda129-nvrtc.sh): no host runtime */
 	(void)early;
-	kernel<<<grid, DN_THREADS, 0, stream>>>(d_s, d_u, ldu, d_b, d_a, ldba,
-	    d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
+	kernel<<<grid, threads, 0, stream>>>(d_s, d_u, ldu, d_b, d_a, ldba,
+	    d_dt, d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params, gn);
 #endif
+}
+
+/* rs_k_deltanet, and rs_k_deltanet_gnorm where GN is not NULL. */
+static enum rs_status
+dn_scan(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
+    const float *d_a, int64_t ldba, const float *d_dt, const float *d_ssm_a,
+    int n_kh, int n_vh, int dk, int n_tok, float eps, float *d_o,
+    const struct rs_k_gdn_ring *ring, const int32_t *d_params,
+    int after_conv, const struct rs_k_gnorm *gn, cudaStream_t stream,
+    struct rs_err *err)
+{
+	const struct rs_k_gdn_ring none = { NULL, 0, NULL, 0, 0 };
+	const struct rs_k_gdn_ring rg = ring != NULL ? *ring : none;
+	struct dn_gn g = { NULL, NULL, 0.0f, NULL, 0 };
+
+	if (n_tok < 1 || n_kh < 1 || n_vh < 1 || n_vh % n_kh != 0 ||
+	    (rg.full != NULL && (rg.rec == NULL || rg.n < 1)) ||
+	    (gn != NULL && n_tok > RS_K_DN_GN_MAX))
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "deltanet: %d tokens%s, %d/%d heads, a ring of %d", n_tok,
+		    gn != NULL ? " (with the gated norm: at most 16)" : "",
+		    n_kh, n_vh, rg.n));
+	/* the stage's 16-byte loads of q, k and v */
+	if ((uintptr_t)d_u % 16 != 0 || ldu % 4 != 0)
+		return (rs_errf(err, RS_ERR_INVALID_ARG,
+		    "deltanet: u not 16-byte aligned (row stride %lld)",
+		    (long long)ldu));
+	if (gn != NULL) {
+		g.z = gn->z;
+		g.w = gn->w;
+		g.eps = gn->eps;
+		g.xq = (uint8_t *)gn->xq;
+		g.bm = gn->xq != NULL ? rs_k_xq_block_major(n_tok) : 0;
+	}
+#define DN_GO(DK) do {							\
+	if (gn != NULL)							\
+		dn_launch(deltanet_kernel<DK, DK, RS_K_DN_GN_MAX, true>,	\
+		    dim3(n_vh, 1), DK * DN_SPLIT, after_conv, stream, d_s,	\
+		    d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh,	\
+		    n_tok, eps, d_o, rg, d_params, g);			\
+	else								\
+		dn_launch(deltanet_kernel<DK, DN_COLS, DN_STAGE, false>,	\
+		    dim3(n_vh, DK / DN_COLS), DN_THREADS, after_conv, stream,	\
+		    d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh,	\
+		    n_tok, eps, d_o, rg, d_params, g);			\
+} while (0)
+	switch (dk) {
+	case 64:
+		DN_GO(64);
+		break;
+	case 128:
+		DN_GO(128);
+		break;
+	default:
+		return (rs_errf(err, RS_ERR_UNSUPPORTED,
+		    "deltanet: head dim %d (only 64 and 128)", dk));
+	}
+#undef DN_GO
+	RS_LAUNCH_CHECK(err, "deltanet");
+	return (RS_OK);
 }
 
 extern "C" enum rs_status
@@ -368,36 +498,25 @@ rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
     const struct rs_k_gdn_ring *ring, const int32_t *d_params,
     int after_conv, cudaStream_t stream, struct rs_err *err)
 {
-	const struct rs_k_gdn_ring none = { NULL, 0, NULL, 0, 0 };
-	const struct rs_k_gdn_ring rg = ring != NULL ? *ring : none;
+	return (dn_scan(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh,
+	    n_vh, dk, n_tok, eps, d_o, ring, d_params, after_conv, NULL,
+	    stream, err));
+}
 
-	if (n_tok < 1 || n_kh < 1 || n_vh < 1 || n_vh % n_kh != 0 ||
-	    (rg.full != NULL && (rg.rec == NULL || rg.n < 1)))
+extern "C" enum rs_status
+rs_k_deltanet_gnorm(float *d_s, const float *d_u, int64_t ldu,
+    const float *d_b, const float *d_a, int64_t ldba, const float *d_dt,
+    const float *d_ssm_a, int n_kh, int n_vh, int dk, int n_tok, float eps,
+    float *d_o, const struct rs_k_gdn_ring *ring, const int32_t *d_params,
+    int after_conv, const struct rs_k_gnorm *gn, cudaStream_t stream,
+    struct rs_err *err)
+{
+	if (gn == NULL || gn->z == NULL || gn->w == NULL)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "deltanet: %d tokens, %d/%d heads, a ring of %d", n_tok,
-		    n_kh, n_vh, rg.n));
-	/* the stage's 16-byte loads of q, k and v */
-	if ((uintptr_t)d_u % 16 != 0 || ldu % 4 != 0)
-		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "deltanet: u not 16-byte aligned (row stride %lld)",
-		    (long long)ldu));
-	switch (dk) {
-	case 64:
-		dn_launch(deltanet_kernel<64>, dim3(n_vh, 64 / DN_COLS),
-		    after_conv, stream, d_s, d_u, ldu, d_b, d_a, ldba, d_dt,
-		    d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
-		break;
-	case 128:
-		dn_launch(deltanet_kernel<128>, dim3(n_vh, 128 / DN_COLS),
-		    after_conv, stream, d_s, d_u, ldu, d_b, d_a, ldba, d_dt,
-		    d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params);
-		break;
-	default:
-		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "deltanet: head dim %d (only 64 and 128)", dk));
-	}
-	RS_LAUNCH_CHECK(err, "deltanet");
-	return (RS_OK);
+		    "deltanet: the gated norm's z and w are required"));
+	return (dn_scan(d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh,
+	    n_vh, dk, n_tok, eps, d_o, ring, d_params, after_conv, gn, stream,
+	    err));
 }
 
 extern "C" enum rs_status

@@ -342,6 +342,37 @@ enum rs_status	rs_k_deltanet(float *d_s, const float *d_u, int64_t ldu,
 		    int after_conv, cudaStream_t stream, struct rs_err *err);
 
 /*
+ * The gated RMSNorm after a GDN block's scan (rs_k_gated_rmsnorm's Z, W,
+ * EPS and D_XQ, for the scan's output as its x and y, per_col = n_vh).
+ */
+struct rs_k_gnorm {
+	const float	*z;
+	const float	*w;
+	float		 eps;
+	void		*xq;
+};
+
+/*
+ * rs_k_deltanet for N_TOK <= RS_K_DN_GN_MAX tokens with the gated RMSNorm
+ * after it in the same launch: O receives rs_k_gated_rmsnorm(O, GN->z,
+ * GN->w, O, dk, n_tok·n_vh, GN->eps, GN->xq, n_vh)'s output and GN->xq
+ * (NULL: none) its 16-bit form, bit for bit what the two launches give.
+ * Why: a decode step's gated norm costs ~9 µs a GDN block inside the graph
+ * (its launch between the scan and ssm_out; docs/perf-log.md), for ~1 µs
+ * of work.  The launch holds a head a block (dk·4 threads), so that the
+ * norm's sum over the head stays in the block.  deltanet.cu.
+ */
+#define RS_K_DN_GN_MAX	16
+enum rs_status	rs_k_deltanet_gnorm(float *d_s, const float *d_u,
+		    int64_t ldu, const float *d_b, const float *d_a,
+		    int64_t ldba, const float *d_dt, const float *d_ssm_a,
+		    int n_kh, int n_vh, int dk, int n_tok, float eps,
+		    float *d_o, const struct rs_k_gdn_ring *ring,
+		    const int32_t *d_params, int after_conv,
+		    const struct rs_k_gnorm *gn, cudaStream_t stream,
+		    struct rs_err *err);
+
+/*
  * The recurrent state of N_BLOCKS GDN blocks (block b's S at D_S +
  * b·S_STRIDE) rebuilt from their full ring entries D_BASE (the same
  * stride; NULL: the zero state) and the records of positions FIRST ..

@@ -1752,10 +1752,113 @@ check_deltanet(int dk)
 	free(k);
 }
 
+/*
+ * rs_k_deltanet_gnorm against rs_k_deltanet then rs_k_gated_rmsnorm, bit
+ * for bit, T tokens of head dim DK from a random state, the ring on (the
+ * full state after the second token): the normed output, its 16-bit form,
+ * the state, the ring's full entries and records.
+ */
+static void
+check_deltanet_gnorm(int dk, int T)
+{
+	enum { KH = 2, VH = 6, P = 5 };
+	const int64_t	 ch = 2 * KH * dk + VH * dk, sl = (int64_t)VH * dk * dk;
+	const int64_t	 rl = (int64_t)(KH + VH) * dk + 2 * VH;
+	const int	 N = T + 1;
+	const size_t	 ob = (size_t)T * VH * dk * 4, sb = (size_t)sl * 4;
+	const size_t	 qb = (size_t)T * RS_XQ_COL_BYTES(VH * dk);
+	const size_t	 fb = (size_t)N * sb, rb = (size_t)(N * rl) * 4;
+	float	*u = malloc((size_t)T * ch * 4), *z = malloc(ob);
+	float	*s0 = malloc(sb), *b = malloc((size_t)T * VH * 4);
+	float	*a = malloc((size_t)T * VH * 4), dt[VH], A[VH], *w = malloc(dk * 4);
+	struct rs_err err;
+
+	for (int64_t i = 0; i < T * ch; i++)
+		u[i] = frand();
+	for (int64_t i = 0; i < sl; i++)
+		s0[i] = frand() * 0.1f;
+	for (int i = 0; i < T * VH; i++) {
+		b[i] = frand() * 3.0f;
+		a[i] = frand() * 3.0f;
+	}
+	for (int i = 0; i < VH; i++) {
+		dt[i] = frand();
+		A[i] = -expf(frand());
+	}
+	for (size_t i = 0; i < ob / 4; i++)
+		z[i] = frand() * 4.0f;
+	for (int i = 0; i < dk; i++)
+		w[i] = 1.0f + frand() * 0.5f;
+	float *du = dup_dev(u, (size_t)T * ch * 4), *dz = dup_dev(z, ob);
+	float *db = dup_dev(b, (size_t)T * VH * 4);
+	float *da = dup_dev(a, (size_t)T * VH * 4), *dw = dup_dev(w, dk * 4);
+	float *ddt = dup_dev(dt, sizeof(dt)), *dA = dup_dev(A, sizeof(A));
+	int32_t prm[RS_K_N_PARAMS] = { P, P, P + (T > 1) };
+	int32_t *dp = dup_dev(prm, sizeof(prm));
+	void	*out[2][6];		/* o, xq, S, full, rec, host copy */
+
+	for (int f = 0; f < 2; f++) {
+		float *ds = dup_dev(s0, sb), *dout = dup_dev(NULL, ob);
+		void *dq = dup_dev(NULL, qb);
+		float *dfull = dup_dev(NULL, fb), *drec = dup_dev(NULL, rb);
+		const struct rs_k_gdn_ring ring = { dfull, sl, drec, rl, N };
+		const struct rs_k_gnorm gn = { dz, dw, 1e-6f, dq };
+
+		if (f == 0) {
+			ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH,
+			    ddt, dA, KH, VH, dk, T, 1e-6f, dout, &ring, dp, 0, 0,
+			    &err), RS_OK);
+			ck_assert_int_eq(rs_k_gated_rmsnorm(dout, dz, dw, dout,
+			    dk, T * VH, 1e-6f, dq, VH, 0, &err), RS_OK);
+		} else
+			ck_assert_msg(rs_k_deltanet_gnorm(ds, du, ch, db, da,
+			    VH, ddt, dA, KH, VH, dk, T, 1e-6f, dout, &ring, dp,
+			    0, &gn, 0, &err) == RS_OK, "%s", err.msg);
+		const void *dev[5] = { dout, dq, ds, dfull, drec };
+		const size_t by[5] = { ob, qb, sb, fb, rb };
+		for (int i = 0; i < 5; i++) {
+			out[f][i] = malloc(by[i]);
+			to_host(out[f][i], dev[i], by[i]);
+		}
+		cudaFree(ds); cudaFree(dout); cudaFree(dq); cudaFree(dfull);
+		cudaFree(drec);
+	}
+	static const char *const what[5] = { "output", "16-bit form",
+	    "state", "ring's full entries", "ring's records" };
+	const size_t by[5] = { ob, qb, sb, fb, rb };
+	for (int i = 0; i < 5; i++) {
+		ck_assert_msg(memcmp(out[0][i], out[1][i], by[i]) == 0,
+		    "deltanet + gated norm, dk %d, %d tokens: the %s differs "
+		    "from the two launches'", dk, T, what[i]);
+		free(out[0][i]);
+		free(out[1][i]);
+	}
+	cudaFree(du); cudaFree(dz); cudaFree(db); cudaFree(da); cudaFree(dw);
+	cudaFree(ddt); cudaFree(dA); cudaFree(dp);
+	free(u); free(z); free(s0); free(b); free(a); free(w);
+}
+
 START_TEST(deltanet)
 {
+	static const int ts[] = { 1, 2, 3, 5, 8, 16 };
+	struct rs_err err;
+
 	check_deltanet(64);
 	check_deltanet(128);
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		check_deltanet_gnorm(64, ts[i]);
+		check_deltanet_gnorm(128, ts[i]);
+	}
+	/* more tokens than one launch holds a head's outputs for, and no
+	   norm weights: refused before anything runs */
+	const struct rs_k_gnorm gn = { (const float *)16, (const float *)16,
+	    1e-6f, NULL };
+	ck_assert_int_eq(rs_k_deltanet_gnorm(NULL, (const float *)16, 768,
+	    NULL, NULL, 6, NULL, NULL, 2, 6, 64, RS_K_DN_GN_MAX + 1, 1e-6f,
+	    NULL, NULL, NULL, 0, &gn, 0, &err), RS_ERR_INVALID_ARG);
+	ck_assert_int_eq(rs_k_deltanet_gnorm(NULL, (const float *)16, 768,
+	    NULL, NULL, 6, NULL, NULL, 2, 6, 64, 1, 1e-6f, NULL, NULL, NULL,
+	    0, NULL, 0, &err), RS_ERR_INVALID_ARG);
 }
 END_TEST
 
