@@ -35,6 +35,14 @@
  * columns a thread (8 threads a column: half the reads of q and k, three
  * times the shuffles), 0.60 µs.
  *
+ * Calls of up to RS_K_DN_GN_MAX tokens (decode, verification) can end
+ * with the gated RMSNorm that follows the scan (rs_k_deltanet_gnorm):
+ * then a block holds a whole head (DK columns, DK·DN_SPLIT threads), its
+ * outputs stay in shared memory, and the block normalises them itself,
+ * with the norm kernel's bits (dn_gnorm).  Inside a decode step's graph
+ * the norm's own launch cost ~9 µs a GDN block for ~1 µs of work
+ * (docs/perf-log.md, session 45).
+ *
  * Every sum runs in one order whatever T is, so a batch equals single
  * steps bit for bit.  The snapshot ring (rs_state.h): a token at position
  * p ≥ snap_from leaves its replay record in slot p mod n_snap (k of its
