@@ -621,6 +621,10 @@ START_TEST(bad_vocab)
 	s = BASE;
 	s.pre = "llama3";
 	assert_load_fails(&s, RS_ERR_UNSUPPORTED, "qwen35");
+	/* the file's string quoted safely: a control byte as \xHH */
+	s = BASE;
+	s.pre = "qw\x01" "en";
+	assert_load_fails(&s, RS_ERR_UNSUPPORTED, "'qw\\x01en'");
 	s = BASE;
 	s.no_tokens = 1;
 	assert_load_fails(&s, RS_ERR_FORMAT, "missing key");

@@ -91,6 +91,42 @@ START_TEST(utf8_subpart)
 }
 END_TEST
 
+/*
+ * rs_utf8_quote: what an error message shows of a file's or a client's
+ * string.  A NUL no longer cuts it (printf's %.*s stopped there), control
+ * bytes and bytes outside UTF-8 become \xHH, valid characters stay, and a
+ * long string is cut at 64 bytes with "...", never inside a character.
+ */
+START_TEST(utf8_quote)
+{
+	static const struct {
+		const char	*in;
+		size_t		 n;
+		const char	*want;
+	} c[] = {
+		{ "qwen35", 6, "qwen35" },
+		{ "qwen35\0x", 8, "qwen35\\x00x" },
+		{ "a\tb\x7f", 4, "a\\x09b\\x7f" },
+		{ "caf\xc3\xa9", 5, "caf\xc3\xa9" },
+		{ "\xff\xc3(", 3, "\\xff\\xc3(" },
+		{ "", 0, "" },
+	};
+	char	 out[RS_UTF8_QUOTE_SIZE], in[200];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		ck_assert_str_eq(rs_utf8_quote(c[i].in, c[i].n, out), c[i].want);
+	/* 63 ASCII bytes, then a 2-byte character across the 64-byte cut */
+	memset(in, 'a', 63);
+	memcpy(in + 63, "\xc3\xa9zz", 4);
+	rs_utf8_quote(in, 67, out);
+	ck_assert_str_eq(out + 63, "\\xc3...");
+	/* the worst case fits: 64 control bytes and the ellipsis */
+	memset(in, 1, sizeof(in));
+	rs_utf8_quote(in, sizeof(in), out);
+	ck_assert_uint_eq(strlen(out), 4 * RS_UTF8_QUOTE_MAX + 3);
+}
+END_TEST
+
 Suite *
 utf8_suite(void)
 {
@@ -99,6 +135,7 @@ utf8_suite(void)
 
 	tcase_add_test(tc, utf8_policy);
 	tcase_add_test(tc, utf8_subpart);
+	tcase_add_test(tc, utf8_quote);
 	suite_add_tcase(s, tc);
 	return (s);
 }

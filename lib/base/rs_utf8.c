@@ -154,3 +154,36 @@ rs_utf8_put(uint32_t cp, char *out)
 	o[3] = (unsigned char)(0x80 | (cp & 0x3f));
 	return (4);
 }
+
+const char *
+rs_utf8_quote(const char *s, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	const size_t	 m = n < RS_UTF8_QUOTE_MAX ? n : RS_UTF8_QUOTE_MAX;
+	size_t		 i = 0, k = 0;
+
+	while (i < m) {
+		int len = u[i] < 0x80 ? 1 : rs_utf8_seq(u + i, m - i, NULL);
+
+		if (u[i] < 0x20 || u[i] == 0x7f || len <= 0) {
+			/* one byte as \xHH: 4 bytes for 1, within the bound */
+			out[k++] = '\\';
+			out[k++] = 'x';
+			out[k++] = hex[u[i] >> 4];
+			out[k++] = hex[u[i] & 15];
+			i++;
+			continue;
+		}
+		memcpy(out + k, u + i, (size_t)len);
+		k += (size_t)len;
+		i += (size_t)len;
+	}
+	if (n > m) {
+		memcpy(out + k, "...", 3);
+		k += 3;
+	}
+	out[k] = '\0';
+	return (out);
+}
+

@@ -90,4 +90,15 @@ size_t		 rs_utf8_sanitize(const char *s, size_t n,
 /* Write code point CP (a scalar value) as UTF-8 to OUT; returns 1..4. */
 int		 rs_utf8_put(uint32_t cp, char *out);
 
+/*
+ * The N bytes at S as an error message quotes them, into OUT (at least
+ * RS_UTF8_QUOTE_SIZE bytes, NUL-terminated): the first RS_UTF8_QUOTE_MAX
+ * bytes, control bytes (NUL among them: printf's %s stopped there) and
+ * bytes that are not valid UTF-8 as \xHH, then "..." when S is longer.
+ * Returns OUT.  For strings from a file or a client.
+ */
+#define RS_UTF8_QUOTE_MAX	64
+#define RS_UTF8_QUOTE_SIZE	(4 * RS_UTF8_QUOTE_MAX + 4)
+const char	*rs_utf8_quote(const char *s, size_t n, char *out);
+
 #endif /* RS_UTF8_H */

@@ -12,6 +12,7 @@
 #include "rs_chat.h"
 #include "rs_gguf.h"
 #include "rs_sha256.h"
+#include "rs_utf8.h"
 
 /*
  * The known templates: SHA-256 of the canonical text (rs_chat_identify).
@@ -109,9 +110,11 @@ rs_chat_identify_gguf(const struct rs_gguf *g, enum rs_chat_variant *out,
 				return (RS_OK);
 			}
 		}
+		char q[RS_UTF8_QUOTE_SIZE];
+
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "%s: unknown variant '%.*s'", RS_CHAT_VARIANT_KEY,
-		    (int)(s.len > 32 ? 32 : s.len), s.ptr));
+		    "%s: unknown variant '%s'", RS_CHAT_VARIANT_KEY,
+		    rs_utf8_quote(s.ptr, (size_t)s.len, q)));
 	}
 	if ((st = rs_gguf_get_str(g, "tokenizer.chat_template", &s, err)) !=
 	    RS_OK)

@@ -9,6 +9,7 @@
 
 #include "rs_model.h"
 #include "rs_types.h"
+#include "rs_utf8.h"
 
 #define BIND_OPTIONAL	0x1	/* absent is fine: the view stays NULL */
 #define BIND_F32	0x2	/* must be f32 (vectors, conv taps) */
@@ -98,28 +99,16 @@ check_arch(const struct rs_gguf *g, struct rs_err *err)
 {
 	struct rs_gguf_str arch;
 	enum rs_status	st;
-	char		shown[4 * 64 + 1];
-	size_t		k = 0;
+	char		q[RS_UTF8_QUOTE_SIZE];
 
 	if ((st = rs_gguf_get_str(g, "general.architecture", &arch, err)) != RS_OK)
 		return (st);
 	if (arch.len == strlen(RS_MODEL_ARCH) &&
 	    memcmp(arch.ptr, RS_MODEL_ARCH, arch.len) == 0)
 		return (RS_OK);
-	/* the first 64 bytes, control bytes (a NUL inside) as \xHH */
-	for (size_t i = 0; i < arch.len && i < 64; i++) {
-		unsigned char	c = (unsigned char)arch.ptr[i];
-
-		if (c < 0x20 || c == 0x7f)
-			k += (size_t)snprintf(shown + k, sizeof(shown) - k,
-			    "\\x%02x", c);
-		else
-			shown[k++] = (char)c;
-	}
-	shown[k] = '\0';
 	return (rs_errf(err, RS_ERR_UNSUPPORTED,
-	    "architecture '%s'%s is not supported (only %s)", shown,
-	    arch.len > 64 ? "..." : "", RS_MODEL_ARCH));
+	    "architecture '%s' is not supported (only %s)",
+	    rs_utf8_quote(arch.ptr, (size_t)arch.len, q), RS_MODEL_ARCH));
 }
 
 static enum rs_status

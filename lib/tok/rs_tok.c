@@ -209,13 +209,14 @@ check_model(const struct rs_gguf *g, struct rs_err *err)
 {
 	struct rs_gguf_str s;
 	enum rs_status	 st;
+	char		 q[RS_UTF8_QUOTE_SIZE];
 
 	if ((st = rs_gguf_get_str(g, KEY_MODEL, &s, err)) != RS_OK)
 		return (st);
 	if (s.len != 4 || memcmp(s.ptr, "gpt2", 4) != 0)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "%s is '%.*s', only 'gpt2' (byte-level BPE) is supported",
-		    KEY_MODEL, (int)(s.len > 40 ? 40 : s.len), s.ptr));
+		    "%s is '%s', only 'gpt2' (byte-level BPE) is supported",
+		    KEY_MODEL, rs_utf8_quote(s.ptr, (size_t)s.len, q)));
 	return (RS_OK);
 }
 
@@ -225,13 +226,14 @@ read_pre(const struct rs_gguf *g, enum rs_pretok_kind *kind,
 {
 	struct rs_gguf_str s;
 	enum rs_status	 st;
+	char		 q[RS_UTF8_QUOTE_SIZE];
 
 	if ((st = rs_gguf_get_str(g, KEY_PRE, &s, err)) != RS_OK)
 		return (st);
 	if (rs_pretok_kind_parse(s.ptr, (size_t)s.len, kind) != 0)
 		return (rs_errf(err, RS_ERR_UNSUPPORTED,
-		    "%s is '%.*s', expected 'qwen35' or 'qwen2'", KEY_PRE,
-		    (int)(s.len > 40 ? 40 : s.len), s.ptr));
+		    "%s is '%s', expected 'qwen35' or 'qwen2'", KEY_PRE,
+		    rs_utf8_quote(s.ptr, (size_t)s.len, q)));
 	return (RS_OK);
 }
 
@@ -310,13 +312,6 @@ byte_token(const char *s, size_t n)
 	return ((int)v);
 }
 
-/* Printable prefix of a token text for messages. */
-static int
-shown(size_t n)
-{
-	return ((int)(n > 40 ? 40 : n));
-}
-
 /* Bytes of token I (text S, N bytes) into the arena at *O. */
 static enum rs_status
 token_bytes(struct rs_tok *tok, uint64_t i, const char *s, size_t n,
@@ -326,6 +321,7 @@ token_bytes(struct rs_tok *tok, uint64_t i, const char *s, size_t n,
 	uint32_t	 badcp;
 	int64_t		 k;
 	int		 b;
+	char		 q[RS_UTF8_QUOTE_SIZE];
 
 	e->off = (uint32_t)*o;
 	switch (e->type) {
@@ -340,17 +336,18 @@ token_bytes(struct rs_tok *tok, uint64_t i, const char *s, size_t n,
 				    "token %llu: text is not valid UTF-8",
 				    (unsigned long long)i));
 			return (rs_errf(err, RS_ERR_FORMAT,
-			    "token %llu '%.*s': U+%04X is not in the "
+			    "token %llu '%s': U+%04X is not in the "
 			    "byte-level alphabet", (unsigned long long)i,
-			    shown(n), s, (unsigned)badcp));
+			    rs_utf8_quote(s, n, q), (unsigned)badcp));
 		}
 		e->len = (uint32_t)k;
 		break;
 	case RS_TOK_BYTE:
 		if ((b = byte_token(s, n)) < 0)
 			return (rs_errf(err, RS_ERR_FORMAT,
-			    "token %llu '%.*s': BYTE token not of the form "
-			    "<0xXX>", (unsigned long long)i, shown(n), s));
+			    "token %llu '%s': BYTE token not of the form "
+			    "<0xXX>", (unsigned long long)i,
+			    rs_utf8_quote(s, n, q)));
 		tok->bytes[*o] = (char)b;
 		e->len = 1;
 		break;
@@ -449,7 +446,7 @@ load_merges(struct rs_tok *tok, const struct rs_gguf *g, struct rs_err *err)
 	const struct rs_gguf_kv *kv;
 	enum rs_status	 st;
 	size_t		 maxlen = 0, sp;
-	char		*buf;
+	char		*buf, q[RS_UTF8_QUOTE_SIZE];
 	int32_t		 a, b, r;
 	const char	*what = NULL;
 
@@ -497,9 +494,9 @@ load_merges(struct rs_tok *tok, const struct rs_gguf *g, struct rs_err *err)
 				merge_insert(tok, a, b, (uint32_t)i, r);
 		}
 		if (what != NULL)
-			rs_errf(err, RS_ERR_FORMAT, "%s[%llu] '%.*s': %s",
-			    KEY_MERGES, (unsigned long long)i, shown(n), s,
-			    what);
+			rs_errf(err, RS_ERR_FORMAT, "%s[%llu] '%s': %s",
+			    KEY_MERGES, (unsigned long long)i,
+			    rs_utf8_quote(s, n, q), what);
 	}
 	free(buf);
 	return (what != NULL ? RS_ERR_FORMAT : RS_OK);
