@@ -500,6 +500,12 @@ build_release() {
 	fi
 	act "$ROOT$release/build/bin/rs-inspect" --check "$ROOT$model" ||
 	    die 2 "$model: rs-inspect --check: not a valid model for this engine"
+	# rs-serve does not start on a model whose chat template it does not
+	# render (serving.md §2.1), and Copilot speaks chat: say so here, with
+	# rs-serve's reason, not after the health check's wait
+	act "$ROOT$release/build/bin/rs-serve" -m "$ROOT$model" \
+	    --copilot-config http://127.0.0.1:8081/v1 >/dev/null ||
+	    die 2 "$model: rs-serve cannot serve chat with this model (above)"
 }
 
 # Without --ctx: the default, or the model's own context where that is

@@ -222,6 +222,20 @@ t_missing_model() {
 	hasnt "$T/log" '^apt-get'
 }
 
+# A model rs-serve cannot serve chat with (a chat template it does not
+# render): refused before anything is activated, with rs-serve's reason
+# (the service failed to start and the health check waited out its
+# timeout).
+t_no_chat() {
+	setup nochat
+	mkdir -p "$ROOT/srv"
+	cp "$MODEL" "$ROOT/srv/m.gguf"
+	SHIM_NO_CHAT=1 run --model /srv/m.gguf; expect_rc $? 2 || return
+	has "$T/out" 'chat requests are not available' || return
+	has "$T/out" 'cannot serve chat with this model' || return
+	hasnt "$T/log" 'systemctl restart'
+}
+
 t_offline() {
 	setup offline
 	run --offline; expect_rc $? 2 || return
@@ -433,7 +447,7 @@ t_uninstall_keeps_foreign() {
 }
 
 [ $# -gt 0 ] || set -- help shellcheck fresh no_fixtures newer_gpu container rerun rollback \
-    rollback_first sha_mismatch missing_model offline unrelated dry_run \
+    rollback_first sha_mismatch missing_model no_chat offline unrelated dry_run \
     tls_key bad_key ipv6 small_ctx security uninstall uninstall_keeps_foreign
 for case in "$@"; do
 	ran=$((ran + 1))
