@@ -39,8 +39,8 @@
  * with the gated RMSNorm that follows the scan (rs_k_deltanet_gnorm):
  * then a block holds a whole head (DK columns, DK·DN_SPLIT threads), its
  * outputs stay in shared memory, and the block normalises them itself,
- * with the norm kernel's bits (dn_gnorm).  Inside a decode step's graph
- * the norm's own launch cost ~9 µs a GDN block for ~1 µs of work
+ * with the norm kernel's bits (dn_gnorm): one launch less a GDN block,
+ * 0.02 ms of a one-token pass and 0.11 of a 16-token one on an H100
  * (docs/perf-log.md, session 45).
  *
  * Every sum runs in one order whatever T is, so a batch equals single
@@ -64,7 +64,6 @@
 #define DN_COLS		32	/* columns of S per block */
 #define DN_SPLIT	4	/* threads per column */
 #define DN_THREADS	(DN_COLS * DN_SPLIT)
-#define DN_WARPS	(DN_THREADS / RS_WARP)
 #define DN_STAGE	32	/* tokens staged in shared memory at once */
 
 /*
@@ -323,8 +322,9 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 		    ring.full_stride + (int64_t)n * DK * DK, s, sp, j);
 	for (int t0 = 0; t0 < n_tok; t0 += STAGE) {
 		const int nt = n_tok - t0 < STAGE ? n_tok - t0 : STAGE;
-		dn_stage<DK, COLS, STAGE>(u, ldu, bb, aa, ldba, dt[n], ssm_a[n], m, n, n_kh,
-		    j0, t0, nt, eps, sq, sk, sv, sbeta, sdecay);
+		dn_stage<DK, COLS, STAGE>(u, ldu, bb, aa, ldba, dt[n],
+		    ssm_a[n], m, n, n_kh, j0, t0, nt, eps, sq, sk, sv, sbeta,
+		    sdecay);
 		for (int tt = 0; tt < nt; tt++) {
 			dn_update<DK>(s, sk[tt], sp, sdecay[tt], sbeta[tt],
 			    sv[tt][jl]);
@@ -345,9 +345,10 @@ deltanet_kernel(float *s_all, const float *__restrict__ u, int64_t ldu,
 			if (ring.full == NULL)
 				continue;
 			if (p >= snap_from)
-				dn_record<DK, COLS>(ring.rec + (int64_t)(p % ring.n) *
-				    ring.rec_stride, n, n_kh, n_vh, j0, sk[tt],
-				    sv[tt], sbeta[tt], sdecay[tt]);
+				dn_record<DK, COLS>(ring.rec +
+				    (int64_t)(p % ring.n) * ring.rec_stride, n,
+				    n_kh, n_vh, j0, sk[tt], sv[tt], sbeta[tt],
+				    sdecay[tt]);
 			if (p == base)
 				dn_put<DK>(ring.full + (int64_t)(p % ring.n) *
 				    ring.full_stride + (int64_t)n * DK * DK, s,
@@ -456,9 +457,9 @@ dn_scan(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
 	    (rg.full != NULL && (rg.rec == NULL || rg.n < 1)) ||
 	    (gn != NULL && n_tok > RS_K_DN_GN_MAX))
 		return (rs_errf(err, RS_ERR_INVALID_ARG,
-		    "deltanet: %d tokens%s, %d/%d heads, a ring of %d", n_tok,
-		    gn != NULL ? " (with the gated norm: at most 16)" : "",
-		    n_kh, n_vh, rg.n));
+		    "deltanet: %d tokens (at most %d with the gated norm), "
+		    "%d/%d heads, a ring of %d", n_tok, RS_K_DN_GN_MAX, n_kh,
+		    n_vh, rg.n));
 	/* the stage's 16-byte loads of q, k and v */
 	if ((uintptr_t)d_u % 16 != 0 || ldu % 4 != 0)
 		return (rs_errf(err, RS_ERR_INVALID_ARG,

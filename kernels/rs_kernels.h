@@ -356,11 +356,11 @@ struct rs_k_gnorm {
  * rs_k_deltanet for N_TOK <= RS_K_DN_GN_MAX tokens with the gated RMSNorm
  * after it in the same launch: O receives rs_k_gated_rmsnorm(O, GN->z,
  * GN->w, O, dk, n_tok·n_vh, GN->eps, GN->xq, n_vh)'s output and GN->xq
- * (NULL: none) its 16-bit form, bit for bit what the two launches give.
- * Why: a decode step's gated norm costs ~9 µs a GDN block inside the graph
- * (its launch between the scan and ssm_out; docs/perf-log.md), for ~1 µs
- * of work.  The launch holds a head a block (dk·4 threads), so that the
- * norm's sum over the head stays in the block.  deltanet.cu.
+ * (NULL: none) its 16-bit form, bit for bit what the two launches give,
+ * in one launch instead of two (0.02-0.11 ms a pass on an H100;
+ * docs/perf-log.md, session 45).  The launch holds a head a block (dk·4
+ * threads), so that the norm's sum over the head stays in the block.
+ * deltanet.cu.
  */
 #define RS_K_DN_GN_MAX	16
 enum rs_status	rs_k_deltanet_gnorm(float *d_s, const float *d_u,
