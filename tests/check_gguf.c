@@ -236,6 +236,12 @@ START_TEST(duplicate_names)
 	memcpy(buf + a + 8 + 11, "e", 1);
 	/* same length (12), so the layout is unchanged */
 	expect_fail(buf, n, RS_ERR_FORMAT, "duplicate key 'general.type'");
+	/* both renamed to a name with a control byte: quoted as \xHH
+	   (rs_utf8_quote), not sent raw to the terminal */
+	memcpy(buf + a + 8, "general\x01" "type", 12);
+	a = find_gguf_str(buf, n, "general.type");
+	memcpy(buf + a + 8, "general\x01" "type", 12);
+	expect_fail(buf, n, RS_ERR_FORMAT, "duplicate key 'general\\x01type'");
 	free(buf);
 }
 END_TEST

@@ -230,6 +230,27 @@ START_TEST(pyjson_parse_wide)
 	ck_assert_int_eq(rs_pyjson_parse("{\"a\": 1e400", 12, &j, &err),
 	    RS_ERR_FORMAT);
 	ck_assert_int_eq(rs_pyjson_parse("[01]", 4, &j, &err), RS_ERR_FORMAT);
+	/*
+	 * and its error placed in the client's text, not in the text with the
+	 * wide numbers quoted (14 characters each, which put the first one
+	 * past the end of its 43-character line)
+	 */
+	static const struct {
+		const char	*text;
+		const char	*want;
+	} bad[] = {
+		{ "{\"x\":123456789012345678901234567890,\"y\":1,}",
+		    "line 1 column 43: " },
+		{ "[1e400, 2e400 x]", "line 1 column 15: " },
+		{ "[1e400,\n 2e400, \"\xc3\xa9\" x]", "line 2 column 13: " },
+		{ "[1, x, 1e400]", "line 1 column 5: " },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(rs_pyjson_parse(bad[i].text,
+		    strlen(bad[i].text), &j, &err), RS_ERR_FORMAT);
+		ck_assert_msg(strncmp(err.msg, bad[i].want,
+		    strlen(bad[i].want)) == 0, "%s: %s", bad[i].text, err.msg);
+	}
 }
 END_TEST
 

@@ -93,9 +93,10 @@ END_TEST
 
 /*
  * rs_utf8_quote: what an error message shows of a file's or a client's
- * string.  A NUL no longer cuts it (printf's %.*s stopped there), control
- * bytes and bytes outside UTF-8 become \xHH, valid characters stay, and a
- * long string is cut at 64 bytes with "...", never inside a character.
+ * string.  A NUL no longer cuts it (printf's %.*s stopped there); control
+ * bytes, bytes outside UTF-8 and characters that move text on a terminal
+ * become \xHH, a backslash two; valid characters stay whole, also at the
+ * cut; the output is bounded, so the message keeps room for its reason.
  */
 START_TEST(utf8_quote)
 {
@@ -109,21 +110,29 @@ START_TEST(utf8_quote)
 		{ "a\tb\x7f", 4, "a\\x09b\\x7f" },
 		{ "caf\xc3\xa9", 5, "caf\xc3\xa9" },
 		{ "\xff\xc3(", 3, "\\xff\\xc3(" },
+		{ "\xc3", 1, "\\xc3" },			/* cut by the end */
+		{ "a\\x00", 5, "a\\\\x00" },		/* not a NUL */
+		{ "\xc2\x85|\xe2\x80\xae|\xe2\x80\xa8", 10,
+		    "\\xc2\\x85|\\xe2\\x80\\xae|\\xe2\\x80\\xa8" },
 		{ "", 0, "" },
 	};
-	char	 out[RS_UTF8_QUOTE_SIZE], in[200];
+	char	 out[RS_UTF8_QUOTE_SIZE], in[200], want[80];
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		ck_assert_str_eq(rs_utf8_quote(c[i].in, c[i].n, out), c[i].want);
-	/* 63 ASCII bytes, then a 2-byte character across the 64-byte cut */
+	/* 63 ASCII bytes, then a 2-byte character that does not fit: cut
+	   before it, not shown as invalid bytes */
 	memset(in, 'a', 63);
 	memcpy(in + 63, "\xc3\xa9zz", 4);
-	rs_utf8_quote(in, 67, out);
-	ck_assert_str_eq(out + 63, "\\xc3...");
-	/* the worst case fits: 64 control bytes and the ellipsis */
+	memset(want, 'a', 63);
+	memcpy(want + 63, "...", 4);
+	ck_assert_str_eq(rs_utf8_quote(in, 67, out), want);
+	/* 62 + the same character: 64 bytes, whole, no ellipsis */
+	ck_assert_str_eq(rs_utf8_quote(in + 1, 64, out) + 62, "\xc3\xa9");
+	/* the worst case: 16 escapes and the ellipsis */
 	memset(in, 1, sizeof(in));
 	rs_utf8_quote(in, sizeof(in), out);
-	ck_assert_uint_eq(strlen(out), 4 * RS_UTF8_QUOTE_MAX + 3);
+	ck_assert_uint_eq(strlen(out), RS_UTF8_QUOTE_MAX + 3);
 }
 END_TEST
 

@@ -155,35 +155,70 @@ rs_utf8_put(uint32_t cp, char *out)
 	return (4);
 }
 
+/*
+ * One piece of rs_utf8_quote's output for the bytes at U (N left): its
+ * text into OUT (at most 16 bytes), the bytes it stands for in *USED.
+ * Escaped as \xHH: control bytes, bytes outside UTF-8, and the characters
+ * that would move or hide text on a terminal (C1 controls, the bidi
+ * embeddings, overrides and isolates, the marks and separators U+200E,
+ * U+200F, U+2028, U+2029); a backslash doubled, so that none of these
+ * reads like a file's own "\x00".
+ */
+static size_t
+quote_piece(const unsigned char *u, size_t n, char *out, size_t *used)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint32_t	cp = 0;
+	int		len = u[0] < 0x80 ? 1 : rs_utf8_seq(u, n, &cp);
+	size_t		k = 0;
+
+	if (u[0] == '\\') {
+		*used = 1;
+		memcpy(out, "\\\\", 2);
+		return (2);
+	}
+	if (len == 1 && u[0] >= 0x20 && u[0] != 0x7f) {
+		*used = 1;
+		out[0] = (char)u[0];
+		return (1);
+	}
+	if (len > 1 && !(cp <= 0x9f || cp == 0x200e || cp == 0x200f ||
+	    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 &&
+	    cp <= 0x2069))) {
+		*used = (size_t)len;
+		memcpy(out, u, (size_t)len);
+		return ((size_t)len);
+	}
+	*used = len > 1 ? (size_t)len : 1;
+	for (size_t i = 0; i < *used; i++) {
+		out[k++] = '\\';
+		out[k++] = 'x';
+		out[k++] = hex[u[i] >> 4];
+		out[k++] = hex[u[i] & 15];
+	}
+	return (k);
+}
+
 const char *
 rs_utf8_quote(const char *s, size_t n, char *out)
 {
-	static const char hex[] = "0123456789abcdef";
 	const unsigned char *u = (const unsigned char *)s;
-	const size_t	 m = n < RS_UTF8_QUOTE_MAX ? n : RS_UTF8_QUOTE_MAX;
-	size_t		 i = 0, k = 0;
+	char		 piece[16];
+	size_t		 i = 0, k = 0, used, pl;
 
-	while (i < m) {
-		int len = u[i] < 0x80 ? 1 : rs_utf8_seq(u + i, m - i, NULL);
-
-		if (u[i] < 0x20 || u[i] == 0x7f || len <= 0) {
-			/* one byte as \xHH: 4 bytes for 1, within the bound */
-			out[k++] = '\\';
-			out[k++] = 'x';
-			out[k++] = hex[u[i] >> 4];
-			out[k++] = hex[u[i] & 15];
-			i++;
-			continue;
-		}
-		memcpy(out + k, u + i, (size_t)len);
-		k += (size_t)len;
-		i += (size_t)len;
+	/* whole pieces while they fit: a character is never cut */
+	while (i < n) {
+		pl = quote_piece(u + i, n - i, piece, &used);
+		if (k + pl > RS_UTF8_QUOTE_MAX)
+			break;
+		memcpy(out + k, piece, pl);
+		k += pl;
+		i += used;
 	}
-	if (n > m) {
+	if (i < n) {
 		memcpy(out + k, "...", 3);
 		k += 3;
 	}
 	out[k] = '\0';
 	return (out);
 }
-

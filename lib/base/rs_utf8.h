@@ -92,13 +92,16 @@ int		 rs_utf8_put(uint32_t cp, char *out);
 
 /*
  * The N bytes at S as an error message quotes them, into OUT (at least
- * RS_UTF8_QUOTE_SIZE bytes, NUL-terminated): the first RS_UTF8_QUOTE_MAX
- * bytes, control bytes (NUL among them: printf's %s stopped there) and
- * bytes that are not valid UTF-8 as \xHH, then "..." when S is longer.
- * Returns OUT.  For strings from a file or a client.
+ * RS_UTF8_QUOTE_SIZE bytes, NUL-terminated): at most RS_UTF8_QUOTE_MAX
+ * bytes of text, then "..." when S does not fit, never cutting a
+ * character.  Control bytes (a NUL among them: printf's %s stopped
+ * there), bytes that are not valid UTF-8 and the characters that move or
+ * hide text on a terminal come out as \xHH, a backslash as two.  Returns
+ * OUT.  For strings from a file or a client; the bound leaves room in an
+ * rs_err message for what the quote is about.
  */
 #define RS_UTF8_QUOTE_MAX	64
-#define RS_UTF8_QUOTE_SIZE	(4 * RS_UTF8_QUOTE_MAX + 4)
+#define RS_UTF8_QUOTE_SIZE	(RS_UTF8_QUOTE_MAX + 4)
 const char	*rs_utf8_quote(const char *s, size_t n, char *out);
 
 #endif /* RS_UTF8_H */

@@ -559,39 +559,97 @@ json_reads(const char *s, size_t n)
 }
 
 /*
- * The JSON text S (N bytes) into B with every number that rs_json_parse
- * cannot hold (an integer past 64 bits, a real that overflows, e.g. 1e400)
- * turned into a string of its lexeme.  Only well-formed number lexemes
- * outside strings are quoted, so malformed text stays malformed.
+ * The first number at or after byte I of the JSON text S (N bytes) that
+ * rs_json_parse cannot hold (an integer past 64 bits, a real that
+ * overflows, e.g. 1e400): its start (N: none), its end in *END.  Only
+ * well-formed number lexemes outside strings count, so that quoting them
+ * leaves malformed text malformed.
  */
-static void
-quote_wide_numbers(const char *s, size_t n, struct rs_buf *b)
+static size_t
+next_wide(const char *s, size_t n, size_t i, size_t *end)
 {
-	size_t	i = 0, j;
+	size_t	j;
 
 	while (i < n) {
 		if (s[i] == '"') {		/* a string, escapes and all */
 			for (j = i + 1; j < n && s[j] != '"'; j++)
 				if (s[j] == '\\')
 					j++;
-			j = j < n ? j + 1 : n;
+			i = j < n ? j + 1 : n;
 		} else if (s[i] == '-' || (s[i] >= '0' && s[i] <= '9')) {
 			for (j = i; j < n && s[j] != '\0' &&
 			    strchr("+-.0123456789eE", s[j]) != NULL; j++)
 				;
 			if (rs_pyjson_is_number(s + i, j - i, 0) &&
 			    !json_reads(s + i, j - i)) {
-				rs_buf_adds(b, "\"" RS_JSON_WIDE_MARK);
-				rs_buf_add(b, s + i, j - i);
-				rs_buf_addc(b, '"');
-				i = j;
-				continue;
+				*end = j;
+				return (i);
 			}
+			i = j;
 		} else
-			j = i + 1;
-		rs_buf_add(b, s + i, j - i);
-		i = j;
+			i++;
 	}
+	return (n);
+}
+
+/* What quote_wide_numbers adds around each number: 14 ASCII characters. */
+#define WIDE_ADDED	(sizeof("\"" RS_JSON_WIDE_MARK "\"") - 1)
+
+/* S (N bytes) into B with every wide number (next_wide) a string of its
+   lexeme, marked as rs_json.h says. */
+static void
+quote_wide_numbers(const char *s, size_t n, struct rs_buf *b)
+{
+	size_t	i = 0, w, end;
+
+	while ((w = next_wide(s, n, i, &end)) < n) {
+		rs_buf_add(b, s + i, w - i);
+		rs_buf_adds(b, "\"" RS_JSON_WIDE_MARK);
+		rs_buf_add(b, s + w, end - w);
+		rs_buf_addc(b, '"');
+		i = end;
+	}
+	rs_buf_add(b, s + i, n - i);
+}
+
+/*
+ * ERR's "line L column C: ..." is a position in the text that
+ * quote_wide_numbers made of S: moved back to S, less WIDE_ADDED for
+ * each number quoted on line L before column C (columns count
+ * characters, as rs_json_parse's do; the quotes add no line).
+ */
+static void
+unshift_column(const char *s, size_t n, struct rs_err *err)
+{
+	int	 line, col, at = 0, l = 1, c = 1, k = 0;
+	size_t	 i = 0, w, end;
+	char	 msg[sizeof(err->msg)];
+
+	if (sscanf(err->msg, "line %d column %d: %n", &line, &col, &at) != 2 ||
+	    at == 0)
+		return;
+	while ((w = next_wide(s, n, i, &end)) < n) {
+		/* line and column of the number's last byte, in S */
+		for (; i < end; i++) {
+			if (s[i] == '\n') {
+				l++;
+				c = 1;
+			} else if (((unsigned char)s[i] & 0xc0) != 0x80)
+				c++;
+		}
+		if (l > line)
+			break;
+		if (l == line) {
+			/* the number ends at column c - 1 of S, and its quote
+			   at c - 1 + (k + 1)·WIDE_ADDED of the text parsed */
+			if (c - 1 + (k + 1) * (int)WIDE_ADDED >= col)
+				break;
+			k++;
+		}
+	}
+	(void)snprintf(msg, sizeof(msg), "line %d column %d: %s", line,
+	    col - k * (int)WIDE_ADDED, err->msg + at);
+	memcpy(err->msg, msg, sizeof(msg));
 }
 
 enum rs_status
@@ -607,6 +665,8 @@ rs_pyjson_parse(const char *s, size_t n, struct rs_json **out,
 	quote_wide_numbers(s, n, &b);
 	st = b.oom ? rs_errf(err, RS_ERR_NOMEM, "out of memory") :
 	    rs_json_parse(b.data, b.len, out, err);
+	if (st == RS_ERR_FORMAT && err != NULL)
+		unshift_column(s, n, err);
 	rs_buf_cleanup(&b);
 	return (st);
 }

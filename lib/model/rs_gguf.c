@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "rs_gguf.h"
+#include "rs_utf8.h"
 #include "rs_types.h"
 
 #define GGUF_DEFAULT_ALIGNMENT	32
@@ -43,6 +44,13 @@ struct cursor {
 	uint64_t	 size;
 	uint64_t	 pos;
 };
+
+/* A key or tensor name from the file as a message quotes it (rs_utf8.h). */
+static const char *
+quoted(const char *name, char q[RS_UTF8_QUOTE_SIZE])
+{
+	return (rs_utf8_quote(name, strlen(name), q));
+}
 
 static const uint8_t vtype_size[RS_GGUF_VTYPE_COUNT] = {
 	[RS_GGUF_U8] = 1, [RS_GGUF_I8] = 1, [RS_GGUF_U16] = 2,
@@ -344,6 +352,8 @@ cmp_tensor(const void *a, const void *b)
 static enum rs_status
 index_kvs(struct rs_gguf *g, struct rs_err *err)
 {
+	char	q[RS_UTF8_QUOTE_SIZE];
+
 	if ((g->by_key = calloc((size_t)g->n_kv + 1, sizeof(*g->by_key))) ==
 	    NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
@@ -353,7 +363,7 @@ index_kvs(struct rs_gguf *g, struct rs_err *err)
 	for (int64_t i = 1; i < g->n_kv; i++)
 		if (strcmp(g->by_key[i - 1]->key, g->by_key[i]->key) == 0)
 			return (rs_errf(err, RS_ERR_FORMAT, "duplicate key '%s' "
-			    "(pairs %lld and %lld)", g->by_key[i]->key,
+			    "(pairs %lld and %lld)", quoted(g->by_key[i]->key, q),
 			    (long long)(g->by_key[i - 1] - g->kv),
 			    (long long)(g->by_key[i] - g->kv)));
 	return (RS_OK);
@@ -363,6 +373,8 @@ index_kvs(struct rs_gguf *g, struct rs_err *err)
 static enum rs_status
 index_tensors(struct rs_gguf *g, struct rs_err *err)
 {
+	char	q[RS_UTF8_QUOTE_SIZE];
+
 	if ((g->by_name = calloc((size_t)g->n_tensors + 1,
 	    sizeof(*g->by_name))) == NULL)
 		return (rs_errf(err, RS_ERR_NOMEM, "out of memory"));
@@ -373,7 +385,8 @@ index_tensors(struct rs_gguf *g, struct rs_err *err)
 	for (int64_t i = 1; i < g->n_tensors; i++)
 		if (strcmp(g->by_name[i - 1]->name, g->by_name[i]->name) == 0)
 			return (rs_errf(err, RS_ERR_FORMAT,
-			    "duplicate tensor name '%s'", g->by_name[i]->name));
+			    "duplicate tensor name '%s'",
+			    quoted(g->by_name[i]->name, q)));
 	return (RS_OK);
 }
 
@@ -381,6 +394,7 @@ static enum rs_status
 parse_kvs(struct rs_gguf *g, struct cursor *c, struct rs_err *err)
 {
 	enum rs_status	st;
+	char		q[RS_UTF8_QUOTE_SIZE];
 
 	/* a pair takes at least 8 (key length) + 4 (type) + 1 bytes */
 	if ((uint64_t)g->n_kv > left(c) / 13)
@@ -408,10 +422,11 @@ parse_kvs(struct rs_gguf *g, struct cursor *c, struct rs_err *err)
 		if (t < 0 || t >= RS_GGUF_VTYPE_COUNT)
 			return (rs_errf(err, RS_ERR_FORMAT,
 			    "key '%s': invalid value type %d at offset %llu",
-			    kv->key, t, (unsigned long long)(c->pos - 4)));
+			    quoted(kv->key, q), t,
+			    (unsigned long long)(c->pos - 4)));
 		kv->type = (enum rs_gguf_vtype)t;
 		if ((st = parse_value(c, kv, err)) != RS_OK) {
-			rs_err_prefix(err, "key '%s'", kv->key);
+			rs_err_prefix(err, "key '%s'", quoted(kv->key, q));
 			return (st);
 		}
 	}
@@ -429,6 +444,7 @@ parse_tensor_info(struct rs_gguf *g, struct cursor *c,
 	uint32_t	nd = 0;
 	int32_t		type = 0;
 	enum rs_status	st;
+	char		q[RS_UTF8_QUOTE_SIZE];
 
 	if ((st = take_str(c, &name, "tensor name", err)) != RS_OK)
 		return (st);
@@ -475,8 +491,8 @@ parse_tensor_info(struct rs_gguf *g, struct cursor *c,
 	}
 	return (RS_OK);
 fail:
-	rs_err_prefix(err, "tensor '%s' (info at offset %llu)", t->name,
-	    (unsigned long long)at);
+	rs_err_prefix(err, "tensor '%s' (info at offset %llu)",
+	    quoted(t->name, q), (unsigned long long)at);
 	return (st);
 }
 
@@ -519,18 +535,20 @@ check_layout(struct rs_gguf *g, struct rs_err *err)
 	struct rs_gguf_tensor **by_off;
 	uint64_t	data_size = g->size - g->data_off;
 	enum rs_status	st = RS_OK;
+	char		q[RS_UTF8_QUOTE_SIZE], q2[RS_UTF8_QUOTE_SIZE];
 
 	for (int64_t i = 0; i < g->n_tensors; i++) {
 		struct rs_gguf_tensor *t = &g->tensors[i];
 		if ((st = tensor_bytes(t, err)) != RS_OK) {
-			rs_err_prefix(err, "tensor '%s'", t->name);
+			rs_err_prefix(err, "tensor '%s'", quoted(t->name, q));
 			return (st);
 		}
 		if (t->offset > data_size || t->nbytes > data_size - t->offset)
 			return (rs_errf(err, RS_ERR_FORMAT,
 			    "tensor '%s': data [%llu, +%llu) lies past the end "
 			    "of the file (data section of %llu bytes at offset "
-			    "%llu)", t->name, (unsigned long long)t->offset,
+			    "%llu)", quoted(t->name, q),
+			    (unsigned long long)t->offset,
 			    (unsigned long long)t->nbytes,
 			    (unsigned long long)data_size,
 			    (unsigned long long)g->data_off));
@@ -548,9 +566,9 @@ check_layout(struct rs_gguf *g, struct rs_err *err)
 		if (a->offset + a->nbytes > b->offset) {
 			st = rs_errf(err, RS_ERR_FORMAT,
 			    "tensors '%s' (offset %llu, %llu bytes) and '%s' "
-			    "(offset %llu) overlap", a->name,
+			    "(offset %llu) overlap", quoted(a->name, q),
 			    (unsigned long long)a->offset,
-			    (unsigned long long)a->nbytes, b->name,
+			    (unsigned long long)a->nbytes, quoted(b->name, q2),
 			    (unsigned long long)b->offset);
 			break;
 		}

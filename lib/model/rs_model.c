@@ -345,11 +345,12 @@ check_no_scales(const struct rs_gguf *g, struct rs_err *err)
 	for (int64_t i = 0; i < rs_gguf_n_tensors(g); i++) {
 		const char	*name = rs_gguf_tensor(g, i)->name;
 		size_t		 len = strlen(name);
+		char		 q[RS_UTF8_QUOTE_SIZE];
 
 		if (len >= 6 && strcmp(name + len - 6, ".scale") == 0)
 			return (rs_errf(err, RS_ERR_UNSUPPORTED, "tensor '%s': "
 			    "per-tensor output scales are not supported",
-			    name));
+			    rs_utf8_quote(name, len, q)));
 	}
 	return (RS_OK);
 }

@@ -1610,6 +1610,8 @@ def test_copilot_config_no_chat(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout)
     assert "chat requests are not available" in p.stderr, p.stderr
+    # not the --no-chat hint: Copilot speaks chat alone
+    assert "Copilot needs them" in p.stderr and "--no-chat" not in p.stderr, p.stderr
 
 
 def test_unknown_template_refused_at_start(tmp_path_factory):

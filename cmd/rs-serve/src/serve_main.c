@@ -155,8 +155,9 @@ load_model(void)
 	if ((rs_chat_identify_gguf(sm->model->gguf, &v, &err) != RS_OK ||
 	    rs_tok_check_chat(sm->tok, &err) != RS_OK) && !c->no_chat)
 		rs_cli_fatal("%s: chat requests are not available with this "
-		    "model (%s); --no-chat serves /v1/completions alone",
-		    c->model_path, err.msg);
+		    "model (%s)%s", c->model_path, err.msg,
+		    c->copilot_url != NULL ? ", and Copilot needs them" :
+		    "; --no-chat serves /v1/completions alone");
 	if (c->alias == NULL)
 		c->alias = default_alias(sm->model, c->model_path);
 	sm->info.id = c->alias;
