@@ -265,7 +265,8 @@ dn_gnorm(const float (*so)[DK], int nt, int n, int n_vh, float *y,
 			y[off + g] = v;
 			if (gn.xq != NULL)
 				xq_store(v, lane, gn.xq, (int64_t)DK * n_vh, nt,
-				    gn.bm, t, (int64_t)n * (DK / RS_XQ_BLOCK) + w);
+				    gn.bm, t,
+				    (int64_t)n * (DK / RS_XQ_BLOCK) + w);
 		}
 		__syncthreads();	/* PART, for the next tokens */
 	}
@@ -472,17 +473,17 @@ dn_scan(float *d_s, const float *d_u, int64_t ldu, const float *d_b,
 		g.xq = (uint8_t *)gn->xq;
 		g.bm = gn->xq != NULL ? rs_k_xq_block_major(n_tok) : 0;
 	}
-#define DN_GO(DK) do {							\
+#define DN_GO(DK) do {						\
 	if (gn != NULL)							\
-		dn_launch(deltanet_kernel<DK, DK, RS_K_DN_GN_MAX, true>,	\
-		    dim3(n_vh, 1), DK * DN_SPLIT, after_conv, stream, d_s,	\
-		    d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh,	\
-		    n_tok, eps, d_o, rg, d_params, g);			\
+		dn_launch(deltanet_kernel<DK, DK, RS_K_DN_GN_MAX, true>, \
+		    dim3(n_vh, 1), DK * DN_SPLIT, after_conv, stream,	\
+		    d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh,	\
+		    n_vh, n_tok, eps, d_o, rg, d_params, g);		\
 	else								\
-		dn_launch(deltanet_kernel<DK, DN_COLS, DN_STAGE, false>,	\
-		    dim3(n_vh, DK / DN_COLS), DN_THREADS, after_conv, stream,	\
-		    d_s, d_u, ldu, d_b, d_a, ldba, d_dt, d_ssm_a, n_kh, n_vh,	\
-		    n_tok, eps, d_o, rg, d_params, g);			\
+		dn_launch(deltanet_kernel<DK, DN_COLS, DN_STAGE, false>, \
+		    dim3(n_vh, DK / DN_COLS), DN_THREADS, after_conv,	\
+		    stream, d_s, d_u, ldu, d_b, d_a, ldba, d_dt,	\
+		    d_ssm_a, n_kh, n_vh, n_tok, eps, d_o, rg, d_params, g); \
 } while (0)
 	switch (dk) {
 	case 64:

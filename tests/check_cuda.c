@@ -1770,7 +1770,8 @@ check_deltanet_gnorm(int dk, int T)
 	const size_t	 fb = (size_t)N * sb, rb = (size_t)(N * rl) * 4;
 	float	*u = malloc((size_t)T * ch * 4), *z = malloc(ob);
 	float	*s0 = malloc(sb), *b = malloc((size_t)T * VH * 4);
-	float	*a = malloc((size_t)T * VH * 4), dt[VH], A[VH], *w = malloc(dk * 4);
+	float	*a = malloc((size_t)T * VH * 4), dt[VH], A[VH];
+	float	*w = malloc(dk * 4);
 	struct rs_err err;
 
 	for (int64_t i = 0; i < T * ch; i++)
@@ -1806,8 +1807,8 @@ check_deltanet_gnorm(int dk, int T)
 
 		if (f == 0) {
 			ck_assert_int_eq(rs_k_deltanet(ds, du, ch, db, da, VH,
-			    ddt, dA, KH, VH, dk, T, 1e-6f, dout, &ring, dp, 0, 0,
-			    &err), RS_OK);
+			    ddt, dA, KH, VH, dk, T, 1e-6f, dout, &ring, dp, 0,
+			    0, &err), RS_OK);
 			ck_assert_int_eq(rs_k_gated_rmsnorm(dout, dz, dw, dout,
 			    dk, T * VH, 1e-6f, dq, VH, 0, &err), RS_OK);
 		} else

@@ -119,7 +119,8 @@ START_TEST(utf8_quote)
 	char	 out[RS_UTF8_QUOTE_SIZE], in[200], want[80];
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
-		ck_assert_str_eq(rs_utf8_quote(c[i].in, c[i].n, out), c[i].want);
+		ck_assert_str_eq(rs_utf8_quote(c[i].in, c[i].n, out),
+		    c[i].want);
 	/* 63 ASCII bytes, then a 2-byte character that does not fit: cut
 	   before it, not shown as invalid bytes */
 	memset(in, 'a', 63);

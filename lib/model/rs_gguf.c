@@ -363,7 +363,8 @@ index_kvs(struct rs_gguf *g, struct rs_err *err)
 	for (int64_t i = 1; i < g->n_kv; i++)
 		if (strcmp(g->by_key[i - 1]->key, g->by_key[i]->key) == 0)
 			return (rs_errf(err, RS_ERR_FORMAT, "duplicate key '%s' "
-			    "(pairs %lld and %lld)", quoted(g->by_key[i]->key, q),
+			    "(pairs %lld and %lld)",
+			    quoted(g->by_key[i]->key, q),
 			    (long long)(g->by_key[i - 1] - g->kv),
 			    (long long)(g->by_key[i] - g->kv)));
 	return (RS_OK);
