@@ -529,8 +529,10 @@ write_result(struct run *r, const struct rs_gen_result *res, int logprobs)
 	rs_json_free(o);
 }
 
+/* LOCATED: GE's message names its line already (bad_json) */
 static void
-write_error(struct run *r, size_t lineno, const struct rs_gen_error *ge)
+write_error(struct run *r, size_t lineno, const struct rs_gen_error *ge,
+    int located)
 {
 	struct rs_json	*o = new_line(r);
 
@@ -538,22 +540,30 @@ write_error(struct run *r, size_t lineno, const struct rs_gen_error *ge)
 	if (!r->o->quiet) {
 		char at[320];
 
-		rs_cli_warn("%s", rs_cli_at_line(at, sizeof(at),
-		    (long long)lineno, ge->err.msg));
+		rs_cli_warn("%s", located ? ge->err.msg : rs_cli_at_line(at,
+		    sizeof(at), (long long)lineno, ge->err.msg));
 	}
 	rs_json_set(o, "error", rs_gen_error_json(ge));
 	write_line(r, o);
 	rs_json_free(o);
 }
 
-/* A line that is not JSON: the envelope of serving.md edge case 1. */
-static void
-bad_json(struct rs_gen_error *ge, const struct rs_err *err)
+/*
+ * Input line LINENO is not JSON: the envelope of serving.md edge case 1,
+ * its message placed in the input ("line 3 column 7: ...", where the
+ * parser, which saw the line alone, said line 1).  Returns 1: the
+ * message names its line.
+ */
+static int
+bad_json(struct rs_gen_error *ge, const struct rs_err *err, size_t lineno)
 {
 	memset(ge, 0, sizeof(*ge));
 	ge->err = *err;
+	(void)rs_cli_at_line(ge->err.msg, sizeof(ge->err.msg),
+	    (long long)lineno, err->msg);
 	ge->type = "invalid_request_error";
 	ge->code = 400;
+	return (1);
 }
 
 /*
@@ -597,6 +607,7 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	struct rs_gen_error	 ge = { 0 };
 	struct rs_err		 err = { 0 };
 	enum rs_status		 st;
+	int			 located = 0;
 
 	r->id = NULL;
 	rs_gen_req_init(&req, r->gen);
@@ -605,9 +616,9 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	if (line == NULL) {	/* rs_cli_each_line: longer than N bytes */
 		st = rs_errf(&err, RS_ERR_LIMIT, "the line is longer than %zu "
 		    "bytes", n);
-		bad_json(&ge, &err);
+		located = bad_json(&ge, &err, lineno);
 	} else if ((st = rs_pyjson_parse(line, n, &body, &err)) != RS_OK)
-		bad_json(&ge, &err);
+		located = bad_json(&ge, &err, lineno);
 	else {
 		if (rs_json_kind(body) == RS_JSON_OBJECT) {
 			body = drop_id_count(body);
@@ -625,7 +636,7 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 		write_result(r, &res, req.logprobs);
 		rs_gen_result_cleanup(&res);
 	} else
-		write_error(r, lineno, &ge);
+		write_error(r, lineno, &ge, located);
 	delta_reset(&r->d);
 	rs_gen_req_cleanup(&req);
 	rs_json_free(body);

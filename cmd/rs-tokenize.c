@@ -342,15 +342,19 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 	struct rs_json	*req = NULL, *res, *id, *e;
 	struct rs_err	 err = { 0 };
 	char		 msg[320];
-	int		 rc = -1;
+	int		 rc = -1, located = 0;
 
 	res = rs_json_obj();
-	if (line == NULL)	/* rs_cli_each_line: longer than N bytes */
-		snprintf(msg, sizeof(msg), "the line is longer than %zu bytes",
-		    n);
-	else if (rs_pyjson_parse(line, n, &req, &err) != RS_OK)
-		snprintf(msg, sizeof(msg), "%s", err.msg);
-	else if (rs_json_kind(req) != RS_JSON_OBJECT)
+	if (line == NULL || rs_pyjson_parse(line, n, &req, &err) != RS_OK) {
+		/* the line itself is at fault: the message names it (the
+		   parser saw the line alone and says line 1) */
+		if (line == NULL)	/* rs_cli_each_line: over N bytes */
+			snprintf(err.msg, sizeof(err.msg), "the line is "
+			    "longer than %zu bytes", n);
+		(void)rs_cli_at_line(msg, sizeof(msg), (long long)lineno,
+		    err.msg);
+		located = 1;
+	} else if (rs_json_kind(req) != RS_JSON_OBJECT)
 		snprintf(msg, sizeof(msg), "not a JSON object");
 	else {
 		/* the request's id leads the answer, whatever its type */
@@ -369,8 +373,8 @@ json_line(struct run *r, const char *line, size_t n, size_t lineno)
 		if (!r->o->quiet) {
 			char at[320];
 
-			rs_cli_warn("%s", rs_cli_at_line(at, sizeof(at),
-			    (long long)lineno, msg));
+			rs_cli_warn("%s", located ? msg : rs_cli_at_line(at,
+			    sizeof(at), (long long)lineno, msg));
 		}
 		e = rs_json_obj();
 		rs_json_set(e, "type", rs_json_str("invalid_input"));

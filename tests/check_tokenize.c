@@ -141,7 +141,9 @@ START_TEST(cmd_jsonl)
 	ck_assert_int_eq(run_cmd(&out, "%s -m %s -j -q %s", bin, m, in), 1);
 	/* one answer per non-blank line, in order (ids from the fixture) */
 	l1 = "{\"id\":\"a\",\"ids\":[39,265,331,11,398,264,75,67,0],\"n\":9}\n";
-	l2 = "{\"error\":{\"type\":\"invalid_input\",\"message\":\"";
+	/* the input's line, not the parser's (it saw the line alone) */
+	l2 = "{\"error\":{\"type\":\"invalid_input\",\"message\":"
+	    "\"line 2 column 3: ";
 	l3 = "{\"id\":2,\"error\":{\"type\":\"invalid_input\",\"message\":"
 	    "\"text: missing or not a string\"}}\n";
 	ck_assert(strncmp(out, l1, strlen(l1)) == 0);
@@ -161,7 +163,8 @@ START_TEST(cmd_jsonl)
 	ck_assert_int_eq(run_cmd(&out, "(head -c 268435457 /dev/zero; echo; "
 	    "echo '{\"text\":\"Hello\"}') | %s -m %s -j -q", bin, m), 1);
 	ck_assert_str_eq(out, "{\"error\":{\"type\":\"invalid_input\","
-	    "\"message\":\"the line is longer than 268435456 bytes\"}}\n"
+	    "\"message\":\"line 1: the line is longer than 268435456 "
+	    "bytes\"}}\n"
 	    "{\"ids\":[39,265,331],\"n\":3}\n");
 	free(out);
 }
