@@ -1472,6 +1472,11 @@ END_TEST
 
 /* ---- bad input ---- */
 
+/* a stop string of 1,024 bytes, rs_stop.h's bound */
+#define A16	"aaaaaaaaaaaaaaaa"
+#define A256	A16 A16 A16 A16 A16 A16 A16 A16 A16 A16 A16 A16 A16 A16 A16 A16
+#define A1024	A256 A256 A256 A256
+
 static const struct bad {
 	const char	*body;
 	const char	*param;		/* expected param ("" none) */
@@ -1509,6 +1514,11 @@ static const struct bad {
 	{ "{\"tokens\": [1], \"seed\": \"x\"}", "seed", "integer" },
 	{ "{\"tokens\": [1], \"stop\": 5}", "stop", "string" },
 	{ "{\"tokens\": [1], \"stop\": [\"\"]}", "stop[0]", "non-empty" },
+	/* (refused when the run began, with no param) */
+	{ "{\"tokens\": [1], \"stop\": [\"x\", \"" A1024 "b\"]}", "stop[1]",
+	    "1025 bytes, at most 1024" },
+	{ "{\"tokens\": [1], \"stop\": \"" A1024 "b\"}", "stop",
+	    "1025 bytes, at most 1024" },
 	{ "{\"tokens\": [1], \"stop\": [\"a\",\"b\",\"c\",\"d\",\"e\",\"f\","
 	    "\"g\",\"h\",\"i\",\"j\",\"k\",\"l\",\"m\",\"n\",\"o\",\"p\","
 	    "\"q\"]}", "stop", "at most" },
@@ -1550,6 +1560,18 @@ static const struct bad {
 	    "missing" },
 	{ "{\"messages\": [{\"role\": \"function\", \"content\": \"x\"}]}",
 	    "messages[0].role", "unexpected role" },
+	/* a client's string quoted whole: past a NUL (it said 'us'), and
+	   cut only between characters */
+	{ "{\"messages\": [{\"role\": \"us\\u0000er\", \"content\": "
+	    "\"x\"}]}", "messages[0].role", "unexpected role 'us\\x00er'" },
+	{ "{\"tools\": [{\"function\": {\"name\": \"f\"}}], \"tool_choice\": "
+	    "\"\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac"
+	    "\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac"
+	    "\u20ac\u20ac\u20ac\u20ac\", \"messages\": [{\"role\": \"user\", "
+	    "\"content\": \"x\"}]}", "tool_choice",
+	    "'\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac"
+	    "\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac\u20ac"
+	    "\u20ac...' is not" },
 	{ "{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content",
 	    "missing" },
 	{ "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}",

@@ -617,7 +617,8 @@ str_el(const struct rs_json *a, size_t i)
  * Text completions: parallel lists; the top object holds the chosen
  * token too; text_offset counts code points of the text across chunks:
  * " where" is 6, and "€" (E2 82 AC, three byte tokens) starts at 6 and
- * ends at 7.
+ * ends at 7.  A token that is part of a character is "bytes:\xe2" (as
+ * OpenAI spells it), so two such alternatives keep two keys.
  */
 START_TEST(logprobs_completion)
 {
@@ -641,6 +642,9 @@ START_TEST(logprobs_completion)
 	for (i = 0; i < 5; i++)
 		lp[i] = entry(ids[i], -0.25 * (double)(i + 1), top, tlp,
 		    i == 0);
+	lp[1].n_top = 1;	/* E2's alternative: 82 */
+	lp[1].top[0].token = ids[2];
+	lp[1].top[0].logprob = -3.0;
 	rs_oai_resp_init(&r, RS_OAI_COMPLETION, "cmpl-l", 1, "m", "f", 0);
 	rs_oai_resp_logprobs(&r, tok);
 	rs_buf_init(&b);
@@ -676,8 +680,14 @@ START_TEST(logprobs_completion)
 	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 0), 6);
 	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 1), 7);
 	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 2), 7);
-	for (i = 0; i < 3; i++)		/* parts of a character */
-		ck_assert_str_eq(str_el(rs_json_get(o, "tokens"), i), "");
+	/* parts of a character */
+	ck_assert_str_eq(str_el(rs_json_get(o, "tokens"), 0), "bytes:\\xe2");
+	ck_assert_str_eq(str_el(rs_json_get(o, "tokens"), 1), "bytes:\\x82");
+	ck_assert_str_eq(str_el(rs_json_get(o, "tokens"), 2), "bytes:\\xac");
+	a = rs_json_arr_at(rs_json_get(o, "top_logprobs"), 0);
+	ck_assert_uint_eq(rs_json_obj_len(a), 2);
+	ck_assert(num(rs_json_get(a, "bytes:\\xe2")) == -0.5);
+	ck_assert(num(rs_json_get(a, "bytes:\\x82")) == -3.0);
 	/* the finish chunk: the last token, at offset 7 */
 	o = rs_json_get(choice0(v[2]), "logprobs");
 	ck_assert_int_eq(int_at(rs_json_get(o, "text_offset"), 0), 7);

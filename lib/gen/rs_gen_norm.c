@@ -47,7 +47,7 @@ norm_role(struct msgctx *m)
 {
 	const char	*r;
 	size_t		 n;
-	char		 path[48];
+	char		 path[48], q[RS_UTF8_QUOTE_SIZE];
 
 	snprintf(path, sizeof(path), "messages[%zu].role", m->i);
 	if (rs_json_as_str(rs_json_get(m->in, "role"), &r, &n) != 0)
@@ -60,8 +60,9 @@ norm_role(struct msgctx *m)
 	if (strlen(r) != n || !(is_role(r, "system") || is_role(r, "user") ||
 	    is_role(r, "assistant") || is_role(r, "tool")))
 		return (rs_gen_fail(m->ge, RS_ERR_INVALID_ARG, path,
-		    "%s: unexpected role '%.40s'; accepted: system, user, "
-		    "assistant, tool (developer is read as system)", path, r));
+		    "%s: unexpected role '%s'; accepted: system, user, "
+		    "assistant, tool (developer is read as system)", path,
+		    rs_utf8_quote(r, n, q)));
 	m->role = r;
 	return (RS_OK);
 }
@@ -87,7 +88,7 @@ content_part(const struct rs_json *part, const char *path, struct rs_buf *b,
 {
 	const char	*t, *s;
 	size_t		 n;
-	char		 p[96];
+	char		 p[96], q[RS_UTF8_QUOTE_SIZE];
 
 	if (rs_json_kind(part) != RS_JSON_OBJECT)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
@@ -102,8 +103,8 @@ content_part(const struct rs_json *part, const char *path, struct rs_buf *b,
 		    "(text-only)", p, t));
 	if (strcmp(t, "text") != 0 && strcmp(t, "refusal") != 0)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, p,
-		    "%s: unsupported content part type '%.40s'; accepted: "
-		    "text, refusal", p, t));
+		    "%s: unsupported content part type '%s'; accepted: "
+		    "text, refusal", p, rs_utf8_quote(t, n, q)));
 	snprintf(p, sizeof(p), "%s.%s", path, t);
 	if (rs_json_as_str(rs_json_get(part, t), &s, &n) != 0)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, p,
@@ -251,7 +252,7 @@ norm_call(const struct rs_json *c, const char *path, struct rs_json **out,
 	const char	*s, *key;
 	size_t		 n, klen;
 	void		*it = NULL;
-	char		 p[128];
+	char		 p[128], q[RS_UTF8_QUOTE_SIZE];
 	enum rs_status	 st;
 
 	if (rs_json_kind(c) != RS_JSON_OBJECT)
@@ -282,8 +283,8 @@ norm_call(const struct rs_json *c, const char *path, struct rs_json **out,
 	    0)
 		if (!markup_safe(key, klen) || strlen(key) != klen) {
 			rs_gen_fail(ge, RS_ERR_INVALID_ARG, p, "%s: argument "
-			    "name '%.40s' is empty or holds '>' or a line "
-			    "break", p, key);
+			    "name '%s' is empty or holds '>' or a line "
+			    "break", p, rs_utf8_quote(key, klen, q));
 			rs_json_free(args);	/* KEY was in it */
 			return (RS_ERR_INVALID_ARG);
 		}
@@ -608,7 +609,7 @@ rs_gen_norm_tools(const struct rs_json *tools, struct rs_json **out,
 	struct rs_json	*arr, *t = NULL;
 	const char	*names[RS_GEN_MAX_TOOLS];
 	size_t		 n;
-	char		 path[48];
+	char		 path[48], q[RS_UTF8_QUOTE_SIZE];
 	enum rs_status	 st;
 
 	*out = NULL;
@@ -643,7 +644,8 @@ rs_gen_norm_tools(const struct rs_json *tools, struct rs_json **out,
 				    "tools[%zu].function.name", i);
 				return (rs_gen_fail(ge, RS_ERR_INVALID_ARG,
 				    path, "%s: duplicate tool name '%s'", path,
-				    names[i]));
+				    rs_utf8_quote(names[i], strlen(names[i]),
+				    q)));
 			}
 	}
 	*out = arr;

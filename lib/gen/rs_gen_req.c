@@ -13,6 +13,7 @@
 
 #include "rs_argtype.h"
 #include "rs_gen_impl.h"
+#include "rs_utf8.h"
 
 /* ---- errors ---- */
 
@@ -378,6 +379,7 @@ parse_tool_choice(struct rs_gen_req *r, const struct rs_json *body,
 	struct rs_json	*tc = rs_gen_field(body, "tool_choice"), *fn;
 	const char	*s, *name;
 	size_t		 n, nn;
+	char		 q[RS_UTF8_QUOTE_SIZE];
 
 	r->tool_choice = r->tools != NULL ? RS_GEN_TOOLS_AUTO :
 	    RS_GEN_TOOLS_NONE;
@@ -394,8 +396,9 @@ parse_tool_choice(struct rs_gen_req *r, const struct rs_json *body,
 			r->tool_choice = RS_GEN_TOOLS_REQUIRED;
 		else
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG,
-			    "tool_choice", "tool_choice: '%.40s' is not one "
-			    "of none, auto, required or a named function", s));
+			    "tool_choice", "tool_choice: '%s' is not one "
+			    "of none, auto, required or a named function",
+			    rs_utf8_quote(s, n, q)));
 	} else {
 		if (rs_json_as_str(rs_json_get(tc, "type"), &s, &n) != 0 ||
 		    strcmp(s, "function") != 0)
@@ -412,8 +415,8 @@ parse_tool_choice(struct rs_gen_req *r, const struct rs_json *body,
 		    NULL)
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG,
 			    "tool_choice.function.name", "The tool specified "
-			    "in tool_choice ('%.40s') does not match any of "
-			    "the specified tools", name));
+			    "in tool_choice ('%s') does not match any of "
+			    "the specified tools", rs_utf8_quote(name, nn, q)));
 		if ((r->tool_name = strdup(name)) == NULL)
 			return (rs_gen_fail(ge, RS_ERR_NOMEM, NULL,
 			    "out of memory"));
@@ -490,6 +493,10 @@ parse_stop(struct rs_gen_req *r, const struct rs_json *body,
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
 			    "%s: must be a non-empty string without NUL "
 			    "characters", path));
+		if (n > RS_STOP_MAX_LEN)
+			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
+			    "%s: %zu bytes, at most %d allowed", path, n,
+			    RS_STOP_MAX_LEN));
 		if ((r->stop[i] = strdup(s)) == NULL)
 			return (rs_gen_fail(ge, RS_ERR_NOMEM, NULL,
 			    "out of memory"));
@@ -526,7 +533,7 @@ parse_bias(const struct rs_gen *g, struct rs_gen_req *r,
 	void		*it = NULL;
 	int64_t		 id;
 	double		 d;
-	char		 path[48];
+	char		 path[48], q[RS_UTF8_QUOTE_SIZE];
 
 	if (v == NULL)
 		return (RS_OK);
@@ -540,8 +547,8 @@ parse_bias(const struct rs_gen *g, struct rs_gen_req *r,
 		snprintf(path, sizeof(path), "logit_bias.%.30s", key);
 		if (parse_id(key, klen, &id) != 0 || id >= g->n_vocab)
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
-			    "%s: '%.30s' is not a token id in [0, %d)", path,
-			    key, (int)g->n_vocab));
+			    "%s: '%s' is not a token id in [0, %d)", path,
+			    rs_utf8_quote(key, klen, q), (int)g->n_vocab));
 		if (rs_json_as_real(b, &d) != 0 || !(d >= -100 && d <= 100))
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
 			    "%s: must be a number in [-100, 100]", path));
@@ -597,6 +604,7 @@ parse_unsupported(const struct rs_json *body, struct rs_gen_error *ge)
 	struct rs_json	*rf = rs_gen_field(body, "response_format");
 	const char	*s;
 	size_t		 n;
+	char		 q[RS_UTF8_QUOTE_SIZE];
 	int64_t		 count = 1;
 	enum rs_status	 st;
 
@@ -612,8 +620,8 @@ parse_unsupported(const struct rs_json *body, struct rs_gen_error *ge)
 		    "(only \"text\" is supported by this server)"));
 	if (rf != NULL && strcmp(s, "text") != 0)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "response_format",
-		    "response_format type '%.40s' is not supported by this "
-		    "server", s));
+		    "response_format type '%s' is not supported by this "
+		    "server", rs_utf8_quote(s, n, q)));
 	if (rs_gen_field(body, "functions") != NULL ||
 	    rs_gen_field(body, "function_call") != NULL)
 		return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, "functions",

@@ -1368,6 +1368,76 @@ def test_disconnect_cancels(server):
     assert re.search(r"^rs_requests_cancelled_total [1-9]", b.decode(), re.M)
 
 
+def test_keepalive_while_queued(tmp_path_factory):
+    """§4.5: a stream silent while it waits gets SSE comments, a completions
+    stream (no role chunk: it got none) and an HTTP/1.0 one (unchunked: it
+    got none) too; the interval shortened to 100 ms for the test."""
+    srv = start(tmp_path_factory, "--draft", "none", name="ka",
+                env={"RS_SERVE_TEST_KEEPALIVE_MS": "100"})
+    try:
+        busy = raw_stream(srv, dict(messages=MSG, max_tokens=4000, temperature=1,
+                                    seed=1, stream=True))
+        got = b""
+        while b"data: " not in got:         # the role chunk: it runs now
+            chunk = busy.recv(65536)
+            assert chunk
+            got += chunk
+        body = json.dumps(dict(prompt="Hello", max_tokens=2, stream=True)).encode()
+        waiting = {}
+        for version in (b"1.1", b"1.0"):      # both queued behind BUSY
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+            s.sendall(b"POST /v1/completions HTTP/%s\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+                      b"\r\n%s" % (version, len(body), body))
+            waiting[version] = s
+        for version, s in waiting.items():
+            got = b""
+            while b"data: " not in got:
+                chunk = s.recv(65536)
+                assert chunk, got
+                got += chunk
+            s.close()
+            head, _, events = got.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.%s 200" % version[-1:]), head
+            assert b": keep-alive" in events.split(b"data: ")[0], (version, got)
+        busy.close()
+    finally:
+        srv.stop_clean()
+
+
+def test_idle_timeout_as_announced(server):
+    """An idle connection stays open as long as each response's
+    "keep-alive: timeout=N" says, and closes soon after (it said 20 while
+    the server closed at 10: a client's pooled POST then failed)."""
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got or len(got.partition(b"\r\n\r\n")[2]) < int(
+            re.search(rb"content-length: (\d+)", got, re.I).group(1)):
+        chunk = s.recv(65536)
+        assert chunk
+        got += chunk
+    t0 = time.monotonic()
+    m = re.search(rb"\r\nkeep-alive: timeout=(\d+)\r\n", got, re.I)
+    assert m, got
+    n = int(m.group(1))
+    assert 2 <= n <= 60
+    time.sleep(max(0.0, t0 + n - 1.5 - time.monotonic()))
+    s.setblocking(False)
+    try:
+        assert s.recv(1, socket.MSG_PEEK) != b"", "closed before its timeout"
+    except BlockingIOError:
+        pass                            # open, nothing to read: as announced
+    s.setblocking(True)
+    s.settimeout(t0 + n + 3 - time.monotonic())
+    try:
+        rest = s.recv(65536)
+    except ConnectionResetError:
+        rest = b""
+    assert rest == b"", "still open 3 s after its timeout"
+    s.close()
+
+
 def test_health_while_busy(server):
     """Generation and tokenization run off the event loop: /health
     answers at once while a request streams and while a 1 MB prompt is

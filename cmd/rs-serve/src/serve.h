@@ -84,6 +84,9 @@ struct serve_cfg {
 	int		 seccomp_trace;
 	int		 test_violation;	/* RS_SERVE_TEST_VIOLATION=1:
 					   tests only (serve_main.c) */
+	int		 keepalive_ms;	/* a stream silent this long gets
+					   an SSE comment (§4.5): 10 s, or
+					   RS_SERVE_TEST_KEEPALIVE_MS */
 	int		 quiet;		/* no access log */
 	int		 no_chat;	/* --no-chat: /v1/completions alone */
 	struct rs_gen_opts gen;		/* server defaults for requests */
@@ -176,8 +179,11 @@ void		serve_refuse(struct connection *c, struct netbuf *nb, int code,
 /*
  * Slow clients (serve_guard.c): a new connection C may evict the oldest
  * connection waiting for a request; a timer closes those that wait too
- * long.
+ * long: SERVE_IDLE_S seconds, what each response's "keep-alive:
+ * timeout=" announces (serve_main.c), so that a client does not reuse a
+ * connection the server is closing.
  */
+#define SERVE_IDLE_S	10
 void		serve_guard_accept(struct connection *c);
 void		serve_guard_start(void);
 

@@ -40,7 +40,7 @@
 #include "serve.h"
 
 #define GUARD_TICK_MS		250
-#define GUARD_HEADER_MS		10000
+#define GUARD_HEADER_MS		(SERVE_IDLE_S * 1000)
 #define GUARD_BODY_MS		30000
 #define GUARD_PRESSURE		64
 #define GUARD_PRESSURE_MS	2000

@@ -52,9 +52,6 @@
 #include "rs_fit.h"
 #include "serve.h"
 
-/* SSE comment interval while a stream waits or prefills (§4.5). */
-#define KEEPALIVE_MS	10000
-
 static struct {
 	pthread_mutex_t		 lock;		/* the job lock */
 	pthread_cond_t		 cond;
@@ -702,6 +699,9 @@ start_stream(struct serve_job *job)
 		http_response_header(req, "transfer-encoding", "chunked");
 	req->flags |= HTTP_REQUEST_NO_CONTENT_LENGTH;
 	http_response(req, 200, NULL, 0);
+	/* (the header is the stream's first write: tick's keep-alive
+	   comments count from it, a completions stream has no role chunk) */
+	job->last_write = rs_time_ms();
 	if ((c = req->owner) == NULL)
 		return;
 	/*
@@ -937,8 +937,8 @@ tick(void *arg, u_int64_t now)
 	rs_buf_init(&b);
 	(void)rs_oai_sse_keepalive(&b);
 	for (job = eng.live; job != NULL; job = job->l_next)
-		if (job->stream && job->chunked && !job->answered &&
-		    job->last_write > 0 && t - job->last_write >= KEEPALIVE_MS)
+		if (job->stream && !job->answered && job->last_write > 0 &&
+		    t - job->last_write >= serve_cfg.keepalive_ms)
 			send_chunk(job, &b);
 	rs_buf_cleanup(&b);
 	serve_engine_load(&waiting, &running);
@@ -959,7 +959,8 @@ serve_engine_start(void)
 	eng.notify.evt.handle = notify_handle;
 	kore_platform_schedule_read(eng.notify.fd, &eng.notify);
 	rs_buf_init(&eng.scratch);
-	eng.timer = kore_timer_add(tick, 1000, NULL, 0);
+	eng.timer = kore_timer_add(tick, serve_cfg.keepalive_ms < 1000 ?
+	    (uint64_t)serve_cfg.keepalive_ms : 1000, NULL, 0);
 
 	/*
 	 * Signals are the loop's business: the engine threads block them,

@@ -443,6 +443,10 @@ setup_kore(void)
 	 */
 	http_header_timeout = UINT16_MAX;
 	http_body_timeout = UINT16_MAX;
+	/* (Kore announced 20 s while serve_guard.c closed at 10: undici
+	   pools a connection as long as announced, and a POST sent as the
+	   server closes it fails, not retried) */
+	http_keepalive_time = SERVE_IDLE_S;
 	worker_max_connections = 1024;
 	worker_rlimit_nofiles = 1024 + 256;
 	http_hsts_enable = 0;

@@ -256,6 +256,10 @@ defaults(struct serve_cfg *c)
 	/* tests/serve only: see serve_test_violation() */
 	key = getenv("RS_SERVE_TEST_VIOLATION");
 	c->test_violation = key != NULL && strcmp(key, "1") == 0;
+	/* tests/serve only: keep-alive comments without waiting 10 s */
+	key = getenv("RS_SERVE_TEST_KEEPALIVE_MS");
+	c->keepalive_ms = key != NULL && atoi(key) > 0 && atoi(key) < 10000 ?
+	    atoi(key) : 10000;
 }
 
 /* The per-option part of serve_opts_parse(). */
