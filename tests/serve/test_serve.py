@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -1403,6 +1404,37 @@ def test_keepalive_while_queued(tmp_path_factory):
         busy.close()
     finally:
         srv.stop_clean()
+
+
+def test_shutdown_ends_streams(tmp_path_factory):
+    """SIGTERM during a stream: it ends with an error event (503
+    unavailable_error) and the end of its chunked body, no [DONE] (§4.5:
+    errors after the header are events); the connection was cut after the
+    last chunk, an incomplete body to the client."""
+    srv = start(tmp_path_factory, "--draft", "none", name="term")
+    s = raw_stream(srv, dict(messages=MSG, max_tokens=4000, temperature=1, seed=2,
+                             stream=True))
+    got = b""
+    while got.count(b"data: ") < 3:
+        chunk = s.recv(65536)
+        assert chunk
+        got += chunk
+    srv.proc.send_signal(signal.SIGTERM)
+    s.settimeout(20)
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    assert srv.stop() == 0
+    body = got.partition(b"\r\n\r\n")[2]
+    assert body.endswith(b"\r\n0\r\n\r\n"), body[-200:]
+    events = [l[6:] for l in body.split(b"\n") if l.startswith(b"data: ")]
+    last = json.loads(events[-1])
+    assert last["error"]["type"] == "unavailable_error", last
+    assert last["error"]["code"] == 503 and "shutting down" in last["error"]["message"]
+    assert b"[DONE]" not in body
 
 
 def test_idle_timeout_as_announced(server):

@@ -279,6 +279,12 @@ struct serve_job {
 /* Start and stop the engine thread and the prep thread (worker). */
 void		serve_engine_start(void);
 void		serve_engine_stop(void);
+/*
+ * The worker is stopping (SIGTERM, SIGINT), its loop has ended: every
+ * stream still open ends with an error event and the end of its body
+ * (§4.5), rather than a connection cut after its last chunk.
+ */
+void		serve_streams_shutdown(void);
 /* The generator once the engine is up, else NULL ("Loading model"). */
 const struct rs_gen *serve_engine_gen(void);
 /* Requests waiting and running. */

@@ -981,6 +981,33 @@ serve_engine_start(void)
 }
 
 void
+serve_streams_shutdown(void)
+{
+	struct serve_job	*job;
+	struct rs_gen_error	 ge;
+	struct rs_buf		 b;
+
+	memset(&ge, 0, sizeof(ge));
+	(void)snprintf(ge.err.msg, sizeof(ge.err.msg), "the server is "
+	    "shutting down");
+	ge.type = "unavailable_error";
+	ge.code = 503;
+	rs_buf_init(&b);
+	(void)rs_oai_sse_error(&ge, &b);
+	/* (last_write: the header went out, start_stream; the loop sent
+	   whole chunks, so the stream is at a chunk's end) */
+	for (job = eng.live; job != NULL; job = job->l_next) {
+		if (job->http == NULL || job->answered || !job->stream ||
+		    job->last_write == 0)
+			continue;
+		send_chunk(job, &b);
+		if (job->chunked)
+			send_bytes(job, "0\r\n\r\n", 5);
+	}
+	rs_buf_cleanup(&b);
+}
+
+void
 serve_engine_stop(void)
 {
 	if (!eng.started)

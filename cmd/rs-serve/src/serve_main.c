@@ -527,6 +527,7 @@ kore_worker_configure(void)
 void
 kore_worker_teardown(void)
 {
+	serve_streams_shutdown();
 	serve_engine_stop();
 	fate->state = 0;
 }
