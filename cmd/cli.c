@@ -2,6 +2,7 @@
  * cli.c - shared command-line conventions (see cli.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -72,11 +73,30 @@ trap_sigbus(void)
 	(void)sigaction(SIGBUS, &sa, NULL);
 }
 
+/*
+ * A command started with standard input, output or error closed (`>&-`)
+ * would hand that number to the next file it opens: an output file would
+ * then take the results meant for stdout (rs-verify's JSON lines inside
+ * its .npy).  Each closed one becomes /dev/null, opened so that stdout
+ * still fails as closed: a write to it is EBADF, a write error (exit 2).
+ */
+static void
+hold_std_fds(void)
+{
+	static const int mode[3] = { O_RDONLY, O_RDONLY, O_WRONLY };
+
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) == -1 && errno == EBADF &&
+		    open("/dev/null", mode[fd]) != fd)
+			_exit(RS_EXIT_ERROR);
+}
+
 void
 rs_cli_init(const char *argv0)
 {
 	const char *slash;
 
+	hold_std_fds();
 	if (argv0 != NULL && *argv0 != '\0') {
 		slash = strrchr(argv0, '/');
 		progname = slash != NULL ? slash + 1 : argv0;

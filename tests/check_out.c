@@ -167,29 +167,62 @@ START_TEST(abort_removes)
 }
 END_TEST
 
+/* SIGPIPE and SIGUSR1 too: `| head -1` left a .npy.tmp behind */
 START_TEST(signal_cleanup)
 {
+	static const int sigs[] = { SIGTERM, SIGPIPE, SIGUSR1 };
 	const char	*dir = t_tmpdir();
 	char		 path[512];
 	pid_t		 pid;
 	int		 status;
 
 	snprintf(path, sizeof(path), "%s/big.gguf", dir);
-	if ((pid = fork()) == 0) {
-		struct rs_out	o;
-		struct rs_err	err = { 0 };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		if ((pid = fork()) == 0) {
+			struct rs_out	o;
+			struct rs_err	err = { 0 };
 
-		rs_out_trap_signals();
-		if (rs_out_open(&o, path, 0, &err) != RS_OK ||
-		    fputs("partial", o.fp) < 0 || fflush(o.fp) != 0)
-			_exit(3);
-		raise(SIGTERM);
-		_exit(4);
+			signal(sigs[i], SIG_DFL);	/* (inherited IGN) */
+			rs_out_trap_signals();
+			if (rs_out_open(&o, path, 0, &err) != RS_OK ||
+			    fputs("partial", o.fp) < 0 || fflush(o.fp) != 0)
+				_exit(3);
+			raise(sigs[i]);
+			_exit(4);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) ==
+		    sigs[i], "signal %d: child status %#x", sigs[i], status);
+		ck_assert_int_eq(count_prefix(dir, "big.gguf"), 0);
 	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
-	    "child status %#x", status);
-	ck_assert_int_eq(count_prefix(dir, "big.gguf"), 0);
+}
+END_TEST
+
+/*
+ * rs-verify --logits with stdout closed (`>&-`): a write error, exit 2,
+ * and no .npy (the file took descriptor 1 and the JSON lines went into
+ * it, kept); and killed by SIGPIPE (`| head`) it leaves no temporary.
+ */
+START_TEST(verify_stdout_gone)
+{
+	const char	*dir = t_tmpdir();
+	char		 c[2048], in[512];
+	FILE		*fp;
+
+	snprintf(c, sizeof(c), "%s -m %s --tokens 1,2 --logits '%s/c.npy' -q "
+	    ">&-", t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"), dir);
+	ck_assert_int_eq(t_run(c, NULL), 2);
+	ck_assert_int_eq(count_prefix(dir, "c.npy"), 0);
+	snprintf(in, sizeof(in), "%s/in.jsonl", dir);
+	ck_assert((fp = fopen(in, "w")) != NULL);
+	for (int i = 0; i < 3000; i++)
+		fputs("{\"tokens\":[1,2,3,4]}\n", fp);
+	ck_assert(fclose(fp) == 0);
+	snprintf(c, sizeof(c), "env --default-signal=PIPE sh -c \"%s -m %s "
+	    "--logits '%s/p.npy' -q < '%s' | head -c 1 >/dev/null\"",
+	    t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"), dir, in);
+	(void)t_run(c, NULL);
+	ck_assert_int_eq(count_prefix(dir, "p.npy"), 0);
 }
 END_TEST
 
@@ -319,6 +352,7 @@ out_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(cmd, 60);
 	tcase_add_test(cmd, verify_fifo);
+	tcase_add_test(cmd, verify_stdout_gone);
 	tcase_add_test(cmd, synth_planted);
 	tcase_add_test(cmd, synth_interrupted);
 	tcase_add_test(cmd, synth_file_limit);

@@ -396,6 +396,14 @@ START_TEST(bad_rows)
 	ck_assert(strstr(err.msg, "multiple of 256") != NULL);
 	ck_assert_int_eq(rs_type_row_bytes(99, 256, &n, &err),
 	    RS_ERR_UNSUPPORTED);
+	/* 2^62 F32 values are 2^64 bytes: it wrapped to 0, and a tensor of
+	   that shape passed rs-inspect --check as 0 bytes */
+	ck_assert_int_eq(rs_type_row_bytes(RS_TYPE_F32, (int64_t)1 << 62, &n,
+	    &err), RS_ERR_FORMAT);
+	ck_assert(strstr(err.msg, "overflows") != NULL);
+	ck_assert_int_eq(rs_type_row_bytes(RS_TYPE_F32, ((int64_t)1 << 62) - 1,
+	    &n, &err), RS_OK);
+	ck_assert(n == SIZE_MAX - 3);
 	ck_assert_int_eq(rs_dequant_row(RS_TYPE_Q8_K, y, y, 256, &err),
 	    RS_ERR_UNSUPPORTED);
 	ck_assert_int_eq(rs_quant_row(RS_TYPE_Q2_K, y, y, 256, &err),

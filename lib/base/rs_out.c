@@ -55,7 +55,10 @@ on_signal(int sig)
 void
 rs_out_trap_signals(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	/* every signal a user or a pipe sends that ends the process by
+	   default (SIGPIPE: `| head -1` left a .npy.tmp behind) */
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE,
+	    SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM };
 	struct sigaction sa, old;
 
 	memset(&sa, 0, sizeof(sa));

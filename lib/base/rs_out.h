@@ -20,8 +20,9 @@
  *   - anything else (a directory, a socket): refused, RS_ERR_INVALID_ARG.
  *
  * The temporary file is removed by rs_out_abort(), on a failed commit and,
- * once rs_out_trap_signals() was called, when SIGINT, SIGTERM or SIGHUP
- * ends the process (a 17 GB --synth interrupted leaves nothing behind).
+ * once rs_out_trap_signals() was called, when a signal ends the process
+ * (SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM:
+ * a 17 GB --synth interrupted leaves nothing behind).
  *
  * Lifecycle: rs_out_open, write through ->fp, then rs_out_commit or
  * rs_out_abort (either one; both leave the struct closed).  At most

@@ -5,6 +5,7 @@
  * spec's formulas and are the oracle for every faster path.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -396,6 +397,9 @@ rs_type_row_bytes(int type, int64_t n, size_t *out, struct rs_err *err)
 		return (rs_errf(err, RS_ERR_FORMAT,
 		    "%s rows need a multiple of %d values, got %lld",
 		    t->name, t->block_elems, (long long)n));
+	if ((uint64_t)(n / t->block_elems) > SIZE_MAX / t->block_bytes)
+		return (rs_errf(err, RS_ERR_FORMAT, "a %s row of %lld values "
+		    "overflows 64-bit size", t->name, (long long)n));
 	*out = (size_t)(n / t->block_elems) * (size_t)t->block_bytes;
 	return (RS_OK);
 }
