@@ -16,6 +16,14 @@ for page in "$@"; do
 		echo "man-test: $page: mandoc lint failed" >&2
 		fail=$((fail + 1))
 	fi
+	# a quote opened inside another on one line: a partial-implicit
+	# macro (.Qq, .Ql) swallowed the rest of its line, commas and all
+	if mandoc -Tutf8 "$page" | sed 's/.\x08//g' |
+	    LC_ALL=C.UTF-8 grep -nE '‘[^’]*‘|“[^”]*“|"""'; then
+		echo "man-test: $page: nested quotes (use .Po/.Pc, one" \
+		    "quoting macro a line)" >&2
+		fail=$((fail + 1))
+	fi
 	# redshift(7) is the index: its SEE ALSO names every command
 	case $page in */redshift.7)
 		for cmd in "${page%/*}"/rs-*.1; do
