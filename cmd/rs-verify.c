@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "rs_utf8.h"
 #include "cli_npy.h"
 #include "rs_engine.h"
 #include "rs_json.h"
@@ -307,10 +308,17 @@ parse_id_text(const char *text, struct record *rec)
 			break;
 		len = strcspn(p, " \t\r\n,");
 		if (len >= sizeof(buf) || (memcpy(buf, p, len), buf[len] = '\0',
-		    rs_cli_parse_i64(buf, INT32_MIN, INT32_MAX, &v) != 0)) {
+		    rs_cli_parse_i64(buf, INT64_MIN, INT64_MAX, &v) != 0)) {
+			char q[RS_UTF8_QUOTE_SIZE];
+
 			snprintf(msg, sizeof(msg),
-			    "token %d: '%.*s' is not an integer", rec->n,
-			    (int)(len > 24 ? 24 : len), p);
+			    "token %d: '%s' is not an integer", rec->n,
+			    rs_utf8_quote(p, len, q));
+			return (msg);
+		}
+		if (v < INT32_MIN || v > INT32_MAX) {	/* (no id is) */
+			snprintf(msg, sizeof(msg), "token %lld at index %d is "
+			    "outside the vocabulary", (long long)v, rec->n);
 			return (msg);
 		}
 		if (rec->n == cap) {
@@ -385,10 +393,15 @@ parse_json_record(const char *line, size_t len, int32_t def_prefix,
 	    sizeof(int32_t))) == NULL)
 		rs_cli_fatal("out of memory");
 	for (int32_t i = 0; i < rec->n; i++) {
-		if (rs_json_as_int(rs_json_arr_at(arr, i), &v) != 0 ||
-		    v < INT32_MIN || v > INT32_MAX) {
+		if (rs_json_as_int(rs_json_arr_at(arr, i), &v) != 0) {
 			rs_json_free(j);
 			snprintf(msg, msgsz, "tokens[%d] is not an integer", i);
+			return (msg);
+		}
+		if (v < INT32_MIN || v > INT32_MAX) {	/* (no id is) */
+			rs_json_free(j);
+			snprintf(msg, msgsz, "token %lld at index %d is outside "
+			    "the vocabulary", (long long)v, i);
 			return (msg);
 		}
 		rec->tokens[i] = (int32_t)v;
@@ -396,10 +409,17 @@ parse_json_record(const char *line, size_t len, int32_t def_prefix,
 	/* (null is unset, as in every command's requests) */
 	if ((pj = rs_json_get(j, "prefix")) != NULL &&
 	    rs_json_kind(pj) != RS_JSON_NULL) {
-		if (rs_json_as_int(pj, &v) != 0 || v < 1 || v > INT32_MAX) {
+		if (rs_json_as_int(pj, &v) != 0 || v < 1) {
 			rs_json_free(j);
 			snprintf(msg, msgsz,
 			    "prefix is not a positive integer");
+			return (msg);
+		}
+		if (v > INT32_MAX) {
+			rs_json_free(j);
+			snprintf(msg, msgsz, "prefix %lld is longer than any "
+			    "record (at most %d tokens)", (long long)v,
+			    INT32_MAX);
 			return (msg);
 		}
 		rec->prefix = (int32_t)v;

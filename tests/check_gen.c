@@ -910,6 +910,9 @@ START_TEST(context_end)
 	ck_assert_ptr_nonnull(strstr(ge.err.msg, "maximum context length"));
 	ck_assert_ptr_nonnull(strstr(ge.err.msg,
 	    "exceeds the available context size"));
+	/* the prompt fits: the message says what refuses it (it read as
+	   p tokens exceeding p + 1) */
+	ck_assert_ptr_nonnull(strstr(ge.err.msg, "Leave 2 positions free."));
 	ck_assert_uint_eq(res.n_tokens, 0);
 	rs_gen_req_cleanup(&r);
 	free(body);

@@ -135,6 +135,24 @@ START_TEST(nul_byte)
 END_TEST
 
 /*
+ * A byte order mark before the text is named as such (jansson said
+ * "invalid token near '...'" with the invisible mark quoted raw).
+ */
+START_TEST(byte_order_mark)
+{
+	struct rs_json	*j = NULL;
+	struct rs_err	 err = { 0 };
+
+	ck_assert(rs_json_parse("\xef\xbb\xbf{}", 5, &j, &err) ==
+	    RS_ERR_FORMAT);
+	ck_assert_msg(strstr(err.msg, "line 1 column 1: a byte order mark") !=
+	    NULL, "%s", err.msg);
+	ck_assert(rs_json_parse("{}", 2, &j, &err) == RS_OK);
+	rs_json_free(j);
+}
+END_TEST
+
+/*
  * What is printed escapes DEL and the C1 controls (redshift(7): a CSI,
  * U+009B, must not reach a terminal raw) in jansson's form for the C0
  * ones (upper-case hex) and keeps every other character as it is, U+00A0
@@ -177,6 +195,7 @@ json_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("errors");
 	tcase_add_test(tc, nul_byte);
+	tcase_add_test(tc, byte_order_mark);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("print");
 	tcase_add_test(tc, c1_escaped);

@@ -114,6 +114,9 @@ START_TEST(utf8_quote)
 		{ "a\\x00", 5, "a\\\\x00" },		/* not a NUL */
 		{ "\xc2\x85|\xe2\x80\xae|\xe2\x80\xa8", 10,
 		    "\\xc2\\x85|\\xe2\\x80\\xae|\\xe2\\x80\\xa8" },
+		/* invisible: a byte order mark, a zero-width space */
+		{ "\xef\xbb\xbf" "1|\xe2\x80\x8b", 8,
+		    "\\xef\\xbb\\xbf1|\\xe2\\x80\\x8b" },
 		{ "", 0, "" },
 	};
 	char	 out[RS_UTF8_QUOTE_SIZE], in[200], want[80];

@@ -529,6 +529,17 @@ START_TEST(bad_record_exit1)
 	ck_assert_int_eq(get_int(j, "n_candidates"), 0);
 	rs_json_free(j);
 	free(out);
+	/* an id past 32 bits is outside the vocabulary, a prefix past 32
+	   bits too long (both were "not an integer") */
+	snprintf(c, sizeof(c), "printf '%%s\\n' '{\"tokens\":[1,2147483648]}' "
+	    "'{\"tokens\":[1,2],\"prefix\":4294967298}' | %s -m %s -q",
+	    t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"));
+	ck_assert_int_eq(t_run(c, &out), 1);
+	ck_assert_msg(strstr(out, "token 2147483648 at index 1 is outside the "
+	    "vocabulary") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "prefix 4294967298 is longer than any "
+	    "record") != NULL, "%s", out);
+	free(out);
 }
 END_TEST
 

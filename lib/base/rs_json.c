@@ -129,6 +129,12 @@ rs_json_parse(const char *text, size_t n, struct rs_json **out,
 			return (rs_errf(err, RS_ERR_LIMIT,
 			    "line %d column %d: number beyond 64-bit range",
 			    e.line, e.column));
+		/* a byte order mark is invisible in jansson's "near '...'" */
+		if (n >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+			return (rs_errf(err, RS_ERR_FORMAT, "line 1 column 1: "
+			    "a byte order mark (U+FEFF) starts the text; JSON "
+			    "text is UTF-8 without one (RFC 8259 section "
+			    "8.1)"));
 		/* a NUL outside a string stops jansson's view of the token:
 		   it then says "end of file expected near end of file" */
 		if (e.position >= 1 && (size_t)e.position <= n &&

@@ -161,8 +161,10 @@ rs_utf8_put(uint32_t cp, char *out)
  * Escaped as \xHH: control bytes, bytes outside UTF-8, and the characters
  * that would move or hide text on a terminal (C1 controls, the bidi
  * embeddings, overrides and isolates, the marks and separators U+200E,
- * U+200F, U+2028, U+2029); a backslash doubled, so that none of these
- * reads like a file's own "\x00".
+ * U+200F, U+2028, U+2029) or show as nothing (the soft hyphen, the zero
+ * widths U+200B-U+200D and U+2060-U+2064, and U+FEFF: a byte order mark
+ * at the start of a line was an invisible culprit); a backslash doubled,
+ * so that none of these reads like a file's own "\x00".
  */
 static size_t
 quote_piece(const unsigned char *u, size_t n, char *out, size_t *used)
@@ -182,9 +184,10 @@ quote_piece(const unsigned char *u, size_t n, char *out, size_t *used)
 		out[0] = (char)u[0];
 		return (1);
 	}
-	if (len > 1 && !(cp <= 0x9f || cp == 0x200e || cp == 0x200f ||
-	    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 &&
-	    cp <= 0x2069))) {
+	if (len > 1 && !(cp <= 0x9f || cp == 0xad || (cp >= 0x200b &&
+	    cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 &&
+	    cp <= 0x2069) || cp == 0xfeff)) {
 		*used = (size_t)len;
 		memcpy(out, u, (size_t)len);
 		return ((size_t)len);

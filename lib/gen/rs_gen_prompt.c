@@ -314,11 +314,16 @@ check_context(const struct rs_gen *g, const struct rs_gen_req *r,
 			    (int)g->n_vocab));
 	if ((int64_t)r->n_prompt < (int64_t)g->n_ctx - 1)
 		return (check_reserve(g, r, ge));
+	/* (both phrasings, which clients match, §4.6; where the prompt
+	   itself fits, the rule that refuses it, §4.9: the answer needs a
+	   position; all within the 256 bytes of a message at 262,144) */
 	rs_gen_fail(ge, RS_ERR_LIMIT, param, "This model's maximum context "
 	    "length is %d tokens. However, your messages resulted in %zu "
 	    "tokens. Please reduce the length of the messages. (request (%zu "
-	    "tokens) exceeds the available context size (%d tokens))",
-	    (int)g->n_ctx, r->n_prompt, r->n_prompt, (int)g->n_ctx);
+	    "tokens) exceeds the available context size (%d tokens))%s",
+	    (int)g->n_ctx, r->n_prompt, r->n_prompt, (int)g->n_ctx,
+	    (int64_t)r->n_prompt < (int64_t)g->n_ctx ? " Leave 2 positions "
+	    "free." : "");
 	if (ge != NULL) {
 		ge->type = "exceed_context_size_error";
 		ge->n_prompt_tokens = (int64_t)r->n_prompt;
