@@ -516,8 +516,15 @@ parse_alphas(struct opts *o, const char *list)
 
 	o->n_alphas = 0;
 	for (;;) {
-		double a = strtod(p, &end);
-		if (end == p || !(a >= 0.0 && a <= 1.0) || (*end != ',' &&
+		/* decimal digits and a point only: strtod alone would also
+		   take blanks, signs, exponents, hex and "inf" ("0.5.1"
+		   stops strtod at the second point: refused below) */
+		const size_t	 len = strcspn(p, ",");
+		const int	 bad = len == 0 ||
+				    strspn(p, "0123456789.") < len;
+		const double	 a = strtod(p, &end);
+
+		if (bad || end == p || !(a >= 0.0 && a <= 1.0) || (*end != ',' &&
 		    *end != '\0') || o->n_alphas == RS_BENCH_SPEC_MAX_ALPHA)
 			rs_cli_usage_error(USAGE, "--alpha: '%s' is not a list of "
 			    "at most %d numbers in [0, 1]", list,
@@ -538,7 +545,9 @@ parse_depths(struct opts *o, const char *list)
 
 	o->n_depths = 0;
 	for (;;) {
-		long long d = strtoll(p, &end, 10);
+		/* (digits only: strtoll would take blanks and a sign) */
+		long long d = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) :
+		    (end = (char *)p, 0);
 		if (end == p || d < 1 || d > 1 << 24 || (*end != ',' &&
 		    *end != '\0') || o->n_depths == RS_BENCH_MAX_LIST)
 			rs_cli_usage_error(USAGE, "--depth: '%s' is not a list of "

@@ -7,6 +7,7 @@
  * validates.  The GGUF and the qwen35 binding are validated in full before
  * anything is printed from them (rs_gguf.c, rs_model.c).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@
 #include "rs_tok.h"
 #include "rs_types.h"
 
-#define USAGE	"rs-inspect [-cjt] [--max-array N] [-m MODEL] [MODEL ...]"
+#define USAGE	"rs-inspect [-c | -j | -t] [--max-array N] [-m MODEL] [MODEL ...]"
 
 struct opts {
 	int	check;
@@ -432,7 +433,8 @@ inspect(const char *path, const struct opts *o)
 		m = NULL;
 	if (o->json) {
 		if (print_json(path, g, m, &merr, o->max_array) != 0)
-			rs_cli_fatal("write error on stdout");
+			rs_cli_fatal("write error on stdout: %s",
+			    strerror(errno));
 	} else if (o->tensors)
 		print_tensors(g);
 	else

@@ -675,8 +675,10 @@ run_record(struct run *r, struct record *rec, struct rs_err *err)
 	if (r->o->check_rollback && add_rollback(r, rec, out, &failed,
 	    err) != RS_OK)
 		goto out;
-	if (out == NULL || rs_json_write_line(out, stdout) != 0)
-		rs_cli_fatal("write error on stdout");
+	if (out == NULL)
+		rs_cli_fatal("out of memory");
+	if (rs_json_write_line(out, stdout) != 0)
+		rs_cli_fatal("write error on stdout: %s", strerror(errno));
 	code = failed ? RS_EXIT_FAIL : RS_EXIT_OK;
 out:
 	rs_json_free(out);
@@ -698,7 +700,7 @@ print_error(const struct opts *o, struct rs_json *id, const char *msg)
 	rs_json_set(e, "message", rs_json_str(msg));
 	rs_json_set(out, "error", e);
 	if (rs_json_write_line(out, stdout) != 0)
-		rs_cli_fatal("write error on stdout");
+		rs_cli_fatal("write error on stdout: %s", strerror(errno));
 	rs_json_free(out);
 	if (!o->quiet)
 		rs_cli_warn("%s", msg);

@@ -158,6 +158,20 @@ START_TEST(cmd_context)
 	    t_bin("rs-bench"), model);
 	ck_assert_int_eq(t_run(c, &out), 2);
 	free(out);
+	/* numbers parsed strictly (redshift(7)): strtod and strtoll alone
+	   took blanks, signs, hex, exponents and "inf" */
+	static const char *const lax[] = { "--depth ' 5'", "--depth +5",
+	    "--spec --alpha ' 0.5'", "--spec --alpha 0x1p-1",
+	    "--spec --alpha 1e-1", "--spec --alpha inf",
+	    "--spec --alpha 0.5.1" };
+	for (size_t i = 0; i < sizeof(lax) / sizeof(lax[0]); i++) {
+		snprintf(c, sizeof(c), "%s -m %s %s 2>&1", t_bin("rs-bench"),
+		    model, lax[i]);
+		ck_assert_int_eq(t_run(c, &out), 2);
+		ck_assert_msg(strstr(out, "is not a list") != NULL, "%s: %s",
+		    lax[i], out);
+		free(out);
+	}
 	snprintf(c, sizeof(c), "%s -m %s -b cpu -t 1 --depth 40,8 --json "
 	    "2>&1", t_bin("rs-bench"), model);
 	ck_assert_int_eq(t_run(c, &out), 0);
