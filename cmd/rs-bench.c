@@ -832,9 +832,16 @@ main(int argc, char **argv)
 		    "--alpha, --spec-tokens, --reps and --draft-vocab go with "
 		    "--spec");
 	if (o.spec && (o.preset != NULL || o.plan || o.quick || o.prefill > 0 ||
-	    o.n_depths > 0))
+	    o.n_depths > 0 || o.ctx > 0))
 		rs_cli_usage_error(USAGE, "--spec excludes --synth, --plan, "
-		    "--quick, --prefill and --depth");
+		    "--quick, --prefill, --depth and --ctx-size");
+	if (o.plan && (o.quick || o.prefill > 0 || o.n_depths > 0))
+		rs_cli_usage_error(USAGE, "--plan excludes --quick, --prefill "
+		    "and --depth (it runs nothing)");
+	/* (the engine refuses it too, but --plan opens none) */
+	if (o.devices != NULL && o.backend == RS_BACKEND_CPU)
+		rs_cli_usage_error(USAGE, "--devices: the cpu backend runs on "
+		    "the host, it takes no GPU list (use --backend cuda)");
 	if (o.devices != NULL && o.preset != NULL)
 		rs_cli_usage_error(USAGE, "--devices is for -m, not --synth");
 	/* options that would otherwise be ignored */

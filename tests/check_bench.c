@@ -164,6 +164,20 @@ START_TEST(cmd_context)
 	    "--spec --alpha ' 0.5'", "--spec --alpha 0x1p-1",
 	    "--spec --alpha 1e-1", "--spec --alpha inf",
 	    "--spec --alpha 0.5.1" };
+	/* options the mode would ignore are refused */
+	static const char *const ignored[][2] = {
+		{ "--spec -c 10", "--spec excludes" },
+		{ "--plan --quick", "--plan excludes" },
+		{ "--plan --prefill 64", "--plan excludes" },
+	};
+	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++) {
+		snprintf(c, sizeof(c), "%s -m %s %s 2>&1", t_bin("rs-bench"),
+		    model, ignored[i][0]);
+		ck_assert_int_eq(t_run(c, &out), 2);
+		ck_assert_msg(strstr(out, ignored[i][1]) != NULL, "%s: %s",
+		    ignored[i][0], out);
+		free(out);
+	}
 	for (size_t i = 0; i < sizeof(lax) / sizeof(lax[0]); i++) {
 		snprintf(c, sizeof(c), "%s -m %s %s 2>&1", t_bin("rs-bench"),
 		    model, lax[i]);

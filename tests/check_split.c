@@ -327,6 +327,13 @@ START_TEST(commands)
 	    NULL && strstr(out, "--split 1,3; per token 1 boundary copy") !=
 	    NULL, "%s", out);
 	free(out);
+	/* --plan runs no engine: it refused --backend cpu --devices too */
+	snprintf(c, sizeof(c), "%s -m %s --plan --backend cpu --devices 0 "
+	    "2>&1", t_bin("rs-bench"), m);
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "the cpu backend runs on the host") != NULL,
+	    "%s", out);
+	free(out);
 	/* counts that do not add up: exit 2 before any plan is printed */
 	snprintf(c, sizeof(c), "%s -m %s --plan --devices 0,1 --split 1,2 "
 	    "2>&1", t_bin("rs-bench"), m);
