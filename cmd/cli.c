@@ -77,18 +77,23 @@ trap_sigbus(void)
  * A command started with standard input, output or error closed (`>&-`)
  * would hand that number to the next file it opens: an output file would
  * then take the results meant for stdout (rs-verify's JSON lines inside
- * its .npy).  Each closed one becomes /dev/null, opened so that stdout
- * still fails as closed: a write to it is EBADF, a write error (exit 2).
+ * its .npy).  Each closed one becomes /dev/null, opened so that stdin and
+ * stdout still fail as closed (a read of a write-only descriptor, a write
+ * to a read-only one: EBADF, a read or write error, exit 2); stderr's
+ * messages are dropped.
  */
 static void
 hold_std_fds(void)
 {
-	static const int mode[3] = { O_RDONLY, O_RDONLY, O_WRONLY };
+	static const int mode[3] = { O_WRONLY, O_RDONLY, O_WRONLY };
 
 	for (int fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) == -1 && errno == EBADF &&
-		    open("/dev/null", mode[fd]) != fd)
+		    open("/dev/null", mode[fd]) != fd) {
+			(void)write(STDERR_FILENO, "cannot open /dev/null\n",
+			    22);
 			_exit(RS_EXIT_ERROR);
+		}
 }
 
 void

@@ -307,18 +307,23 @@ parse_id_text(const char *text, struct record *rec)
 		if (*p == '\0')
 			break;
 		len = strcspn(p, " \t\r\n,");
-		if (len >= sizeof(buf) || (memcpy(buf, p, len), buf[len] = '\0',
-		    rs_cli_parse_i64(buf, INT64_MIN, INT64_MAX, &v) != 0)) {
-			char q[RS_UTF8_QUOTE_SIZE];
+		const size_t sign = *p == '-';
+		char	 q[RS_UTF8_QUOTE_SIZE];
 
+		/* digits past 32 bits (or 64) are no token id either */
+		if (len > sign && strspn(p + sign, "0123456789") == len - sign &&
+		    (len >= sizeof(buf) || (memcpy(buf, p, len), buf[len] = '\0',
+		    rs_cli_parse_i64(buf, INT32_MIN, INT32_MAX, &v) != 0))) {
+			snprintf(msg, sizeof(msg), "token %s at index %d is "
+			    "outside the vocabulary", rs_utf8_quote(p, len, q),
+			    rec->n);
+			return (msg);
+		}
+		if (len >= sizeof(buf) || (memcpy(buf, p, len), buf[len] = '\0',
+		    rs_cli_parse_i64(buf, INT32_MIN, INT32_MAX, &v) != 0)) {
 			snprintf(msg, sizeof(msg),
 			    "token %d: '%s' is not an integer", rec->n,
 			    rs_utf8_quote(p, len, q));
-			return (msg);
-		}
-		if (v < INT32_MIN || v > INT32_MAX) {	/* (no id is) */
-			snprintf(msg, sizeof(msg), "token %lld at index %d is "
-			    "outside the vocabulary", (long long)v, rec->n);
 			return (msg);
 		}
 		if (rec->n == cap) {

@@ -1563,6 +1563,9 @@ static const struct bad {
 	    "missing" },
 	{ "{\"messages\": [{\"role\": \"function\", \"content\": \"x\"}]}",
 	    "messages[0].role", "unexpected role" },
+	/* the key quoted in the param too (ESC reached it raw) */
+	{ "{\"tokens\": [1], \"logit_bias\": {\"\\u001b[31m\": 1}}",
+	    "logit_bias.\\x1b[31m", "'\\x1b[31m' is not a token id" },
 	/* a client's string quoted whole: past a NUL (it said 'us'), and
 	   cut only between characters */
 	{ "{\"messages\": [{\"role\": \"us\\u0000er\", \"content\": "

@@ -213,15 +213,21 @@ START_TEST(verify_stdout_gone)
 	    ">&-", t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"), dir);
 	ck_assert_int_eq(t_run(c, NULL), 2);
 	ck_assert_int_eq(count_prefix(dir, "c.npy"), 0);
+	/* stdin closed: a read error, not an empty input (exit 0) */
+	snprintf(c, sizeof(c), "%s -m %s -j <&-", t_bin("rs-tokenize"),
+	    t_fixture("tiny/model-f16.gguf"));
+	ck_assert_int_eq(t_run(c, NULL), 2);
 	snprintf(in, sizeof(in), "%s/in.jsonl", dir);
 	ck_assert((fp = fopen(in, "w")) != NULL);
 	for (int i = 0; i < 3000; i++)
 		fputs("{\"tokens\":[1,2,3,4]}\n", fp);
 	ck_assert(fclose(fp) == 0);
-	snprintf(c, sizeof(c), "env --default-signal=PIPE sh -c \"%s -m %s "
-	    "--logits '%s/p.npy' -q < '%s' | head -c 1 >/dev/null\"",
-	    t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"), dir, in);
-	(void)t_run(c, NULL);
+	/* (the status: rs-verify ran and SIGPIPE ended it, 128 + 13) */
+	snprintf(c, sizeof(c), "env --default-signal=PIPE bash -c \"%s -m %s "
+	    "--logits '%s/p.npy' -q < '%s' | head -c 1 >/dev/null; exit "
+	    "\\${PIPESTATUS[0]}\"", t_bin("rs-verify"),
+	    t_fixture("tiny/model-f16.gguf"), dir, in);
+	ck_assert_int_eq(t_run(c, NULL), 141);
 	ck_assert_int_eq(count_prefix(dir, "p.npy"), 0);
 }
 END_TEST

@@ -540,6 +540,13 @@ START_TEST(bad_record_exit1)
 	ck_assert_msg(strstr(out, "prefix 4294967298 is longer than any "
 	    "record") != NULL, "%s", out);
 	free(out);
+	/* the same in --tokens, past 64 bits too */
+	snprintf(c, sizeof(c), "%s -m %s -q --tokens '1 99999999999999999999' "
+	    "2>&1", t_bin("rs-verify"), t_fixture("tiny/model-f16.gguf"));
+	ck_assert_int_eq(t_run(c, &out), 2);
+	ck_assert_msg(strstr(out, "token 99999999999999999999 at index 1 is "
+	    "outside the vocabulary") != NULL, "%s", out);
+	free(out);
 }
 END_TEST
 

@@ -533,7 +533,7 @@ parse_bias(const struct rs_gen *g, struct rs_gen_req *r,
 	void		*it = NULL;
 	int64_t		 id;
 	double		 d;
-	char		 path[48], q[RS_UTF8_QUOTE_SIZE];
+	char		 path[16 + RS_UTF8_QUOTE_SIZE], q[RS_UTF8_QUOTE_SIZE];
 
 	if (v == NULL)
 		return (RS_OK);
@@ -544,11 +544,13 @@ parse_bias(const struct rs_gen *g, struct rs_gen_req *r,
 	if (r->bias == NULL)
 		return (rs_gen_fail(ge, RS_ERR_NOMEM, NULL, "out of memory"));
 	while (rs_json_obj_next(v, &it, &key, &klen, &b) == 0) {
-		snprintf(path, sizeof(path), "logit_bias.%.30s", key);
+		/* (the key as quoted: a client's bytes, ESC among them) */
+		snprintf(path, sizeof(path), "logit_bias.%s",
+		    rs_utf8_quote(key, klen, q));
 		if (parse_id(key, klen, &id) != 0 || id >= g->n_vocab)
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
-			    "%s: '%s' is not a token id in [0, %d)", path,
-			    rs_utf8_quote(key, klen, q), (int)g->n_vocab));
+			    "%s: '%s' is not a token id in [0, %d)", path, q,
+			    (int)g->n_vocab));
 		if (rs_json_as_real(b, &d) != 0 || !(d >= -100 && d <= 100))
 			return (rs_gen_fail(ge, RS_ERR_INVALID_ARG, path,
 			    "%s: must be a number in [-100, 100]", path));

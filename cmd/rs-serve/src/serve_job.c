@@ -1085,6 +1085,12 @@ serve_job_resume(struct http_request *req)
 		return (KORE_RESULT_RETRY);
 	}
 	serve_log_write(&job->log, job->status);
+	/* the connection is idle from now: Kore's idle timer restarts only
+	   on a socket event, so it still counted from the request's arrival
+	   and closed the connection that long before the "keep-alive:
+	   timeout=" its response announced */
+	if (req->owner != NULL)
+		kore_connection_start_idletimer(req->owner);
 	return (KORE_RESULT_OK);
 }
 
