@@ -550,60 +550,38 @@ token_bytes(const struct rs_tok *tok, int32_t id, size_t *n)
 	return (p != NULL ? p : "");
 }
 
-/* The N bytes at P less those that are not valid UTF-8, as a string. */
-static struct rs_json *
-token_str(const char *p, size_t n)
-{
-	struct rs_json	*j;
-	char		*v;
-	size_t		 o = 0;
-	int		 k;
-
-	if (rs_utf8_valid(p, n, NULL))
-		return (rs_json_strn(p, n));
-	if ((v = malloc(n + 1)) == NULL)
-		return (NULL);
-	for (size_t i = 0; i < n; i += k > 0 ? (size_t)k : 1) {
-		k = rs_utf8_seq((const unsigned char *)p + i, n - i, NULL);
-		if (k > 0) {
-			memcpy(v + o, p + i, (size_t)k);
-			o += (size_t)k;
-		}
-	}
-	j = rs_json_strn(v, o);
-	free(v);
-	return (j);
-}
-
 /*
- * A text completion's token string (its "tokens" entry and its key in
- * "top_logprobs", which has no "bytes" beside it): the N bytes at P, or,
- * where they are not all valid UTF-8 (part of a character), "bytes:"
- * followed by them with each byte outside a valid sequence as \xHH, as
- * OpenAI spells such tokens.  (Spelled as token_str() does, the three
- * byte tokens of one character were all "", one key in "top_logprobs".)
+ * The N bytes at P as a token string.  Valid UTF-8 stays as it is.  A
+ * token that is part of a character: for chat (TEXT 0) its whole
+ * characters only, the rest is in its "bytes" beside it; for a text
+ * completion (TEXT 1: "tokens" and the keys of "top_logprobs", with no
+ * "bytes") "bytes:" and the token, each byte outside a valid sequence as
+ * \xHH, as OpenAI spells it (dropped there, the three byte tokens of one
+ * character were all "", one key in "top_logprobs").
  */
 static struct rs_json *
-token_str_text(const char *p, size_t n)
+token_str(const char *p, size_t n, int text)
 {
 	static const char	 hex[] = "0123456789abcdef";
 	struct rs_json		*j;
 	char			*v;
-	size_t			 o;
+	size_t			 o = 0;
 	int			 k;
 
 	if (rs_utf8_valid(p, n, NULL))
 		return (rs_json_strn(p, n));
 	if ((v = malloc(6 + 4 * n)) == NULL)
 		return (NULL);
-	memcpy(v, "bytes:", 6);
-	o = 6;
+	if (text) {
+		memcpy(v, "bytes:", 6);
+		o = 6;
+	}
 	for (size_t i = 0; i < n; i += k > 0 ? (size_t)k : 1) {
 		k = rs_utf8_seq((const unsigned char *)p + i, n - i, NULL);
 		if (k > 0) {
 			memcpy(v + o, p + i, (size_t)k);
 			o += (size_t)k;
-		} else {
+		} else if (text) {
 			v[o++] = '\\';
 			v[o++] = 'x';
 			v[o++] = hex[(unsigned char)p[i] >> 4];
@@ -633,7 +611,7 @@ token_json(const struct rs_tok *tok, int32_t id, double logprob, int *bad)
 	for (size_t i = 0; i < n; i++)
 		if (rs_json_push(b, rs_json_int((unsigned char)p[i])) != 0)
 			*bad = 1;
-	put(o, "token", token_str(p, n), bad);
+	put(o, "token", token_str(p, n, 0), bad);
 	put(o, "logprob", rs_json_real(logprob), bad);
 	put(o, "bytes", b, bad);
 	return (o);
@@ -699,7 +677,7 @@ top_object(const struct rs_logprob *lp, const struct rs_tok *tok, int *bad)
 	}
 	for (int j = -1; j < lp->n_top; j++) {
 		p = token_bytes(tok, j < 0 ? lp->token : lp->top[j].token, &n);
-		if ((k = token_str_text(p, n)) == NULL ||
+		if ((k = token_str(p, n, 1)) == NULL ||
 		    rs_json_as_str(k, &s, &len) != 0) {
 			rs_json_free(k);
 			*bad = 1;
@@ -728,7 +706,7 @@ rs_oai_logprobs_text(const struct rs_logprob *lp, size_t n,
 		bad = 1;
 	for (size_t i = 0; i < n && !bad; i++) {
 		p = token_bytes(tok, lp[i].token, &len);
-		if (rs_json_push(toks, token_str_text(p, len)) != 0 ||
+		if (rs_json_push(toks, token_str(p, len, 1)) != 0 ||
 		    rs_json_push(lps, rs_json_real(lp[i].logprob)) != 0 ||
 		    rs_json_push(tops, top_object(&lp[i], tok, &bad)) != 0 ||
 		    rs_json_push(offs, rs_json_int(*offset)) != 0)
