@@ -19,7 +19,6 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "rs_utf8.h"
 #include "cli_npy.h"
 #include "rs_engine.h"
 #include "rs_json.h"
@@ -27,6 +26,7 @@
 #include "rs_pyjson.h"
 #include "rs_state.h"
 #include "rs_time.h"
+#include "rs_utf8.h"
 #include "rs_verify.h"
 
 #define DEFAULT_EXTRA	4	/* tokens decoded after a rollback */
@@ -307,23 +307,21 @@ parse_id_text(const char *text, struct record *rec)
 		if (*p == '\0')
 			break;
 		len = strcspn(p, " \t\r\n,");
-		const size_t sign = *p == '-';
-		char	 q[RS_UTF8_QUOTE_SIZE];
-
-		/* digits past 32 bits (or 64) are no token id either */
-		if (len > sign && strspn(p + sign, "0123456789") == len - sign &&
-		    (len >= sizeof(buf) || (memcpy(buf, p, len), buf[len] = '\0',
-		    rs_cli_parse_i64(buf, INT32_MIN, INT32_MAX, &v) != 0))) {
-			snprintf(msg, sizeof(msg), "token %s at index %d is "
-			    "outside the vocabulary", rs_utf8_quote(p, len, q),
-			    rec->n);
-			return (msg);
-		}
 		if (len >= sizeof(buf) || (memcpy(buf, p, len), buf[len] = '\0',
 		    rs_cli_parse_i64(buf, INT32_MIN, INT32_MAX, &v) != 0)) {
-			snprintf(msg, sizeof(msg),
-			    "token %d: '%s' is not an integer", rec->n,
-			    rs_utf8_quote(p, len, q));
+			/* digits past 32 bits (or 64) are no token id */
+			const size_t	sign = *p == '-';
+			char		q[RS_UTF8_QUOTE_SIZE];
+
+			if (len > sign && strspn(p + sign, "0123456789") ==
+			    len - sign)
+				snprintf(msg, sizeof(msg), "token %s at index "
+				    "%d is outside the vocabulary",
+				    rs_utf8_quote(p, len, q), rec->n);
+			else
+				snprintf(msg, sizeof(msg), "token %d: '%s' is "
+				    "not an integer", rec->n,
+				    rs_utf8_quote(p, len, q));
 			return (msg);
 		}
 		if (rec->n == cap) {
